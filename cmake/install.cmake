@@ -1,0 +1,20 @@
+# Installs the libraries, headers and a package config so find_package(ruccl CONFIG) works.
+include(CMakePackageConfigHelpers)
+install(TARGETS ${RUCCL_TARGETS} EXPORT ruccl-targets
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+foreach(layer tensor collective autodiff optim)
+  install(DIRECTORY ${PROJECT_SOURCE_DIR}/${layer} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/ruccl
+          FILES_MATCHING PATTERN "*.h")
+endforeach()
+install(FILES ${PROJECT_BINARY_DIR}/generated/ruccl/config.h
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/ruccl/ruccl)
+install(EXPORT ruccl-targets NAMESPACE ruccl:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/ruccl)
+configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/ruccl-config.cmake.in
+                              ${PROJECT_BINARY_DIR}/ruccl-config.cmake
+                              INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/ruccl)
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/ruccl-config-version.cmake
+                                 COMPATIBILITY SameMinorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/ruccl-config.cmake ${PROJECT_BINARY_DIR}/ruccl-config-version.cmake
+        DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/ruccl)

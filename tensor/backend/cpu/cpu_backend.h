@@ -1,0 +1,43 @@
+#pragma once
+// The CPU backend: Eigen for GEMM, hand-written strided loops (vectorised by the compiler for
+// contiguous runs) for elementwise ops and reductions. One file per op family:
+// cpu_memory.cpp, cpu_elementwise.cpp, cpu_reduce.cpp, cpu_matmul.cpp, cpu_index.cpp.
+#include "tensor/backend/backend.h"
+
+namespace ruccl::cpu {
+
+class CpuBackend final : public Backend {
+ public:
+  std::string_view name() const override { return "cpu"; }
+  bool supports(Op op, DType dtype) const override;
+
+  std::shared_ptr<Storage> allocate(std::size_t nbytes, Device device) override;
+  void copy_from_host(const void* host, Storage& dst, std::size_t offset,
+                      std::size_t nbytes) override;
+  void copy_to_host(const Storage& src, std::size_t offset, void* host,
+                    std::size_t nbytes) override;
+  void copy(const Tensor& src, const Tensor& dst) override;
+  void fill(const Tensor& dst, Scalar value) override;
+
+  void unary(Op op, const Tensor& x, const Tensor& out) override;
+  void binary(Op op, const Tensor& a, const Tensor& b, const Tensor& out) override;
+  void where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out) override;
+  void reduce(Op op, const Tensor& x, std::span<const std::int64_t> dims,
+              const Tensor& out) override;
+  void matmul(const Tensor& a, const Tensor& b, const Tensor& out) override;
+  void softmax(Op op, const Tensor& x, std::int64_t dim, const Tensor& out) override;
+  void index_select(const Tensor& x, std::int64_t dim, const Tensor& index,
+                    const Tensor& out) override;
+  void gather(const Tensor& x, std::int64_t dim, const Tensor& index, const Tensor& out) override;
+  void scatter_add(const Tensor& out, std::int64_t dim, const Tensor& index,
+                   const Tensor& src) override;
+  void index_add(const Tensor& out, std::int64_t dim, const Tensor& index,
+                 const Tensor& src) override;
+  void one_hot(const Tensor& indices, const Tensor& out) override;
+};
+
+/// Number of threads CPU kernels (GEMM included) may use; defaults to the hardware's cores.
+void set_num_threads(int n);
+int num_threads();
+
+}  // namespace ruccl::cpu

@@ -1,0 +1,35 @@
+#pragma once
+// Storage: a reference-counted block of device memory. Tensors are views into a Storage (shape,
+// strides, offset); several views share one Storage through std::shared_ptr.
+#include <cstddef>
+#include <functional>
+#include <memory>
+
+#include "tensor/core/device.h"
+
+namespace ruccl {
+
+/// Owns `nbytes` bytes on `device`; frees them with the deleter its backend gave it.
+class Storage {
+ public:
+  using Deleter = void (*)(void*);
+  Storage(void* data, std::size_t nbytes, Device device, Deleter deleter)
+      : data_(data), nbytes_(nbytes), device_(device), deleter_(deleter) {}
+  ~Storage() {
+    if (deleter_ != nullptr && data_ != nullptr) deleter_(data_);
+  }
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+
+  void* data() const { return data_; }
+  std::size_t nbytes() const { return nbytes_; }
+  Device device() const { return device_; }
+
+ private:
+  void* data_;
+  std::size_t nbytes_;
+  Device device_;
+  Deleter deleter_;
+};
+
+}  // namespace ruccl

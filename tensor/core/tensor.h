@@ -1,0 +1,191 @@
+#pragma once
+// Tensor: an n-dimensional strided view (shape, strides, offset, dtype) into a reference-counted
+// Storage on a Device. Copying a Tensor is cheap and shares the storage; clone() copies the data.
+// Frontend methods validate and dispatch to the Backend of the tensor's device; no math here.
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "tensor/core/device.h"
+#include "tensor/core/dtype.h"
+#include "tensor/core/error.h"
+#include "tensor/core/scalar.h"
+#include "tensor/core/shape.h"
+#include "tensor/core/storage.h"
+
+namespace ruccl {
+
+class Generator;
+
+/// An n-dimensional array. `Tensor()` is undefined (holds nothing); everything else has storage.
+///
+///   Tensor x = Tensor::from_vector<float>({1, 2, 3, 4}, {2, 2});
+///   Tensor y = matmul(x, x.transpose(0, 1)) + 1.0;
+class Tensor {
+ public:
+  Tensor() = default;
+
+  // ---- creation -------------------------------------------------------------------------------
+  /// Uninitialised memory of `shape`.
+  static Tensor empty(const Shape& shape, DType dtype = DType::F32, Device device = Device::cpu());
+  static Tensor zeros(const Shape& shape, DType dtype = DType::F32, Device device = Device::cpu());
+  static Tensor ones(const Shape& shape, DType dtype = DType::F32, Device device = Device::cpu());
+  static Tensor full(const Shape& shape, Scalar value, DType dtype = DType::F32,
+                     Device device = Device::cpu());
+  /// [start, start + step, ...) up to `end` (exclusive), like torch.arange.
+  static Tensor arange(Scalar start, Scalar end, Scalar step = 1, DType dtype = DType::I64,
+                       Device device = Device::cpu());
+  /// Copies `values` (row-major) into a new tensor of `shape`; numel must match.
+  template <typename T>
+  static Tensor from_vector(const std::vector<T>& values, const Shape& shape,
+                            Device device = Device::cpu());
+  /// A 1-d tensor of `values`.
+  template <typename T>
+  static Tensor from_vector(const std::vector<T>& values, Device device = Device::cpu()) {
+    return from_vector<T>(values, Shape{static_cast<std::int64_t>(values.size())}, device);
+  }
+  /// Standard normal samples drawn from `gen` (see Generator for the algorithm).
+  static Tensor randn(const Shape& shape, Generator& gen, DType dtype = DType::F32,
+                      Device device = Device::cpu());
+  /// Uniform samples in [0, 1) drawn from `gen`.
+  static Tensor rand(const Shape& shape, Generator& gen, DType dtype = DType::F32,
+                     Device device = Device::cpu());
+  /// A random permutation of 0..n-1 (I64), for shuffling data.
+  static Tensor randperm(std::int64_t n, Generator& gen, Device device = Device::cpu());
+  /// A 0-d tensor holding `value`.
+  static Tensor scalar(Scalar value, DType dtype = DType::F32, Device device = Device::cpu());
+
+  // ---- metadata -------------------------------------------------------------------------------
+  bool defined() const { return storage_ != nullptr; }
+  const Shape& shape() const { return shape_; }
+  const Shape& strides() const { return strides_; }
+  std::int64_t offset() const { return offset_; }
+  DType dtype() const { return dtype_; }
+  Device device() const;
+  std::int64_t numel() const { return numel_; }
+  /// Number of dimensions.
+  std::int64_t dim() const { return shape_.size(); }
+  /// Size of dimension `d` (negative counts from the end).
+  std::int64_t size(std::int64_t d) const;
+  std::size_t element_size() const { return dtype_size(dtype_); }
+  std::size_t nbytes() const { return static_cast<std::size_t>(numel_) * element_size(); }
+  /// Row-major with no gaps.
+  bool is_contiguous() const;
+  /// The storage shared by every view of this tensor.
+  const std::shared_ptr<Storage>& storage() const { return storage_; }
+  /// Address of element 0 (storage base + offset). For backends and transports.
+  void* data_ptr() const;
+  /// Typed address of element 0; T must match dtype() exactly.
+  template <typename T>
+  T* data() const {
+    RUCCL_CHECK(dtype_of<T>() == dtype_, DTypeError, "Tensor::data: expected dtype ",
+                dtype_of<T>(), " (the requested element type), got ", dtype_);
+    return static_cast<T*>(data_ptr());
+  }
+  /// "Tensor(shape=[2, 3], dtype=F32, device=cpu)" plus up to a few values.
+  std::string to_string() const;
+
+  // ---- reading values -------------------------------------------------------------------------
+  /// All elements in row-major order; T must match dtype() exactly (use to(DType) first).
+  template <typename T>
+  std::vector<T> to_vector() const;
+  /// The single element of a one-element tensor.
+  template <typename T>
+  T item() const;
+
+  // ---- conversion and copies ------------------------------------------------------------------
+  /// This tensor on `device` (itself when already there).
+  Tensor to(Device device) const;
+  /// This tensor converted to `dtype` (itself when already that dtype).
+  Tensor to(DType dtype) const;
+  /// A contiguous copy with its own storage.
+  Tensor clone() const;
+  /// Itself when contiguous, else a contiguous copy.
+  Tensor contiguous() const;
+  /// Writes `src` (broadcast to this shape, converted to this dtype) into this tensor's memory.
+  void copy_(const Tensor& src);
+  /// Sets every element to `value`.
+  void fill_(Scalar value);
+
+  // ---- views (share storage) ------------------------------------------------------------------
+  /// Same elements, new shape; one size may be -1. A view when the strides allow, else a copy.
+  Tensor reshape(const Shape& shape) const;
+  /// A view with a new shape; throws ShapeError when the strides do not allow it.
+  Tensor view(const Shape& shape) const;
+  Tensor transpose(std::int64_t d0, std::int64_t d1) const;
+  Tensor permute(const std::vector<std::int64_t>& dims) const;
+  /// Elements [start, start + length) of dimension `d`.
+  Tensor narrow(std::int64_t d, std::int64_t start, std::int64_t length) const;
+  /// Broadcasts size-1 dims (and new leading dims) to `shape` with stride 0; -1 keeps a size.
+  Tensor expand(const Shape& shape) const;
+  Tensor squeeze(std::int64_t d) const;
+  Tensor unsqueeze(std::int64_t d) const;
+  /// Dims [start, end] merged into one.
+  Tensor flatten(std::int64_t start = 0, std::int64_t end = -1) const;
+  /// Element `i` of dimension 0, dropping that dimension.
+  Tensor select(std::int64_t d, std::int64_t i) const;
+
+  /// A view with explicit geometry over the same storage. Checked against the storage size.
+  Tensor as_strided(const Shape& shape, const Shape& strides, std::int64_t offset) const;
+
+  /// Wraps existing storage (for backends and deserialisation).
+  Tensor(std::shared_ptr<Storage> storage, const Shape& shape, const Shape& strides,
+         std::int64_t offset, DType dtype);
+
+ private:
+  std::shared_ptr<Storage> storage_;
+  Shape shape_;
+  Shape strides_;
+  std::int64_t offset_ = 0;
+  std::int64_t numel_ = 0;
+  DType dtype_ = DType::F32;
+
+  void copy_to_host(void* dst) const;
+  static Tensor from_host(const void* src, const Shape& shape, DType dtype, Device device);
+};
+
+std::ostream& operator<<(std::ostream& out, const Tensor& t);
+
+// ---- template definitions -----------------------------------------------------------------------
+
+template <typename T>
+Tensor Tensor::from_vector(const std::vector<T>& values, const Shape& shape, Device device) {
+  RUCCL_CHECK(static_cast<std::int64_t>(values.size()) == shape.numel(), ShapeError,
+              "Tensor::from_vector: expected ", shape.numel(), " values for shape ", shape,
+              ", got ", values.size());
+  if constexpr (std::is_same_v<T, bool>) {  // std::vector<bool> is packed: unpack it
+    std::vector<std::uint8_t> bytes(values.begin(), values.end());
+    return from_host(bytes.data(), shape, DType::Bool, device);
+  } else {
+    return from_host(values.data(), shape, dtype_of<T>(), device);
+  }
+}
+
+template <typename T>
+std::vector<T> Tensor::to_vector() const {
+  RUCCL_CHECK(defined(), ValueError, "Tensor::to_vector: expected a defined tensor, got an undefined one");
+  RUCCL_CHECK(dtype_of<T>() == dtype_, DTypeError, "Tensor::to_vector: expected dtype ",
+              dtype_of<T>(), " (the requested element type), got ", dtype_,
+              "; convert with to(DType) first");
+  if constexpr (std::is_same_v<T, bool>) {
+    std::vector<std::uint8_t> bytes(static_cast<std::size_t>(numel_));
+    copy_to_host(bytes.data());
+    return std::vector<bool>(bytes.begin(), bytes.end());
+  } else {
+    std::vector<T> out(static_cast<std::size_t>(numel_));
+    copy_to_host(out.data());
+    return out;
+  }
+}
+
+template <typename T>
+T Tensor::item() const {
+  RUCCL_CHECK(numel_ == 1, ShapeError,
+              "Tensor::item: expected a tensor with exactly 1 element, got shape ", shape_,
+              " with ", numel_, " elements");
+  return to_vector<T>()[0];
+}
+
+}  // namespace ruccl

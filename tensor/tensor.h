@@ -1,0 +1,15 @@
+#pragma once
+// Umbrella header of the tensor layer.
+#include "tensor/backend/backend.h"
+#include "tensor/core/device.h"
+#include "tensor/core/dtype.h"
+#include "tensor/core/error.h"
+#include "tensor/core/scalar.h"
+#include "tensor/core/shape.h"
+#include "tensor/core/tensor.h"
+#include "tensor/ops/elementwise.h"
+#include "tensor/ops/index.h"
+#include "tensor/ops/linalg.h"
+#include "tensor/ops/reduce.h"
+#include "tensor/ops/shape_ops.h"
+#include "tensor/random/generator.h"
