@@ -4,7 +4,11 @@ install(TARGETS ${RUCCL_TARGETS} EXPORT ruccl-targets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-foreach(layer tensor collective autodiff optim)
+set(_ruccl_header_dirs tensor collective autodiff optim)
+if(RUCCL_WITH_CUDA)
+  list(APPEND _ruccl_header_dirs cuda)  # *.h only: the *.cuh kernel headers are internal
+endif()
+foreach(layer ${_ruccl_header_dirs})
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/${layer} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/ruccl
           FILES_MATCHING PATTERN "*.h")
 endforeach()
