@@ -1,0 +1,41 @@
+#pragma once
+// The elementwise math of the optimizers, written once over host memory and mirroring
+// torch.optim's single-tensor code (torch 1.13) operation by operation, in the parameter's float
+// type, so trajectories match PyTorch to rounding (torch's vectorised CPU kernels use FMA; these
+// loops may or may not, hence the tolerance documented in tests/optim/optimizer_golden_test.cpp).
+#include <cstdint>
+
+#include "tensor/core/tensor.h"
+
+namespace ruccl::optim {
+
+/// torch.optim.SGD's hyper-parameters (lr is passed per step).
+struct SgdOptions {
+  double momentum = 0.0;
+  double dampening = 0.0;
+  double weight_decay = 0.0;
+  bool nesterov = false;
+};
+
+/// torch.optim.Adam / AdamW hyper-parameters (lr is passed per step).
+struct AdamOptions {
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double weight_decay = 0.0;
+};
+
+/// One SGD update in place. `param`, `grad` and (when momentum != 0) `momentum_buffer` are
+/// contiguous CPU tensors of one dtype, F32 or F64, with equal element counts. `first_step` says
+/// the buffer holds nothing yet (torch's `buf is None`): it is then set to the decayed gradient.
+void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& momentum_buffer,
+                bool first_step, double lr, const SgdOptions& options);
+
+/// One Adam (decoupled = false) or AdamW (decoupled = true) update in place; `step` is the 1-based
+/// step count after this update (bias correction 1 − beta^step). Same tensor requirements as
+/// sgd_update, plus `exp_avg` and `exp_avg_sq`.
+void adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
+                 const Tensor& exp_avg_sq, std::int64_t step, double lr, const AdamOptions& options,
+                 bool decoupled);
+
+}  // namespace ruccl::optim
