@@ -1,0 +1,71 @@
+#pragma once
+// Options of one collective call, and of a communicator.
+#include <array>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+
+namespace ruccl {
+
+/// One named word that higher layers add to the call's agreement fingerprint, for arguments the
+/// collective layer does not know (the axis of all_gather_dim, "input requires grad", ...). Every
+/// rank must pass the same words in the same order; a different value raises
+/// CollectiveErrorKind::ArgumentMismatch on every rank, naming the word.
+struct FingerprintWord {
+  const char* name = "";  ///< a string literal (kept by pointer), shown in error messages
+  std::int64_t value = 0;
+};
+
+/// Per-call options, accepted by every Communicator operation.
+///
+///   comm.all_gather(t, CallOptions().with_timeout(std::chrono::seconds(5))
+///                                   .with_word("axis", 1).with_word("requires_grad", 1));
+struct CallOptions {
+  static constexpr int kMaxWords = 4;
+
+  /// Overrides the communicator's default deadline (CommunicatorOptions::timeout) for this call.
+  std::optional<std::chrono::milliseconds> timeout;
+  /// Extra fingerprint words (first `num_words` are used).
+  std::array<FingerprintWord, kMaxWords> words{};
+  int num_words = 0;
+  /// Name used in error messages instead of the collective's own (e.g. "all_gather_dim").
+  const char* label = nullptr;
+
+  /// Sets the deadline of this call.
+  CallOptions& with_timeout(std::chrono::milliseconds t) {
+    timeout = t;
+    return *this;
+  }
+  /// Adds a fingerprint word; at most kMaxWords (more is an InvalidArgument error at the call).
+  CallOptions& with_word(const char* name, std::int64_t value) {
+    if (num_words < kMaxWords) words[static_cast<std::size_t>(num_words)] = {name, value};
+    ++num_words;
+    return *this;
+  }
+  /// Sets the label used in error messages.
+  CallOptions& with_label(const char* name) {
+    label = name;
+    return *this;
+  }
+};
+
+/// Which algorithm a collective uses. Auto picks by message size (docs/collectives.md).
+/// Every algorithm gives bit-identical results (one reduction order for all of them).
+enum class Algorithm : unsigned char { Auto, Direct, Ring, Tree, Centralized };
+
+/// Options of a communicator (all ranks of a group must use the same).
+struct CommunicatorOptions {
+  /// Deadline of every blocking call unless CallOptions::timeout overrides it.
+  std::chrono::milliseconds timeout{std::chrono::seconds(300)};
+  /// Algorithm of all_reduce, reduce and broadcast (Auto: by size).
+  Algorithm all_reduce_algorithm = Algorithm::Auto;
+  Algorithm reduce_algorithm = Algorithm::Auto;
+  Algorithm broadcast_algorithm = Algorithm::Auto;
+  /// Arity of Algorithm::Tree (>= 2).
+  int tree_arity = 2;
+  /// Auto uses Direct below this many bytes and Ring at or above it.
+  std::size_t ring_threshold_bytes = std::size_t{256} << 10;
+};
+
+}  // namespace ruccl

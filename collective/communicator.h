@@ -1,0 +1,103 @@
+#pragma once
+// Communicator: one rank's endpoint of a group of `world_size` ranks (DESIGN §2). Every operation
+// returns new tensors and never modifies its inputs. See docs/collectives.md for the semantics,
+// the algorithms, the agreement checks, deadlines and errors.
+//
+//   auto comms = InProcessGroup::create(4);          // one Communicator per rank (thread)
+//   // on rank r's thread:
+//   Tensor sum = comms[r].all_reduce(t, ReduceOperation::Sum);
+//
+// Contract: all ranks issue the same collectives in the same order with the same kind, dtype,
+// shape, reduce operation, root and CallOptions words. This is checked on every call; a mismatch
+// raises CollectiveError on every rank. After any CollectiveError the group is finished: later
+// calls on any rank raise CollectiveErrorKind::Aborted.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "collective/call_options.h"
+#include "collective/collective_error.h"
+#include "collective/reduce_operation.h"
+#include "tensor/core/tensor.h"
+
+namespace ruccl {
+
+class Transport;
+class CommunicatorCore;
+
+/// Result of all_to_all_v: the received rows (in source-rank order) and how many came from each.
+struct AllToAllVResult {
+  Tensor output;
+  std::vector<std::int64_t> recv_counts;
+};
+
+/// One rank's endpoint of a group. Cheap to copy: copies refer to the same endpoint. Use one
+/// endpoint from one thread at a time.
+class Communicator {
+ public:
+  /// An endpoint over `transport` (InProcessGroup::create, and later TCP/NCCL, build these).
+  Communicator(std::unique_ptr<Transport> transport, Device device, CommunicatorOptions options);
+  Communicator() = default;
+
+  /// This rank, in [0, world_size()).
+  int rank() const;
+  /// Number of ranks in the group.
+  int world_size() const;
+  /// The device this rank's tensors live on.
+  Device device() const;
+  /// The options the group was made with.
+  const CommunicatorOptions& options() const;
+
+  /// Every rank gets root's tensor. Non-roots may pass an undefined Tensor() (the result takes
+  /// root's shape and dtype) or a tensor of root's shape and dtype.
+  Tensor broadcast(const Tensor& t, int root, const CallOptions& call = {});
+  /// Broadcast where exactly one rank passes a tensor (the registered API's form): zero senders
+  /// raise NoBroadcastSender, several SeveralBroadcastSenders, on every rank.
+  Tensor broadcast_from_sender(const std::optional<Tensor>& t, const CallOptions& call = {});
+  /// Elementwise reduction over ranks; same shape and dtype as `t` on every rank.
+  Tensor all_reduce(const Tensor& t, ReduceOperation op = ReduceOperation::Sum,
+                    const CallOptions& call = {});
+  /// Like all_reduce, but only `root` gets the result; other ranks get std::nullopt.
+  std::optional<Tensor> reduce(const Tensor& t, int root,
+                               ReduceOperation op = ReduceOperation::Sum,
+                               const CallOptions& call = {});
+  /// Concatenation of every rank's `t` along axis 0 in rank order: shape [W*d0, ...]. A 0-d
+  /// tensor is treated as shape [1].
+  Tensor all_gather(const Tensor& t, const CallOptions& call = {});
+  /// Reduces over ranks, then rank r keeps rows [r*d0/W, (r+1)*d0/W) of axis 0. d0 must divide by
+  /// W (else InvalidArgument on every rank).
+  Tensor reduce_scatter(const Tensor& t, ReduceOperation op = ReduceOperation::Sum,
+                        const CallOptions& call = {});
+  /// Root gets the axis-0 concatenation in rank order; other ranks get std::nullopt.
+  std::optional<Tensor> gather(const Tensor& t, int root, const CallOptions& call = {});
+  /// Root's `t` (axis 0 divisible by W) is split in W row blocks; rank r gets block r. Non-roots
+  /// may pass an undefined Tensor() or a tensor of root's shape and dtype (its values are unused).
+  Tensor scatter(const Tensor& t, int root, const CallOptions& call = {});
+  /// Rank r's `t` is split in W row blocks (axis 0 divisible by W); block j goes to rank j. The
+  /// result is the blocks received from ranks 0..W-1, concatenated: same shape as `t`.
+  Tensor all_to_all(const Tensor& t, const CallOptions& call = {});
+  /// Like all_to_all with uneven blocks: `send_counts[j]` rows of `t` (in order) go to rank j;
+  /// sum(send_counts) == d0. Trailing dims and dtype must agree on every rank.
+  AllToAllVResult all_to_all_v(const Tensor& t, std::span<const std::int64_t> send_counts,
+                               const CallOptions& call = {});
+  /// Sends `t` to rank `dst` (which calls recv(rank())). Returns when `dst` has the data.
+  void send(const Tensor& t, int dst, const CallOptions& call = {});
+  /// Receives the tensor rank `src` sends (any shape and dtype it sends).
+  Tensor recv(int src, const CallOptions& call = {});
+  /// Returns when every rank has called barrier.
+  void barrier(const CallOptions& call = {});
+  /// Makes every pending and later call on every rank of the group fail promptly with
+  /// CollectiveErrorKind::Aborted carrying `reason`. Safe from any thread; never throws.
+  void abort(const std::string& reason);
+  /// Whether an error or abort has finished the group.
+  bool finished() const;
+
+ private:
+  std::shared_ptr<CommunicatorCore> core_;
+  CommunicatorCore& core() const;
+};
+
+}  // namespace ruccl

@@ -1,0 +1,44 @@
+#pragma once
+// The registered session API (the seed's tensor collective API): threads register as peers of
+// one process-wide session, then call collectives by PeerId.
+//
+//   // on each of 4 threads, with its own id:
+//   register_peer(PeerId(r), Device::cpu(), CollectiveConfig().with_num_devices(4));
+//   Tensor sum = all_reduce(PeerId(r), t, ReduceOperation::Sum);
+//   finish_collective(PeerId(r));
+//
+// Peers get ranks in increasing PeerId order. Errors of a failed operation reach every caller of
+// that operation (CollectiveError); after one, the session is finished: call reset_collective().
+#include <optional>
+
+#include "collective/reduce_operation.h"
+#include "collective/session/collective_config.h"
+#include "tensor/core/device.h"
+#include "tensor/core/tensor.h"
+
+namespace ruccl {
+
+/// Registers `id` on `device`; blocks until config.num_devices peers have registered (deadline:
+/// config.timeout). Errors: InvalidConfig (config not valid), Unsupported (multi-node level: the
+/// TCP level is not built yet), DuplicateRegistration, RegistrationParamsMismatch (raised on
+/// every waiting peer), Timeout, Aborted (reset_collective ran meanwhile).
+void register_peer(PeerId id, Device device, const CollectiveConfig& config);
+
+/// All-reduce among the registered peers (Mean divides by the number of peers).
+Tensor all_reduce(PeerId id, const Tensor& t, ReduceOperation op);
+
+/// Broadcast: exactly one peer passes a tensor; every peer gets it.
+Tensor broadcast(PeerId id, const std::optional<Tensor>& t);
+
+/// Reduce to the peer `root`; root gets the result, the others std::nullopt.
+std::optional<Tensor> reduce(PeerId id, const Tensor& t, ReduceOperation op, PeerId root);
+
+/// Ends `id`'s session normally. When every peer has finished, a new session may register.
+void finish_collective(PeerId id);
+
+/// Forgets every registration and in-flight operation: blocked callers get CollectiveError
+/// (Aborted), nothing crashes, later registrations start a fresh session. Completes nothing,
+/// checkpoints nothing; not lossless recovery.
+void reset_collective();
+
+}  // namespace ruccl

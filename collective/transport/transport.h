@@ -1,0 +1,70 @@
+#pragma once
+// Transport: how the ranks of a group reach each other. Algorithms (collective/algorithms/) are
+// written only against this interface and a type-erased reduce kernel, so a new transport (TCP,
+// later) plugs in without touching them.
+//
+// Three services:
+//  1. agreement: agree() publishes this rank's CallRecord for its next collective and returns every
+//     rank's record for the same call (it is also a barrier);
+//  2. tagged messages with deadlines: isend / wait_send / recv_with / recv_all_with. Receivers
+//     *consume* a message through a callback that sees the bytes in place: the in-process transport
+//     hands over the sender's own memory (zero copy), a network transport its receive buffer.
+//     A send buffer must stay valid and unchanged until wait_send returns;
+//  3. failure: fail() finishes the whole group; every pending and later wait on every rank throws.
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <span>
+
+#include "collective/collective_error.h"
+#include "collective/transport/call_record.h"
+#include "collective/transport/deadline.h"
+
+namespace ruccl {
+
+/// Consumes one received message in place: (bytes, size). Must not keep the pointer.
+using ConsumeFn = std::function<void(const void* data, std::size_t nbytes)>;
+/// Consumes messages from several peers at once: data[i] is the message of peers[i].
+using ConsumeManyFn = std::function<void(std::span<const void* const> data)>;
+
+/// A rank's connection to the other ranks of its group. One thread uses it at a time, except
+/// fail(), failed() and the destructor's leaving notice, which are safe from any thread.
+class Transport {
+ public:
+  virtual ~Transport() = default;
+
+  virtual int rank() const = 0;
+  virtual int world_size() const = 0;
+
+  /// Publishes `mine` (its seq must be this rank's next collective number) and waits until every
+  /// rank published its record with the same seq; fills `all` (size world_size, index = rank).
+  /// Throws CollectiveError: Timeout (naming the ranks that never arrived), PeerLost, or the
+  /// group's failure.
+  virtual void agree(const CallRecord& mine, std::span<CallRecord> all, const Deadline& deadline) = 0;
+
+  /// Starts sending `nbytes` at `data` to `peer` with `tag` (waits only while this rank's previous
+  /// message to `peer` is unconsumed). `data` must stay valid until wait_send(peer).
+  virtual void isend(int peer, std::uint64_t tag, const void* data, std::size_t nbytes,
+                     const Deadline& deadline) = 0;
+  /// Waits until `peer` has consumed every message this rank sent it.
+  virtual void wait_send(int peer, const Deadline& deadline) = 0;
+  /// Receives the next message from `peer`, which must carry `tag` and `nbytes` bytes, and hands it
+  /// to `consume`.
+  virtual void recv_with(int peer, std::uint64_t tag, std::size_t nbytes, const ConsumeFn& consume,
+                         const Deadline& deadline) = 0;
+  /// Receives the next message from each of `peers` (all with `tag`; sizes[i] bytes from peers[i])
+  /// and hands all of them to `consume` at once.
+  virtual void recv_all_with(std::span<const int> peers, std::uint64_t tag,
+                             std::span<const std::size_t> sizes, const ConsumeManyFn& consume,
+                             const Deadline& deadline) = 0;
+
+  /// Finishes the group with `error` (the first failure wins): every pending and later wait on
+  /// every rank throws it. Never throws.
+  virtual void fail(const CollectiveError& error) noexcept = 0;
+  /// Whether the group has failed (fail() ran on any rank).
+  virtual bool failed() const noexcept = 0;
+  /// The group's first failure; only meaningful when failed().
+  virtual CollectiveError failure() const = 0;
+};
+
+}  // namespace ruccl
