@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# The README's first command: installs what is missing, builds (incrementally) and runs the main
+# job. Arguments are passed to the program.  Usage: bash tools/run.sh [args...]
+set -euo pipefail
+
+# The main job: a program from examples/. Switch to train_fashion_mnist once it lands.
+MAIN_TARGET="${RUCCL_MAIN_TARGET:-tensor_demo}"
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+bash "$ROOT/tools/install_packages.sh"
+BUILD_DIR="${RUCCL_BUILD_DIR:-$ROOT/build/release}"
+bash "$ROOT/tools/build_release.sh" "$MAIN_TARGET"
+exec "$BUILD_DIR/examples/$MAIN_TARGET" "$@"
