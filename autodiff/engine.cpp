@@ -1,0 +1,196 @@
+// The tape's engine: recording nodes (record) and the reverse pass (backward). See engine.h for
+// the ordering and threading rules.
+#include "autodiff/engine.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "autodiff/error.h"
+#include "autodiff/grad_mode.h"
+#include "autodiff/node.h"
+#include "tensor/ops/elementwise.h"
+
+namespace ruccl::autodiff {
+
+/// The engine's access to Node's bookkeeping.
+struct NodeAccess {
+  static Edge* edges(Node& n) {
+    return n.num_edges_ <= Node::kInlineEdges ? n.inline_edges_.data() : n.more_edges_.data();
+  }
+  static void set_num_edges(Node& n, std::size_t count) {
+    n.num_edges_ = count;
+    if (count > Node::kInlineEdges) n.more_edges_.resize(count);
+  }
+  static std::uint64_t& seq(Node& n) { return n.seq_; }
+  static Tensor& pending(Node& n) { return n.pending_grad_; }
+  static bool& released(Node& n) { return n.released_; }
+};
+
+namespace {
+
+// Per-thread creation counter (see engine.h): no shared state on the recording path.
+thread_local std::uint64_t last_sequence_nr = 0;
+
+template <typename Inputs, typename Get>
+bool any_requires_grad(const Inputs& inputs, Get get) {
+  if (!is_grad_enabled()) return false;
+  for (const auto& in : inputs) {
+    const Var& v = get(in);
+    if (v.requires_grad()) return true;
+  }
+  return false;
+}
+
+template <typename Inputs, typename Get>
+Var record_impl(Tensor value, std::shared_ptr<Node> node, const Inputs& inputs, Get get) {
+  if (!any_requires_grad(inputs, get)) return Var(std::move(value));
+  RUCCL_ASSERT(node != nullptr, "record: null node");
+  Node& n = *node;
+  NodeAccess::set_num_edges(n, inputs.size());
+  Edge* edges = NodeAccess::edges(n);
+  std::uint64_t after = last_sequence_nr;
+  std::size_t i = 0;
+  for (const auto& in : inputs) {
+    const Var& v = get(in);
+    RUCCL_CHECK(v.defined(), ValueError, n.name(), ": expected defined inputs, got an undefined Var");
+    const VarImpl& impl = *v.impl();
+    Edge& e = edges[i++];
+    e.shape = impl.value.shape();
+    e.dtype = impl.value.dtype();
+    if (!impl.requires_grad) continue;
+    if (impl.grad_fn) {
+      e.node = impl.grad_fn;
+      after = std::max(after, NodeAccess::seq(*impl.grad_fn));
+    } else {
+      e.leaf = v.impl();
+    }
+  }
+  last_sequence_nr = after + 1;
+  NodeAccess::seq(n) = last_sequence_nr;
+  auto out = std::make_shared<VarImpl>();
+  out->value = std::move(value);
+  out->grad_fn = std::move(node);
+  out->requires_grad = true;
+  return Var(std::move(out));
+}
+
+const Var& deref(const VarRef& r) { return r.get(); }
+const Var& same(const Var& v) { return v; }
+
+// A gradient that may be stored as a leaf's .grad: contiguous and not shared with any other
+// tensor (pass-through rules hand the same tensor to several inputs), so in-place updates of the
+// stored gradient (optimizers) cannot corrupt anything else.
+Tensor owned(Tensor g) {
+  if (!g.is_contiguous() || g.storage().use_count() > 1) return g.clone();
+  return g;
+}
+
+void accumulate_leaf(VarImpl& leaf, Tensor g) {
+  if (!leaf.requires_grad) return;  // frozen after the graph was recorded
+  if (!leaf.grad.defined()) {
+    leaf.grad = owned(std::move(g));
+  } else {
+    leaf.grad = ruccl::add(leaf.grad, g);
+  }
+}
+
+bool later(const std::shared_ptr<Node>& a, const std::shared_ptr<Node>& b) {
+  return a->sequence_nr() < b->sequence_nr();  // max-heap on the sequence number
+}
+
+}  // namespace
+
+bool should_record(std::span<const VarRef> inputs) { return any_requires_grad(inputs, deref); }
+bool should_record_list(const std::vector<Var>& inputs) { return any_requires_grad(inputs, same); }
+
+Var record(Tensor value, std::shared_ptr<Node> node, std::span<const VarRef> inputs) {
+  return record_impl(std::move(value), std::move(node), inputs, deref);
+}
+Var record_list(Tensor value, std::shared_ptr<Node> node, const std::vector<Var>& inputs) {
+  return record_impl(std::move(value), std::move(node), inputs, same);
+}
+
+void backward(const Var& root, const BackwardOptions& options) {
+  RUCCL_CHECK(root.defined(), AutodiffError, "backward: expected a defined Var, got an undefined one");
+  VarImpl& impl = *root.impl();
+  RUCCL_CHECK(impl.requires_grad, AutodiffError,
+              "backward: the value does not require grad (no input of the ops that made it "
+              "requires grad, or it was computed under NoGradGuard)");
+  Tensor seed = options.seed;
+  if (!seed.defined()) {
+    RUCCL_CHECK(impl.value.numel() == 1, ShapeError,
+                "backward: a root that is not a single element needs an explicit seed; expected "
+                "a seed of shape ",
+                impl.value.shape(), ", got none");
+    seed = Tensor::ones(impl.value.shape(), impl.value.dtype(), impl.value.device());
+  } else {
+    RUCCL_CHECK(seed.shape() == impl.value.shape(), ShapeError,
+                "backward: expected a seed of the root's shape ", impl.value.shape(), ", got ",
+                seed.shape());
+    RUCCL_CHECK(is_floating(seed.dtype()), DTypeError,
+                "backward: expected a floating seed, got ", seed.dtype());
+    seed = seed.to(impl.value.dtype());
+  }
+  if (!impl.grad_fn) {  // a leaf: the gradient of itself
+    accumulate_leaf(impl, std::move(seed));
+    return;
+  }
+
+  std::vector<std::shared_ptr<Node>> heap;
+  std::vector<Tensor> slots;
+  NodeAccess::pending(*impl.grad_fn) = std::move(seed);
+  heap.push_back(impl.grad_fn);
+  try {
+    while (!heap.empty()) {
+      std::pop_heap(heap.begin(), heap.end(), later);
+      std::shared_ptr<Node> node = std::move(heap.back());
+      heap.pop_back();
+      Tensor grad = std::move(NodeAccess::pending(*node));
+      NodeAccess::pending(*node) = Tensor();
+      RUCCL_CHECK(!node->released(), AutodiffError, "backward: the graph through '", node->name(),
+                  "' was freed by an earlier backward(); pass retain_graph = true to that "
+                  "backward to run through the graph again");
+      const std::size_t n = node->num_inputs();
+      Edge* edges = NodeAccess::edges(*node);
+      slots.clear();
+      slots.resize(n);
+      GradInputs grads(slots, std::span<const Edge>(edges, n));
+      node->apply(grad, grads);
+      grad = Tensor();
+      for (std::size_t i = 0; i < n; ++i) {
+        Tensor& g = slots[i];
+        const Edge& e = edges[i];
+        if (!g.defined() || !e.needed()) continue;
+        RUCCL_CHECK(g.shape() == e.shape && g.dtype() == e.dtype, AutodiffError, "backward of '",
+                    node->name(), "': the gradient of input ", i, " should have shape ", e.shape,
+                    " and dtype ", e.dtype, ", got shape ", g.shape(), " and dtype ", g.dtype());
+        if (e.node) {
+          Tensor& pending = NodeAccess::pending(*e.node);
+          if (!pending.defined()) {
+            pending = std::move(g);
+            heap.push_back(e.node);
+            std::push_heap(heap.begin(), heap.end(), later);
+          } else {
+            pending = ruccl::add(pending, g);
+          }
+        } else {
+          accumulate_leaf(*e.leaf, std::move(g));
+        }
+      }
+      slots.clear();
+      if (!options.retain_graph) {
+        node->release_saved();
+        for (std::size_t i = 0; i < n; ++i) {
+          edges[i].node.reset();
+          edges[i].leaf.reset();
+        }
+        NodeAccess::released(*node) = true;
+      }
+    }
+  } catch (...) {
+    for (const std::shared_ptr<Node>& node : heap) NodeAccess::pending(*node) = Tensor();
+    throw;
+  }
+}
+
+}  // namespace ruccl::autodiff

@@ -1,1 +1,0 @@
-// placeholder so the layer library is not empty

@@ -1,0 +1,26 @@
+#pragma once
+#include <cstdint>
+
+#include "autodiff/nn/module.h"
+#include "tensor/random/generator.h"
+
+namespace ruccl::nn {
+
+/// A lookup table of `num_embeddings` rows of size `dim` ("weight", N(0, 1) from `gen`, as
+/// torch.nn.Embedding). forward takes class indices (I64/I32, any shape) and gives
+/// indices.shape + [dim]; backward index_adds into the rows used (repeats accumulate).
+class Embedding : public Cloneable<Embedding> {
+ public:
+  Embedding(std::int64_t num_embeddings, std::int64_t dim, Generator& gen,
+            DType dtype = DType::F32);
+  /// Looks up `indices` (the Var's value; it needs no gradient).
+  Var forward(const Var& indices) override;
+  Var forward(const Tensor& indices);
+  Param& weight() { return param_at(weight_); }
+  const Param& weight() const { return param_at(weight_); }
+
+ private:
+  std::size_t weight_ = 0;
+};
+
+}  // namespace ruccl::nn

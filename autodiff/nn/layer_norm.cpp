@@ -1,0 +1,46 @@
+#include "autodiff/nn/layer_norm.h"
+
+#include "autodiff/ops/elementwise.h"
+#include "autodiff/ops/reduce.h"
+
+namespace ruccl::nn {
+
+LayerNorm::LayerNorm(std::vector<std::int64_t> normalized_shape, double eps,
+                     bool elementwise_affine, DType dtype)
+    : shape_(std::move(normalized_shape)), eps_(eps), affine_(elementwise_affine) {
+  RUCCL_CHECK(!shape_.empty(), ValueError, "LayerNorm: expected a non-empty normalized_shape");
+  if (affine_) {
+    weight_ = register_parameter("weight", Param(Tensor::ones(Shape(shape_), dtype)));
+    bias_ = register_parameter("bias", Param(Tensor::zeros(Shape(shape_), dtype)));
+  }
+}
+
+Param& LayerNorm::weight() {
+  RUCCL_CHECK(affine_, ValueError, "LayerNorm::weight: built without elementwise_affine");
+  return param_at(weight_);
+}
+
+Param& LayerNorm::bias() {
+  RUCCL_CHECK(affine_, ValueError, "LayerNorm::bias: built without elementwise_affine");
+  return param_at(bias_);
+}
+
+Var LayerNorm::forward(const Var& x) {
+  const auto k = static_cast<std::int64_t>(shape_.size());
+  bool fits = x.dim() >= k;
+  for (std::int64_t i = 0; fits && i < k; ++i) {
+    fits = x.shape()[x.dim() - k + i] == shape_[static_cast<std::size_t>(i)];
+  }
+  RUCCL_CHECK(fits, ShapeError, "LayerNorm: expected an input ending in ", Shape(shape_), ", got ",
+              x.shape());
+  std::vector<std::int64_t> dims;
+  for (std::int64_t i = 0; i < k; ++i) dims.push_back(x.dim() - k + i);
+  using namespace autodiff;
+  Var centered = sub(x, mean(x, dims, /*keepdim=*/true));
+  Var variance = mean(mul(centered, centered), dims, /*keepdim=*/true);
+  Var y = div(centered, sqrt(add(variance, eps_)));
+  if (affine_) y = add(mul(y, param_at(weight_).var()), param_at(bias_).var());
+  return y;
+}
+
+}  // namespace ruccl::nn

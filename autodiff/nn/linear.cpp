@@ -1,0 +1,43 @@
+#include "autodiff/nn/linear.h"
+
+#include <cmath>
+
+#include "autodiff/nn/init.h"
+#include "autodiff/ops/linalg.h"
+
+namespace ruccl::nn {
+
+Linear::Linear(std::int64_t in_features, std::int64_t out_features, Generator& gen, bool bias,
+               DType dtype)
+    : in_(in_features), out_(out_features), has_bias_(bias) {
+  RUCCL_CHECK(in_features > 0 && out_features > 0, ValueError,
+              "Linear: expected positive feature counts, got in ", in_features, ", out ",
+              out_features);
+  // torch.nn.Linear: kaiming_uniform(a = sqrt(5)) on the weight is U(-1/sqrt(in), 1/sqrt(in)),
+  // and the bias uses the same bound.
+  const double bound = 1.0 / std::sqrt(static_cast<double>(in_features));
+  Param w(Tensor::zeros({out_features, in_features}, dtype));
+  init::uniform_(w, -bound, bound, gen);
+  weight_ = register_parameter("weight", w);
+  if (bias) {
+    Param b(Tensor::zeros({out_features}, dtype));
+    init::uniform_(b, -bound, bound, gen);
+    bias_ = register_parameter("bias", b);
+  }
+}
+
+Param& Linear::bias() {
+  RUCCL_CHECK(has_bias_, ValueError, "Linear::bias: this Linear was built without a bias");
+  return param_at(bias_);
+}
+
+const Param& Linear::bias() const {
+  RUCCL_CHECK(has_bias_, ValueError, "Linear::bias: this Linear was built without a bias");
+  return param_at(bias_);
+}
+
+Var Linear::forward(const Var& x) {
+  return autodiff::linear(x, weight().var(), has_bias_ ? param_at(bias_).var() : Var());
+}
+
+}  // namespace ruccl::nn

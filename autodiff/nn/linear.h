@@ -1,0 +1,35 @@
+#pragma once
+#include <cstdint>
+
+#include "autodiff/nn/module.h"
+#include "tensor/random/generator.h"
+
+namespace ruccl::nn {
+
+/// y = x @ weight^T + bias, weight [out, in] and bias [out] as torch.nn.Linear, initialised like
+/// it: U(-1/sqrt(in), 1/sqrt(in)) for both (kaiming_uniform with a = sqrt(5)), drawn from `gen`.
+/// Parameters: "weight" (index 0) and, with bias, "bias".
+class Linear : public Cloneable<Linear> {
+ public:
+  Linear(std::int64_t in_features, std::int64_t out_features, Generator& gen, bool bias = true,
+         DType dtype = DType::F32);
+  /// x [..., in] -> [..., out].
+  Var forward(const Var& x) override;
+  Param& weight() { return param_at(weight_); }
+  const Param& weight() const { return param_at(weight_); }
+  bool has_bias() const { return has_bias_; }
+  /// The bias; ValueError when built without one.
+  Param& bias();
+  const Param& bias() const;
+  std::int64_t in_features() const { return in_; }
+  std::int64_t out_features() const { return out_; }
+
+ private:
+  std::int64_t in_;
+  std::int64_t out_;
+  bool has_bias_;
+  std::size_t weight_ = 0;
+  std::size_t bias_ = 0;
+};
+
+}  // namespace ruccl::nn

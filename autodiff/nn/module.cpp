@@ -1,0 +1,175 @@
+#include "autodiff/nn/module.h"
+
+#include <unordered_set>
+
+#include "tensor/core/error.h"
+
+namespace ruccl::nn {
+
+namespace {
+void check_name(const std::string& name, const char* op) {
+  RUCCL_CHECK(!name.empty() && name.find('.') == std::string::npos, ValueError, "Module::", op,
+              ": expected a non-empty name without dots, got '", name, "'");
+}
+}  // namespace
+
+Var Module::forward(const Var&) {
+  throw NotImplementedError("not implemented: Module::forward for this module");
+}
+
+void Module::throw_not_a() {
+  throw ValueError("Module::clone_as: the module is not of the requested type");
+}
+
+std::size_t Module::register_parameter(std::string name, Param param) {
+  check_name(name, "register_parameter");
+  RUCCL_CHECK(param.defined(), ValueError, "Module::register_parameter: expected a defined Param '",
+              name, "', got an undefined one");
+  for (const auto& [n, p] : params_) {
+    RUCCL_CHECK(n != name, ValueError, "Module::register_parameter: '", name,
+                "' is already registered");
+  }
+  params_.emplace_back(std::move(name), std::move(param));
+  return params_.size() - 1;
+}
+
+std::size_t Module::register_module(std::string name, std::shared_ptr<Module> module) {
+  check_name(name, "register_module");
+  RUCCL_CHECK(module != nullptr, ValueError, "Module::register_module: expected a module for '",
+              name, "', got null");
+  for (const auto& [n, m] : children_) {
+    RUCCL_CHECK(n != name, ValueError, "Module::register_module: '", name,
+                "' is already registered");
+  }
+  children_.emplace_back(std::move(name), std::move(module));
+  return children_.size() - 1;
+}
+
+void Module::visit(const std::string& prefix,
+                   std::vector<std::pair<std::string, Param>>& out) const {
+  for (const auto& [name, p] : params_) out.emplace_back(prefix + name, p);
+  for (const auto& [name, m] : children_) m->visit(prefix + name + ".", out);
+}
+
+std::vector<std::pair<std::string, Param>> Module::named_parameters(bool include_aliases) const {
+  std::vector<std::pair<std::string, Param>> all;
+  visit("", all);
+  if (include_aliases) return all;
+  std::vector<std::pair<std::string, Param>> out;
+  std::unordered_set<const void*> seen;
+  for (auto& entry : all) {
+    if (seen.insert(entry.second.key()).second) out.push_back(std::move(entry));
+  }
+  return out;
+}
+
+std::vector<Param> Module::parameters() const {
+  std::vector<Param> out;
+  for (auto& [name, p] : named_parameters()) out.push_back(std::move(p));
+  return out;
+}
+
+std::vector<std::pair<ParamId, std::vector<std::string>>> Module::aliases() const {
+  std::vector<std::pair<std::string, Param>> all;
+  visit("", all);
+  std::vector<std::pair<const void*, std::pair<ParamId, std::vector<std::string>>>> groups;
+  for (const auto& [path, p] : all) {
+    bool found = false;
+    for (auto& g : groups) {
+      if (g.first == p.key()) {
+        g.second.second.push_back(path);
+        found = true;
+        break;
+      }
+    }
+    if (!found) groups.push_back({p.key(), {p.id(), {path}}});
+  }
+  std::vector<std::pair<ParamId, std::vector<std::string>>> out;
+  for (auto& g : groups) {
+    if (g.second.second.size() > 1) out.push_back(std::move(g.second));
+  }
+  return out;
+}
+
+Param* Module::find_param(std::string_view path) {
+  const std::size_t dot = path.find('.');
+  if (dot == std::string_view::npos) {
+    for (auto& [name, p] : params_) {
+      if (name == path) return &p;
+    }
+    return nullptr;
+  }
+  const std::string_view head = path.substr(0, dot);
+  for (auto& [name, m] : children_) {
+    if (name == head) return m->find_param(path.substr(dot + 1));
+  }
+  return nullptr;
+}
+
+Param Module::param(std::string_view path) const {
+  Param* p = const_cast<Module*>(this)->find_param(path);
+  RUCCL_CHECK(p != nullptr, ValueError, "Module::param: no parameter at path '", path, "'");
+  return *p;
+}
+
+void Module::set_param(std::string_view path, const Param& param) {
+  Param* p = find_param(path);
+  RUCCL_CHECK(p != nullptr, ValueError, "Module::set_param: no parameter at path '", path, "'");
+  RUCCL_CHECK(param.defined(), ValueError, "Module::set_param: expected a defined Param for '",
+              path, "', got an undefined one");
+  RUCCL_CHECK(param.shape() == p->shape(), ShapeError, "Module::set_param: expected shape ",
+              p->shape(), " at '", path, "', got ", param.shape());
+  RUCCL_CHECK(param.dtype() == p->dtype(), DTypeError, "Module::set_param: expected dtype ",
+              p->dtype(), " at '", path, "', got ", param.dtype());
+  *p = param;
+}
+
+void Module::assign_param_ids(ParamId first) {
+  for (Param& p : parameters()) p.set_id(first++);
+}
+
+std::vector<std::pair<std::string, std::shared_ptr<Module>>> Module::named_children() const {
+  return children_;
+}
+
+std::shared_ptr<Module> Module::child(std::string_view name) const {
+  for (const auto& [n, m] : children_) {
+    if (n == name) return m;
+  }
+  throw ValueError(str("Module::child: no sub-module named '", name, "'"));
+}
+
+void Module::train(bool on) {
+  training_ = on;
+  for (auto& [name, m] : children_) m->train(on);
+}
+
+void Module::set_trainable(bool trainable) {
+  for (Param& p : parameters()) p.set_trainable(trainable);
+}
+
+void Module::zero_grad() {
+  for (Param& p : parameters()) p.zero_grad();
+}
+
+void Module::deep_copy_into(ParamMap& copies) {
+  for (auto& [name, p] : params_) {
+    auto it = copies.find(p.key());
+    if (it == copies.end()) it = copies.emplace(p.key(), p.deep_copy()).first;
+    p = it->second;
+  }
+  for (auto& [name, m] : children_) {
+    std::shared_ptr<Module> copy = m->shallow_copy();
+    copy->deep_copy_into(copies);
+    m = std::move(copy);
+  }
+}
+
+std::shared_ptr<Module> Module::clone() const {
+  std::shared_ptr<Module> copy = shallow_copy();
+  ParamMap copies;
+  copy->deep_copy_into(copies);
+  return copy;
+}
+
+}  // namespace ruccl::nn

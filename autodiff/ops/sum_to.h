@@ -1,0 +1,12 @@
+#pragma once
+// sum_to: the one place broadcasting is undone in backward rules.
+#include "tensor/core/tensor.h"
+
+namespace ruccl::autodiff {
+
+/// Sums `grad` down to `shape`, undoing a broadcast from `shape` to grad's shape: leading dims are
+/// summed away and dims where `shape` has size 1 are summed with keepdim. Returns `grad` itself
+/// when the shapes already match. ShapeError when `shape` does not broadcast to grad's shape.
+Tensor sum_to(const Tensor& grad, const Shape& shape);
+
+}  // namespace ruccl::autodiff

@@ -1,0 +1,94 @@
+#pragma once
+// Var: a Tensor value on the tape. A Var is a cheap handle (one shared_ptr): copies share the
+// value, the gradient and the node, like a torch.Tensor. Leaves (made by the constructor) hold a
+// gradient; results of ops hold the Node that computes their inputs' gradients.
+//
+//   Var w(Tensor::randn({3, 2}, gen, DType::F64), /*requires_grad=*/true);
+//   Var loss = sum(relu(matmul(x, w)));
+//   loss.backward();                      // w.grad() now holds d loss / d w
+#include <cstdint>
+#include <memory>
+
+#include "tensor/core/tensor.h"
+
+namespace ruccl::autodiff {
+
+class Node;
+
+/// The shared state behind a Var. Internal: use Var's methods.
+struct VarImpl {
+  Tensor value;
+  Tensor grad;                     // leaves only: the accumulated gradient (undefined: none yet)
+  std::shared_ptr<Node> grad_fn;   // results of ops only: the node that produced this value
+  bool requires_grad = false;
+};
+
+/// Options of Var::backward.
+struct BackwardOptions {
+  /// d root / d root; may be undefined for a one-element root (then 1). Same shape as the root.
+  Tensor seed;
+  /// Keep the graph (its saved tensors) so that backward can run through it again.
+  bool retain_graph = false;
+};
+
+/// A value on the tape. See the file comment.
+class Var {
+ public:
+  /// An undefined Var (holds nothing); defined() is false.
+  Var() = default;
+  /// A leaf holding `value`. With requires_grad, backward() accumulates its gradient in grad().
+  explicit Var(Tensor value, bool requires_grad = false);
+
+  bool defined() const { return impl_ != nullptr; }
+  /// The value (shares storage with the Var; do not modify it while a graph that saved it lives).
+  const Tensor& value() const;
+  /// The accumulated gradient of a leaf; undefined when none has arrived (or after zero_grad).
+  /// Results of ops (non-leaves) never hold one.
+  const Tensor& grad() const;
+  /// Whether gradients flow to or through this value.
+  bool requires_grad() const;
+  /// True for values made by the constructor (or detach()), false for results of recorded ops.
+  bool is_leaf() const;
+  /// The node that produced this value; null for leaves.
+  const std::shared_ptr<Node>& grad_fn() const;
+
+  /// Runs the reverse pass from this value (see autodiff/engine.h). A one-element value is seeded
+  /// with 1; any other needs options.seed of its exact shape. Frees the graph unless
+  /// options.retain_graph. Throws AutodiffError when this value needs no gradient or the graph was
+  /// freed, ShapeError for a missing or mis-shaped seed.
+  void backward(const BackwardOptions& options = {}) const;
+  /// backward({seed, retain_graph}).
+  void backward(const Tensor& seed, bool retain_graph = false) const;
+
+  /// A new leaf sharing this value's storage, cut from the tape (requires_grad false).
+  Var detach() const;
+  /// Forgets the gradient (set_to_none, the default), or sets it to zeros when set_to_none is
+  /// false and one exists.
+  void zero_grad(bool set_to_none = true);
+  /// Replaces a leaf's gradient (undefined clears it); shape and dtype must match the value.
+  void set_grad(const Tensor& grad);
+  /// Switches gradient tracking of a leaf on or off (AutodiffError for a non-leaf).
+  void set_requires_grad(bool requires_grad);
+  /// Replaces a leaf's value (a parameter update); shape, dtype and device must match. Every copy
+  /// of this Var sees the new value. Graphs recorded earlier keep the tensors they saved.
+  void set_value(const Tensor& value);
+
+  // Metadata of the value.
+  const Shape& shape() const { return value().shape(); }
+  DType dtype() const { return value().dtype(); }
+  std::int64_t dim() const { return value().dim(); }
+  std::int64_t numel() const { return value().numel(); }
+  std::int64_t size(std::int64_t d) const { return value().size(d); }
+
+  /// Whether two Vars are the same handle (share one value and gradient).
+  bool same(const Var& other) const { return impl_ == other.impl_; }
+  /// Internal: the shared state.
+  const std::shared_ptr<VarImpl>& impl() const { return impl_; }
+  /// Internal: wraps existing shared state.
+  explicit Var(std::shared_ptr<VarImpl> impl) : impl_(std::move(impl)) {}
+
+ private:
+  std::shared_ptr<VarImpl> impl_;
+};
+
+}  // namespace ruccl::autodiff
