@@ -16,7 +16,9 @@ Tensor pow(const Tensor& a, Scalar exponent);
 Tensor maximum(const Tensor& a, const Tensor& b);
 Tensor minimum(const Tensor& a, const Tensor& b);
 
-// Tensor-scalar forms: the scalar becomes a 0-d tensor of the tensor's dtype.
+// Tensor-scalar forms: the scalar becomes a 0-d tensor of the tensor's dtype (PyTorch's result
+// types: a non-integral scalar with an integer tensor gives F32, an integral one with a Bool
+// tensor I64). With F16/BF16 tensors the scalar is rounded to that dtype first.
 Tensor add(const Tensor& a, Scalar b);
 Tensor sub(const Tensor& a, Scalar b);
 Tensor mul(const Tensor& a, Scalar b);
@@ -41,9 +43,14 @@ Tensor lt(const Tensor& a, const Tensor& b);
 Tensor le(const Tensor& a, const Tensor& b);
 Tensor gt(const Tensor& a, const Tensor& b);
 Tensor ge(const Tensor& a, const Tensor& b);
+// Tensor-scalar comparisons: the scalar becomes a 0-d tensor as in the arithmetic forms.
 Tensor eq(const Tensor& a, Scalar b);
 Tensor gt(const Tensor& a, Scalar b);
 Tensor lt(const Tensor& a, Scalar b);
+Tensor ne(const Tensor& a, Scalar b);
+Tensor le(const Tensor& a, Scalar b);
+Tensor ge(const Tensor& a, Scalar b);
+/// Logical ops read any dtype as "nonzero is true" and give Bool.
 Tensor logical_and(const Tensor& a, const Tensor& b);
 Tensor logical_or(const Tensor& a, const Tensor& b);
 Tensor logical_not(const Tensor& x);

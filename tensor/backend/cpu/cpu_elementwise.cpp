@@ -1,9 +1,235 @@
-// PLACEHOLDER: replaced by the tensor-ops work.
+// CpuBackend: which ops it supports per dtype, and the elementwise ops (unary, binary, where).
+// Inputs arrive as views of out's shape (stride 0 where broadcast) and, for binary ops, with one
+// common dtype (the frontend converts); comparisons and logical ops write Bool.
+#include <cstring>
+
 #include "tensor/backend/cpu/cpu_backend.h"
+#include "tensor/backend/cpu/cpu_elementwise_kernels.h"
+#include "tensor/backend/cpu/cpu_parallel.h"
 #include "tensor/core/tensor.h"
+
 namespace ruccl::cpu {
-bool CpuBackend::supports(Op, DType) const { return true; }
-void CpuBackend::unary(Op op, const Tensor&, const Tensor&) { throw NotImplementedError(str("not implemented: cpu::", op_name(op))); }
-void CpuBackend::binary(Op op, const Tensor&, const Tensor&, const Tensor&) { throw NotImplementedError(str("not implemented: cpu::", op_name(op))); }
-void CpuBackend::where(const Tensor&, const Tensor&, const Tensor&, const Tensor&) { throw NotImplementedError("not implemented: cpu::where"); }
+
+namespace {
+
+// Which dtypes an op accepts.
+enum class Kinds { kAll, kNumeric, kFloating, kBool };
+
+template <Kinds K, typename T>
+constexpr bool accepts() {
+  if constexpr (K == Kinds::kAll) {
+    return true;
+  } else if constexpr (K == Kinds::kNumeric) {
+    return !std::is_same_v<T, bool>;
+  } else if constexpr (K == Kinds::kFloating) {
+    return kIsReducedFloat<T> || std::is_floating_point_v<T>;
+  } else {
+    return std::is_same_v<T, bool>;
+  }
+}
+
+bool accepts(Kinds k, DType dtype) {
+  switch (k) {
+    case Kinds::kAll:
+      return true;
+    case Kinds::kNumeric:
+      return dtype != DType::Bool;
+    case Kinds::kFloating:
+      return is_floating(dtype);
+    case Kinds::kBool:
+      return dtype == DType::Bool;
+  }
+  return false;
+}
+
+Kinds kinds_of(Op op) {
+  switch (op) {
+    case Op::Copy:
+    case Op::Fill:
+    case Op::Eq:
+    case Op::Ne:
+    case Op::Lt:
+    case Op::Le:
+    case Op::Gt:
+    case Op::Ge:
+    case Op::Where:
+    case Op::Sum:
+    case Op::Prod:
+    case Op::Max:
+    case Op::Min:
+      return Kinds::kAll;
+    case Op::Neg:
+    case Op::Abs:
+    case Op::Relu:
+    case Op::Sign:
+    case Op::Add:
+    case Op::Sub:
+    case Op::Mul:
+    case Op::Maximum:
+    case Op::Minimum:
+    case Op::Argmax:
+    case Op::Argmin:
+    case Op::IndexSelect:
+    case Op::Gather:
+    case Op::ScatterAdd:
+    case Op::IndexAdd:
+    case Op::OneHot:
+      return Kinds::kNumeric;
+    case Op::Exp:
+    case Op::Log:
+    case Op::Sqrt:
+    case Op::Tanh:
+    case Op::Sigmoid:
+    case Op::Gelu:
+    case Op::Div:
+    case Op::Pow:
+    case Op::Mean:
+    case Op::Matmul:
+    case Op::Softmax:
+    case Op::LogSoftmax:
+      return Kinds::kFloating;
+    case Op::LogicalAnd:
+    case Op::LogicalOr:
+    case Op::LogicalNot:
+      return Kinds::kBool;
+    case Op::kCount:
+      break;
+  }
+  return Kinds::kBool;  // unreachable for valid ops; kCount supports nothing useful
+}
+
+// out = f(a, b) with In = a's dtype and Out = In, or bool when kBoolOut.
+template <Kinds K, bool kBoolOut, typename F>
+void binary_op(F f, const Tensor& a, const Tensor& b, const Tensor& out) {
+  visit_dtype(a.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (accepts<K, T>()) {
+      using Out = std::conditional_t<kBoolOut, bool, T>;
+      parallel_for_each_run<3>(out.shape(), {&out, &a, &b},
+                               [f](const StridedRun<3>& r) { binary_run<T, Out>(r, f); });
+    }
+  });
+}
+
+template <Kinds K, typename F>
+void unary_op(F f, const Tensor& x, const Tensor& out) {
+  visit_dtype(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (accepts<K, T>()) {
+      parallel_for_each_run<2>(out.shape(), {&out, &x},
+                               [f](const StridedRun<2>& r) { unary_run<T, T>(r, f); });
+    }
+  });
+}
+
+void check_supported(const CpuBackend& backend, Op op, DType dtype) {
+  RUCCL_CHECK(backend.supports(op, dtype), NotImplementedError,
+              "not implemented: cpu::", op_name(op), " for dtype ", dtype);
+}
+
+}  // namespace
+
+bool CpuBackend::supports(Op op, DType dtype) const { return accepts(kinds_of(op), dtype); }
+
+void CpuBackend::unary(Op op, const Tensor& x, const Tensor& out) {
+  check_supported(*this, op, x.dtype());
+  RUCCL_ASSERT(x.shape() == out.shape() && x.dtype() == out.dtype(), "cpu::", op_name(op));
+  switch (op) {
+    case Op::Neg:
+      return unary_op<Kinds::kNumeric>(NegFn{}, x, out);
+    case Op::Abs:
+      return unary_op<Kinds::kNumeric>(AbsFn{}, x, out);
+    case Op::Sign:
+      return unary_op<Kinds::kNumeric>(SignFn{}, x, out);
+    case Op::Relu:
+      return unary_op<Kinds::kNumeric>(ReluFn{}, x, out);
+    case Op::Exp:
+      return unary_op<Kinds::kFloating>(ExpFn{}, x, out);
+    case Op::Log:
+      return unary_op<Kinds::kFloating>(LogFn{}, x, out);
+    case Op::Sqrt:
+      return unary_op<Kinds::kFloating>(SqrtFn{}, x, out);
+    case Op::Tanh:
+      return unary_op<Kinds::kFloating>(TanhFn{}, x, out);
+    case Op::Sigmoid:
+      return unary_op<Kinds::kFloating>(SigmoidFn{}, x, out);
+    case Op::Gelu:
+      return unary_op<Kinds::kFloating>(GeluFn{}, x, out);
+    case Op::LogicalNot:
+      return unary_op<Kinds::kBool>(LogicalNotFn{}, x, out);
+    default:
+      break;
+  }
+  throw NotImplementedError(str("not implemented: cpu::unary for op ", op_name(op)));
+}
+
+void CpuBackend::binary(Op op, const Tensor& a, const Tensor& b, const Tensor& out) {
+  check_supported(*this, op, a.dtype());
+  RUCCL_ASSERT(a.dtype() == b.dtype() && a.shape() == out.shape() && b.shape() == out.shape(),
+               "cpu::", op_name(op));
+  switch (op) {
+    case Op::Add:
+      return binary_op<Kinds::kNumeric, false>(AddFn{}, a, b, out);
+    case Op::Sub:
+      return binary_op<Kinds::kNumeric, false>(SubFn{}, a, b, out);
+    case Op::Mul:
+      return binary_op<Kinds::kNumeric, false>(MulFn{}, a, b, out);
+    case Op::Div:
+      return binary_op<Kinds::kFloating, false>(DivFn{}, a, b, out);
+    case Op::Pow:
+      return binary_op<Kinds::kFloating, false>(PowFn{}, a, b, out);
+    case Op::Maximum:
+      return binary_op<Kinds::kNumeric, false>(MaximumFn{}, a, b, out);
+    case Op::Minimum:
+      return binary_op<Kinds::kNumeric, false>(MinimumFn{}, a, b, out);
+    case Op::Eq:
+      return binary_op<Kinds::kAll, true>(EqFn{}, a, b, out);
+    case Op::Ne:
+      return binary_op<Kinds::kAll, true>(NeFn{}, a, b, out);
+    case Op::Lt:
+      return binary_op<Kinds::kAll, true>(LtFn{}, a, b, out);
+    case Op::Le:
+      return binary_op<Kinds::kAll, true>(LeFn{}, a, b, out);
+    case Op::Gt:
+      return binary_op<Kinds::kAll, true>(GtFn{}, a, b, out);
+    case Op::Ge:
+      return binary_op<Kinds::kAll, true>(GeFn{}, a, b, out);
+    case Op::LogicalAnd:
+      return binary_op<Kinds::kBool, true>(LogicalAndFn{}, a, b, out);
+    case Op::LogicalOr:
+      return binary_op<Kinds::kBool, true>(LogicalOrFn{}, a, b, out);
+    default:
+      break;
+  }
+  throw NotImplementedError(str("not implemented: cpu::binary for op ", op_name(op)));
+}
+
+void CpuBackend::where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out) {
+  RUCCL_ASSERT(cond.dtype() == DType::Bool && a.dtype() == out.dtype() &&
+               b.dtype() == out.dtype() && cond.shape() == out.shape() &&
+               a.shape() == out.shape() && b.shape() == out.shape());
+  visit_dtype(out.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    parallel_for_each_run<4>(out.shape(), {&out, &cond, &a, &b}, [](const StridedRun<4>& r) {
+      constexpr auto s = static_cast<std::int64_t>(sizeof(T));
+      if (r.stride[0] == s && r.stride[1] == 1 && r.stride[2] == s && r.stride[3] == s) {
+        T* __restrict o = reinterpret_cast<T*>(r.ptr[0]);
+        const bool* __restrict c = reinterpret_cast<const bool*>(r.ptr[1]);
+        const T* __restrict x = reinterpret_cast<const T*>(r.ptr[2]);
+        const T* __restrict y = reinterpret_cast<const T*>(r.ptr[3]);
+        for (std::int64_t i = 0; i < r.n; ++i) o[i] = c[i] ? x[i] : y[i];
+        return;
+      }
+      char* o = r.ptr[0];
+      const char* c = r.ptr[1];
+      const char* x = r.ptr[2];
+      const char* y = r.ptr[3];
+      for (std::int64_t i = 0; i < r.n;
+           ++i, o += r.stride[0], c += r.stride[1], x += r.stride[2], y += r.stride[3]) {
+        std::memcpy(o, load_at<bool>(c) ? x : y, sizeof(T));
+      }
+    });
+  });
+}
+
 }  // namespace ruccl::cpu
