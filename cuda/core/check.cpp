@@ -12,8 +12,7 @@ void throw_cuda_error(cudaError_t status, const char* statement, const char* fil
                   cudaGetErrorString(status), statement, file, line);
 }
 
-void throw_cublas_error(cublasStatus_t status, const char* statement, const char* file,
-                        int line) {
+void throw_cublas_error(cublasStatus_t status, const char* statement, const char* file, int line) {
   throw CudaError(CudaApi::Cublas, static_cast<int>(status), cublasGetStatusName(status),
                   cublasGetStatusString(status), statement, file, line);
 }

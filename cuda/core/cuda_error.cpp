@@ -14,9 +14,8 @@ const char* cuda_api_name(CudaApi api) {
   return "CUDA";
 }
 
-CudaError::CudaError(CudaApi api, int code, const std::string& name,
-                     const std::string& description, const char* statement, const char* file,
-                     int line)
+CudaError::CudaError(CudaApi api, int code, const std::string& name, const std::string& description,
+                     const char* statement, const char* file, int line)
     : Error(str(cuda_api_name(api), " error ", code, " (", name, ": ", description, ") in `",
                 statement, "` at ", file, ":", line)),
       api_(api),

@@ -62,8 +62,8 @@ void require_device(std::string_view op, int index) {
   std::string why;
   const int count = query_device_count(&why);
   RUCCL_CHECK(count > 0, DeviceError, op, ": expected a CUDA device, got none (", why, ")");
-  RUCCL_CHECK(index >= 0 && index < count, DeviceError, op, ": expected a CUDA device index in [0, ",
-              count, "), got ", index);
+  RUCCL_CHECK(index >= 0 && index < count, DeviceError, op,
+              ": expected a CUDA device index in [0, ", count, "), got ", index);
 }
 
 }  // namespace ruccl::cuda

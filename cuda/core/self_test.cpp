@@ -70,14 +70,14 @@ SelfTestReport run_self_test(int device) {
   DeviceBuffer dy(nbytes);
   StreamAndBlas ctx;
   RUCCL_CUBLAS_CHECK(cublasGetVersion(ctx.blas(), &report.cublas_version));
-  RUCCL_CUDA_CHECK(cudaMemcpyAsync(dx.get(), x.data(), nbytes, cudaMemcpyHostToDevice,
-                                   ctx.stream()));
+  RUCCL_CUDA_CHECK(
+      cudaMemcpyAsync(dx.get(), x.data(), nbytes, cudaMemcpyHostToDevice, ctx.stream()));
   launch_affine(dx.get(), dy.get(), kN, 0.5f, 3.0f, ctx.stream());
   float dot = 0.0f;
   RUCCL_CUBLAS_CHECK(cublasSdot(ctx.blas(), static_cast<int>(kN), dx.get(), 1, dx.get(), 1, &dot));
   std::vector<float> y(kN);
-  RUCCL_CUDA_CHECK(cudaMemcpyAsync(y.data(), dy.get(), nbytes, cudaMemcpyDeviceToHost,
-                                   ctx.stream()));
+  RUCCL_CUDA_CHECK(
+      cudaMemcpyAsync(y.data(), dy.get(), nbytes, cudaMemcpyDeviceToHost, ctx.stream()));
   RUCCL_CUDA_CHECK(cudaStreamSynchronize(ctx.stream()));
 
   for (std::int64_t i = 0; i < kN; ++i) {

@@ -8,7 +8,6 @@
 namespace ruccl::cuda {
 
 /// y[i] = a * x[i] + b for i in [0, n), on `stream`. Throws CudaError when the launch fails.
-void launch_affine(const float* x, float* y, std::int64_t n, float a, float b,
-                   cudaStream_t stream);
+void launch_affine(const float* x, float* y, std::int64_t n, float a, float b, cudaStream_t stream);
 
 }  // namespace ruccl::cuda
