@@ -4,6 +4,7 @@
 // Frontend methods validate and dispatch to the Backend of the tensor's device; no math here.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -34,9 +35,12 @@ class Tensor {
   static Tensor ones(const Shape& shape, DType dtype = DType::F32, Device device = Device::cpu());
   static Tensor full(const Shape& shape, Scalar value, DType dtype = DType::F32,
                      Device device = Device::cpu());
-  /// [start, start + step, ...) up to `end` (exclusive), like torch.arange.
-  static Tensor arange(Scalar start, Scalar end, Scalar step = 1, DType dtype = DType::I64,
-                       Device device = Device::cpu());
+  /// [start, start + step, ...) up to `end` (exclusive), like torch.arange: without a dtype, I64
+  /// when start, end and step are all integers, else F32. Values are start + i * step computed in
+  /// double (exactly in int64 for integral dtypes, whose arguments are truncated to integers
+  /// first). A zero step, or one pointing away from `end`, is a ValueError.
+  static Tensor arange(Scalar start, Scalar end, Scalar step = 1,
+                       std::optional<DType> dtype = std::nullopt, Device device = Device::cpu());
   /// Copies `values` (row-major) into a new tensor of `shape`; numel must match.
   template <typename T>
   static Tensor from_vector(const std::vector<T>& values, const Shape& shape,
@@ -80,8 +84,8 @@ class Tensor {
   /// Typed address of element 0; T must match dtype() exactly.
   template <typename T>
   T* data() const {
-    RUCCL_CHECK(dtype_of<T>() == dtype_, DTypeError, "Tensor::data: expected dtype ",
-                dtype_of<T>(), " (the requested element type), got ", dtype_);
+    RUCCL_CHECK(dtype_of<T>() == dtype_, DTypeError, "Tensor::data: expected dtype ", dtype_of<T>(),
+                " (the requested element type), got ", dtype_);
     return static_cast<T*>(data_ptr());
   }
   /// "Tensor(shape=[2, 3], dtype=F32, device=cpu)" plus up to a few values.
@@ -165,7 +169,8 @@ Tensor Tensor::from_vector(const std::vector<T>& values, const Shape& shape, Dev
 
 template <typename T>
 std::vector<T> Tensor::to_vector() const {
-  RUCCL_CHECK(defined(), ValueError, "Tensor::to_vector: expected a defined tensor, got an undefined one");
+  RUCCL_CHECK(defined(), ValueError,
+              "Tensor::to_vector: expected a defined tensor, got an undefined one");
   RUCCL_CHECK(dtype_of<T>() == dtype_, DTypeError, "Tensor::to_vector: expected dtype ",
               dtype_of<T>(), " (the requested element type), got ", dtype_,
               "; convert with to(DType) first");

@@ -1,0 +1,47 @@
+// StubBackend: each method names itself in a NotImplementedError.
+#include "tensor/backend/stub/stub_backend.h"
+
+#include "tensor/core/error.h"
+
+namespace ruccl {
+
+void StubBackend::fail(std::string_view op) const {
+  throw NotImplementedError(str("not implemented: ", name_, "::", op));
+}
+
+bool StubBackend::supports(Op, DType) const { return false; }
+
+std::shared_ptr<Storage> StubBackend::allocate(std::size_t, Device) { fail("allocate"); }
+void StubBackend::copy_from_host(const void*, Storage&, std::size_t, std::size_t) {
+  fail("copy_from_host");
+}
+void StubBackend::copy_to_host(const Storage&, std::size_t, void*, std::size_t) {
+  fail("copy_to_host");
+}
+void StubBackend::copy(const Tensor&, const Tensor&) { fail(op_name(Op::Copy)); }
+void StubBackend::fill(const Tensor&, Scalar) { fail(op_name(Op::Fill)); }
+void StubBackend::unary(Op op, const Tensor&, const Tensor&) { fail(op_name(op)); }
+void StubBackend::binary(Op op, const Tensor&, const Tensor&, const Tensor&) { fail(op_name(op)); }
+void StubBackend::where(const Tensor&, const Tensor&, const Tensor&, const Tensor&) {
+  fail(op_name(Op::Where));
+}
+void StubBackend::reduce(Op op, const Tensor&, std::span<const std::int64_t>, const Tensor&) {
+  fail(op_name(op));
+}
+void StubBackend::matmul(const Tensor&, const Tensor&, const Tensor&) { fail(op_name(Op::Matmul)); }
+void StubBackend::softmax(Op op, const Tensor&, std::int64_t, const Tensor&) { fail(op_name(op)); }
+void StubBackend::index_select(const Tensor&, std::int64_t, const Tensor&, const Tensor&) {
+  fail(op_name(Op::IndexSelect));
+}
+void StubBackend::gather(const Tensor&, std::int64_t, const Tensor&, const Tensor&) {
+  fail(op_name(Op::Gather));
+}
+void StubBackend::scatter_add(const Tensor&, std::int64_t, const Tensor&, const Tensor&) {
+  fail(op_name(Op::ScatterAdd));
+}
+void StubBackend::index_add(const Tensor&, std::int64_t, const Tensor&, const Tensor&) {
+  fail(op_name(Op::IndexAdd));
+}
+void StubBackend::one_hot(const Tensor&, const Tensor&) { fail(op_name(Op::OneHot)); }
+
+}  // namespace ruccl

@@ -1,0 +1,54 @@
+#pragma once
+// StubBackend: every method throws NotImplementedError("not implemented: <name>::<op>"). It is the
+// template for a new backend (as flashlight's stub): copy it, then replace one method at a time,
+// answering supports(op, dtype) truthfully as ops arrive. Tests also register it for a device
+// type to check how the frontend reports a missing backend op.
+#include <string>
+
+#include "tensor/backend/backend.h"
+
+namespace ruccl {
+
+/// A Backend that implements nothing; `name` appears in every error message.
+///
+///   StubBackend stub("mygpu");
+///   register_backend(DeviceType::CUDA, &stub);   // ops on CUDA tensors now throw
+///   register_backend(DeviceType::CUDA, nullptr);
+class StubBackend final : public Backend {
+ public:
+  explicit StubBackend(std::string name = "stub") : name_(std::move(name)) {}
+
+  std::string_view name() const override { return name_; }
+  /// False for every op and dtype.
+  bool supports(Op op, DType dtype) const override;
+
+  std::shared_ptr<Storage> allocate(std::size_t nbytes, Device device) override;
+  void copy_from_host(const void* host, Storage& dst, std::size_t offset,
+                      std::size_t nbytes) override;
+  void copy_to_host(const Storage& src, std::size_t offset, void* host,
+                    std::size_t nbytes) override;
+  void copy(const Tensor& src, const Tensor& dst) override;
+  void fill(const Tensor& dst, Scalar value) override;
+
+  void unary(Op op, const Tensor& x, const Tensor& out) override;
+  void binary(Op op, const Tensor& a, const Tensor& b, const Tensor& out) override;
+  void where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out) override;
+  void reduce(Op op, const Tensor& x, std::span<const std::int64_t> dims,
+              const Tensor& out) override;
+  void matmul(const Tensor& a, const Tensor& b, const Tensor& out) override;
+  void softmax(Op op, const Tensor& x, std::int64_t dim, const Tensor& out) override;
+  void index_select(const Tensor& x, std::int64_t dim, const Tensor& index,
+                    const Tensor& out) override;
+  void gather(const Tensor& x, std::int64_t dim, const Tensor& index, const Tensor& out) override;
+  void scatter_add(const Tensor& out, std::int64_t dim, const Tensor& index,
+                   const Tensor& src) override;
+  void index_add(const Tensor& out, std::int64_t dim, const Tensor& index,
+                 const Tensor& src) override;
+  void one_hot(const Tensor& indices, const Tensor& out) override;
+
+ private:
+  [[noreturn]] void fail(std::string_view op) const;
+  std::string name_;
+};
+
+}  // namespace ruccl
