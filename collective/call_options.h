@@ -64,8 +64,12 @@ struct CommunicatorOptions {
   Algorithm broadcast_algorithm = Algorithm::Auto;
   /// Arity of Algorithm::Tree (>= 2).
   int tree_arity = 2;
-  /// Auto uses Direct below this many bytes and Ring at or above it.
+  /// Auto on a transport without zero copy (network) uses Ring at or above this many bytes and
+  /// Direct below; in process Auto always uses Direct.
   std::size_t ring_threshold_bytes = std::size_t{256} << 10;
+  /// Direct all-reduce: at or below this many bytes every rank folds every input (one exchange);
+  /// above, a pairwise reduce-scatter then all-gather (two exchanges, less work per rank).
+  std::size_t direct_fold_all_bytes = std::size_t{64} << 10;
 };
 
 }  // namespace ruccl

@@ -1,6 +1,7 @@
 #pragma once
 // Deadline: the point in time a blocking wait gives up.
 #include <chrono>
+#include <cstdint>
 
 namespace ruccl {
 
@@ -9,18 +10,29 @@ class Deadline {
  public:
   using Clock = std::chrono::steady_clock;
 
-  /// The deadline `timeout` from now.
-  static Deadline after(std::chrono::milliseconds timeout) { return Deadline(Clock::now() + timeout, timeout); }
+  /// The deadline `timeout` from now. `label` and `seq` name the call in timeout messages.
+  static Deadline after(std::chrono::milliseconds timeout, const char* label = "wait",
+                        std::uint64_t seq = 0) {
+    return Deadline(Clock::now() + timeout, timeout, label, seq);
+  }
 
   Clock::time_point at() const { return at_; }
   /// The timeout this deadline was made from (for error messages).
   std::chrono::milliseconds timeout() const { return timeout_; }
   bool expired(Clock::time_point now = Clock::now()) const { return now >= at_; }
+  /// The call this deadline belongs to ("all_reduce"), for error messages.
+  const char* label() const { return label_; }
+  /// The call's sequence number (0 for point-to-point calls).
+  std::uint64_t seq() const { return seq_; }
 
  private:
-  Deadline(Clock::time_point at, std::chrono::milliseconds timeout) : at_(at), timeout_(timeout) {}
+  Deadline(Clock::time_point at, std::chrono::milliseconds timeout, const char* label,
+           std::uint64_t seq)
+      : at_(at), timeout_(timeout), label_(label), seq_(seq) {}
   Clock::time_point at_;
   std::chrono::milliseconds timeout_;
+  const char* label_;
+  std::uint64_t seq_;
 };
 
 }  // namespace ruccl

@@ -35,6 +35,9 @@ class Transport {
 
   virtual int rank() const = 0;
   virtual int world_size() const = 0;
+  /// Whether receivers read the sender's memory in place (in process). Only steers the choice of
+  /// algorithm (CommunicatorOptions, Algorithm::Auto).
+  virtual bool zero_copy() const { return false; }
 
   /// Publishes `mine` (its seq must be this rank's next collective number) and waits until every
   /// rank published its record with the same seq; fills `all` (size world_size, index = rank).

@@ -1,0 +1,114 @@
+#pragma once
+// The collective algorithms. Each is written only against Transport (tagged messages consumed in
+// place) and ReduceKernel (type-erased combine), on raw bytes: buffers are contiguous, `count` is
+// in elements of kernel.dtype(), byte sizes are explicit for data-movement collectives.
+//
+// Reduction order (the same for every algorithm, so results are bit-identical whatever the
+// algorithm, on every rank, every run): split the `count` elements into W balanced chunks
+// (chunk_begin/chunk_size); the elements of chunk c are folded left to right over the ranks
+// (c+1) % W, (c+2) % W, ..., c -- the order in which a ring reduce-scatter that leaves chunk c on
+// rank c meets them. Mean then divides once by W.
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "collective/algorithms/reduce_kernel.h"
+#include "collective/transport/transport.h"
+
+namespace ruccl {
+
+/// What every algorithm gets: the transport, a tag base unique to the call (an algorithm may use
+/// tag .. tag + 0xFFFF) and the call's deadline.
+struct AlgorithmContext {
+  Transport& transport;
+  std::uint64_t tag;
+  const Deadline& deadline;
+
+  int rank() const { return transport.rank(); }
+  int world() const { return transport.world_size(); }
+};
+
+/// Balanced chunks: n elements over w parts; the first n % w parts get one more (257 over 4 ->
+/// 65, 64, 64, 64; 5 over 4 -> 2, 1, 1, 1; 2 over 4 -> 1, 1, 0, 0).
+inline std::size_t chunk_begin(std::size_t c, std::size_t n, std::size_t w) {
+  return c * (n / w) + (c < n % w ? c : n % w);
+}
+inline std::size_t chunk_size(std::size_t c, std::size_t n, std::size_t w) {
+  return n / w + (c < n % w ? 1 : 0);
+}
+
+/// Folds chunk `c` of a `count`-element reduction in the canonical order: data[r] points at
+/// element 0 of chunk c in rank r's buffer (index = rank); writes chunk_size elements to `out`.
+void fold_chunk(const ReduceKernel& kernel, void* out, std::span<const void* const> data,
+                std::size_t chunk, std::size_t length);
+/// Folds all W chunks of whole buffers: data[r] points at element 0 of rank r's buffer.
+void fold_all_chunks(const ReduceKernel& kernel, void* out, std::span<const void* const> data,
+                     std::size_t count);
+
+// ---- all-reduce: `in` (count elements) on every rank -> `out` (count elements) on every rank --
+/// Every rank sends its input to every peer. Small messages (<= fold_all_bytes): every rank folds
+/// everything (one exchange). Larger: pairwise reduce-scatter (rank r folds chunk r) then
+/// all-gather of the folded chunks.
+void direct_all_reduce(const AlgorithmContext& ctx, const void* in, void* out, std::size_t count,
+                       const ReduceKernel& kernel, std::size_t fold_all_bytes);
+/// Ring reduce-scatter then ring all-gather in balanced chunks, W - 1 steps each.
+void ring_all_reduce(const AlgorithmContext& ctx, const void* in, void* out, std::size_t count,
+                     const ReduceKernel& kernel);
+/// Inputs travel up a tree of the given arity to rank 0 (raw, so the fold order stays canonical),
+/// rank 0 folds, the result travels down the tree.
+void tree_all_reduce(const AlgorithmContext& ctx, const void* in, void* out, std::size_t count,
+                     const ReduceKernel& kernel, int arity);
+/// Rank 0 receives every input, folds, and sends the result to every rank.
+void centralized_all_reduce(const AlgorithmContext& ctx, const void* in, void* out,
+                            std::size_t count, const ReduceKernel& kernel);
+
+// ---- reduce: like all-reduce, `out` written on root only (may be null elsewhere) -------------
+/// Root receives every input and folds (also the centralized reduce).
+void direct_reduce(const AlgorithmContext& ctx, const void* in, void* out, std::size_t count,
+                   const ReduceKernel& kernel, int root);
+/// Ring reduce-scatter, then every rank sends its folded chunk to root.
+void ring_reduce(const AlgorithmContext& ctx, const void* in, void* out, std::size_t count,
+                 const ReduceKernel& kernel, int root);
+/// Inputs travel up a tree rooted at root; root folds.
+void tree_reduce(const AlgorithmContext& ctx, const void* in, void* out, std::size_t count,
+                 const ReduceKernel& kernel, int root, int arity);
+
+// ---- reduce-scatter: in has count = W * m elements; out gets chunk rank (m elements) ---------
+/// Rank j sends chunk r of its input to rank r; rank r folds its chunk.
+void direct_reduce_scatter(const AlgorithmContext& ctx, const void* in, void* out,
+                           std::size_t count, const ReduceKernel& kernel);
+
+// ---- broadcast: root's buf (nbytes) -> every rank's buf ---------------------------------------
+/// Root sends to every rank (also the centralized broadcast).
+void direct_broadcast(const AlgorithmContext& ctx, void* buf, std::size_t nbytes, int root);
+/// A chain root -> root+1 -> ... in pipelined segments.
+void ring_broadcast(const AlgorithmContext& ctx, void* buf, std::size_t nbytes, int root);
+/// Down a tree of the given arity rooted at root.
+void tree_broadcast(const AlgorithmContext& ctx, void* buf, std::size_t nbytes, int root,
+                    int arity);
+
+// ---- data movement (pairwise messages) --------------------------------------------------------
+/// out = the W inputs (block_bytes each) in rank order.
+void direct_all_gather(const AlgorithmContext& ctx, const void* in, void* out,
+                       std::size_t block_bytes);
+/// Root's out = the W inputs in rank order; out unused elsewhere.
+void direct_gather(const AlgorithmContext& ctx, const void* in, void* out,
+                   std::size_t block_bytes, int root);
+/// out (block_bytes) = block `rank` of root's `in` (W blocks); `in` unused elsewhere.
+void direct_scatter(const AlgorithmContext& ctx, const void* in, void* out,
+                    std::size_t block_bytes, int root);
+/// Block j of `in` goes to rank j; out block j comes from rank j.
+void direct_all_to_all(const AlgorithmContext& ctx, const void* in, void* out,
+                       std::size_t block_bytes);
+/// Exchanges counts: recv_counts[j] = send_counts[rank] of rank j.
+void exchange_counts(const AlgorithmContext& ctx, std::span<const std::int64_t> send_counts,
+                     std::span<std::int64_t> recv_counts);
+/// Uneven all-to-all: send_bytes[j] bytes starting at send_offsets[j] of `in` go to rank j;
+/// recv_bytes[j] from rank j land at recv_offsets[j] of `out`.
+void direct_all_to_all_v(const AlgorithmContext& ctx, const void* in,
+                         std::span<const std::size_t> send_offsets,
+                         std::span<const std::size_t> send_bytes, void* out,
+                         std::span<const std::size_t> recv_offsets,
+                         std::span<const std::size_t> recv_bytes);
+
+}  // namespace ruccl

@@ -1,0 +1,147 @@
+#include "collective/communicator_core.h"
+
+#include <cstring>
+
+namespace ruccl {
+
+CommunicatorCore::CommunicatorCore(std::unique_ptr<Transport> transport, Device device,
+                                   CommunicatorOptions options)
+    : transport_(std::move(transport)),
+      rank_(transport_->rank()),
+      world_(transport_->world_size()),
+      device_(device),
+      options_(options),
+      p2p_sent_(static_cast<std::size_t>(world_), 0),
+      p2p_received_(static_cast<std::size_t>(world_), 0),
+      records_(static_cast<std::size_t>(world_)) {}
+
+void CommunicatorCore::throw_if_finished(const char* label) const {
+  if (!transport_->failed()) return;
+  const CollectiveError first = transport_->failure();
+  throw CollectiveError(CollectiveErrorKind::Aborted,
+                        str(label, " on rank ", rank_,
+                            ": the communicator is finished after an earlier error: ", first.what()),
+                        first.ranks());
+}
+
+CallScope CommunicatorCore::begin(OpKind kind, const CallOptions& call) {
+  const char* label = call.label != nullptr ? call.label : op_kind_name(kind);
+  throw_if_finished(label);
+  ++seq_;
+  CallScope scope{CallRecord{}, label,
+                  Deadline::after(call.timeout.value_or(options_.timeout), label, seq_)};
+  CallRecord& rec = scope.record;
+  rec.seq = seq_;
+  rec.kind = kind;
+  if (call.num_words > CallOptions::kMaxWords || call.num_words < 0) {
+    reject(scope, CollectiveErrorKind::InvalidArgument,
+           str("expected at most ", CallOptions::kMaxWords, " CallOptions words, got ",
+               call.num_words));
+  } else {
+    rec.num_words = call.num_words;
+    for (int w = 0; w < call.num_words; ++w) {
+      rec.words[w] = call.words[static_cast<std::size_t>(w)].value;
+      rec.word_names[w] = call.words[static_cast<std::size_t>(w)].name;
+    }
+  }
+  if (call.timeout.has_value() && call.timeout->count() <= 0) {
+    reject(scope, CollectiveErrorKind::InvalidArgument,
+           str("expected a positive timeout, got ", call.timeout->count(), " ms"));
+  }
+  return scope;
+}
+
+void CommunicatorCore::reject(CallScope& scope, CollectiveErrorKind kind,
+                              const std::string& message) {
+  set_local_error(scope.record, kind, str("rank ", rank_, ": ", message));
+}
+
+void CommunicatorCore::describe_tensor(CallScope& scope, const Tensor& t, const char* what) {
+  CallRecord& rec = scope.record;
+  if (!t.defined()) {
+    reject(scope, CollectiveErrorKind::InvalidArgument,
+           str("expected a defined ", what, " tensor, got an undefined one"));
+    return;
+  }
+  rec.has_tensor = 1;
+  rec.dtype = static_cast<std::uint8_t>(t.dtype());
+  rec.set_shape(t.shape());
+  if (t.device() != device_) {
+    reject(scope, CollectiveErrorKind::InvalidArgument,
+           str("expected the ", what, " tensor on ", device_.to_string(),
+               " (this rank's device), got ", t.device().to_string()));
+  }
+  if (rec.reduce_op != CallRecord::kNone) {
+    const auto op = static_cast<ReduceOperation>(rec.reduce_op);
+    if (!reduce_operation_supports(op, t.dtype())) {
+      reject(scope, CollectiveErrorKind::InvalidArgument,
+             str("reduce operation ", reduce_operation_name(op), " is not valid for dtype ",
+                 t.dtype(),
+                 op == ReduceOperation::Mean ? " (Mean: floating dtypes only)"
+                 : t.dtype() == DType::Bool  ? " (Bool tensors cannot be reduced)"
+                                             : " (bitwise operations: integer dtypes only)"));
+    }
+  }
+}
+
+void CommunicatorCore::describe_root(CallScope& scope, int root) {
+  scope.record.root = root;
+  if (root < 0 || root >= world_) {
+    reject(scope, CollectiveErrorKind::InvalidArgument,
+           str("expected a root in [0, ", world_, "), got ", root));
+  }
+}
+
+void CommunicatorCore::agree(CallScope& scope) {
+  try {
+    transport_->agree(scope.record, records_, scope.deadline);
+  } catch (...) {
+    fail_group_from_current_exception(scope);
+    throw;
+  }
+  if (auto error = check_agreement(records_, rank_, scope.label)) {
+    transport_->fail(*error);
+    throw *error;
+  }
+}
+
+const std::vector<CallRecord>& CommunicatorCore::records() const { return records_; }
+
+Deadline CommunicatorCore::p2p_deadline(const CallOptions& call, const char* label) const {
+  return Deadline::after(call.timeout.value_or(options_.timeout), label, 0);
+}
+
+std::uint64_t CommunicatorCore::next_p2p_tag(int peer, bool sending) {
+  auto& counter = sending ? p2p_sent_ : p2p_received_;
+  const std::uint64_t k = ++counter[static_cast<std::size_t>(peer)];
+  return (std::uint64_t{1} << 63) | (k << 1);
+}
+
+void CommunicatorCore::fail_group_from_current_exception(const char* label) noexcept {
+  try {
+    throw;
+  } catch (const CollectiveError& e) {
+    transport_->fail(e);
+  } catch (const std::exception& e) {
+    transport_->fail(CollectiveError(CollectiveErrorKind::Aborted,
+                                     str(label, ": rank ", rank_, " failed: ", e.what()), {rank_}));
+  } catch (...) {
+    transport_->fail(CollectiveError(CollectiveErrorKind::Aborted,
+                                     str(label, ": rank ", rank_, " failed"), {rank_}));
+  }
+}
+
+void CommunicatorCore::fail_group_from_current_exception(const CallScope& scope) noexcept {
+  fail_group_from_current_exception(scope.label);
+}
+
+Tensor host_contiguous(const Tensor& t) {
+  Tensor host = t.device().is_cpu() ? t : t.to(Device::cpu());
+  return host.contiguous();
+}
+
+DType accumulation_dtype(DType dtype) {
+  return dtype == DType::F16 || dtype == DType::BF16 ? DType::F32 : dtype;
+}
+
+}  // namespace ruccl

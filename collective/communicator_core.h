@@ -1,0 +1,87 @@
+#pragma once
+// CommunicatorCore: the state behind a Communicator handle (transport, options, call counter) and
+// the one code path every collective goes through: describe the call, agree, run the algorithm,
+// and turn any failure into a group-wide CollectiveError.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "collective/agreement.h"
+#include "collective/algorithms/algorithm.h"
+#include "collective/call_options.h"
+#include "collective/communicator.h"
+#include "collective/transport/transport.h"
+
+namespace ruccl {
+
+/// One collective call in progress on this rank.
+struct CallScope {
+  CallRecord record;
+  const char* label;
+  Deadline deadline;
+};
+
+class CommunicatorCore {
+ public:
+  CommunicatorCore(std::unique_ptr<Transport> transport, Device device, CommunicatorOptions options);
+
+  Transport& transport() { return *transport_; }
+  int rank() const { return rank_; }
+  int world_size() const { return world_; }
+  Device device() const { return device_; }
+  const CommunicatorOptions& options() const { return options_; }
+
+  /// Starts collective `kind`: throws Aborted when the group is already finished; fills the
+  /// record's seq, kind and words (an invalid word count becomes a local error).
+  CallScope begin(OpKind kind, const CallOptions& call);
+  /// Records a local error of this rank's arguments (the first one wins).
+  void reject(CallScope& scope, CollectiveErrorKind kind, const std::string& message);
+  /// Validates a tensor argument (defined, on this rank's device, dtype allowed); records it in
+  /// the scope (dtype, shape, has_tensor). `reducing`: also check the op is valid for the dtype.
+  void describe_tensor(CallScope& scope, const Tensor& t, const char* what);
+  /// Checks a root rank argument and records it.
+  void describe_root(CallScope& scope, int root);
+  /// Publishes the record, waits for every rank's and checks agreement; throws on mismatch (on
+  /// every rank) or on a local error of any rank.
+  void agree(CallScope& scope);
+  /// Every rank's record of the last agreed call (index = rank).
+  const std::vector<CallRecord>& records() const;
+  /// Runs `body(ctx)` with the call's algorithm context; any exception fails the group.
+  template <typename Body>
+  void run(CallScope& scope, Body&& body) {
+    try {
+      const AlgorithmContext ctx{*transport_, scope.record.seq << 16, scope.deadline};
+      body(ctx);
+    } catch (...) {
+      fail_group_from_current_exception(scope);
+      throw;
+    }
+  }
+
+  /// Point-to-point deadline and tag bookkeeping.
+  Deadline p2p_deadline(const CallOptions& call, const char* label) const;
+  std::uint64_t next_p2p_tag(int peer, bool sending);
+
+  /// Throws Aborted "the communicator is finished" when the group has failed.
+  void throw_if_finished(const char* label) const;
+  void fail_group_from_current_exception(const CallScope& scope) noexcept;
+  void fail_group_from_current_exception(const char* label) noexcept;
+
+ private:
+  std::unique_ptr<Transport> transport_;
+  int rank_;
+  int world_;
+  Device device_;
+  CommunicatorOptions options_;
+  std::uint64_t seq_ = 0;
+  std::vector<std::uint64_t> p2p_sent_;
+  std::vector<std::uint64_t> p2p_received_;
+  std::vector<CallRecord> records_;
+};
+
+/// A contiguous CPU tensor with the same values (t itself when it already is one).
+Tensor host_contiguous(const Tensor& t);
+/// The dtype a reduction of `dtype` accumulates in (F16/BF16 -> F32, others unchanged).
+DType accumulation_dtype(DType dtype);
+
+}  // namespace ruccl

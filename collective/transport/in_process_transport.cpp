@@ -1,0 +1,237 @@
+#include "collective/transport/in_process_transport.h"
+
+#include <cstring>
+#include <sstream>
+
+namespace ruccl {
+
+namespace {
+
+std::string rank_list(const std::vector<int>& ranks) {
+  std::ostringstream out;
+  out << '[';
+  for (std::size_t i = 0; i < ranks.size(); ++i) out << (i ? ", " : "") << ranks[i];
+  out << ']';
+  return out.str();
+}
+
+std::string call_name(const Deadline& deadline) {
+  return deadline.seq() > 0 ? str(deadline.label(), " (call #", deadline.seq(), ")")
+                            : std::string(deadline.label());
+}
+
+}  // namespace
+
+// ---- hub ----------------------------------------------------------------------------------------
+
+InProcessHub::InProcessHub(int world_size)
+    : world_size_(world_size),
+      policy_(WaitPolicy::for_group(world_size)),
+      ranks_(new RankState[static_cast<std::size_t>(world_size)]),
+      mail_(new Mailbox[static_cast<std::size_t>(world_size) * static_cast<std::size_t>(world_size)]) {}
+
+void InProcessHub::fail(const CollectiveError& error) noexcept {
+  {
+    std::lock_guard<std::mutex> lock(failure_mutex_);
+    if (failure_.has_value()) return;
+    try {
+      failure_.emplace(error);
+    } catch (...) {
+      failure_.emplace(CollectiveErrorKind::Aborted, "collective group failed");
+    }
+    failed_.store(true, std::memory_order_release);
+  }
+  bell_.ring();
+}
+
+void InProcessHub::leave(int rank) noexcept {
+  rank_state(rank).gone.store(true, std::memory_order_release);
+  anyone_gone_.store(true, std::memory_order_release);
+  bell_.ring();
+}
+
+CollectiveError InProcessHub::failure() const {
+  std::lock_guard<std::mutex> lock(failure_mutex_);
+  RUCCL_ASSERT(failure_.has_value(), "failure() called on a group that has not failed");
+  return *failure_;
+}
+
+// ---- transport ----------------------------------------------------------------------------------
+
+InProcessTransport::InProcessTransport(std::shared_ptr<InProcessHub> hub, int rank)
+    : hub_(std::move(hub)),
+      rank_(rank),
+      sent_(static_cast<std::size_t>(hub_->world_size()), 0),
+      received_(static_cast<std::size_t>(hub_->world_size()), 0) {}
+
+InProcessTransport::~InProcessTransport() {
+  hub_->leave(rank_);
+}
+
+void InProcessTransport::throw_failure() { throw hub_->failure(); }
+
+template <typename Ready, typename Missing>
+void InProcessTransport::wait_for(Ready&& ready, Missing&& missing, const Deadline& deadline,
+                                  const char* what) {
+  auto missing_gone = [&] {
+    if (!hub_->anyone_gone()) return false;  // cheap check first: nobody has left
+    for (int r : missing()) {
+      if (hub_->rank_state(r).gone.load(std::memory_order_acquire)) return true;
+    }
+    return false;
+  };
+  const bool done = hub_->bell().wait(
+      [&] { return ready() || hub_->failed() || missing_gone(); }, deadline, hub_->policy());
+  if (ready()) return;
+  if (hub_->failed()) throw_failure();
+  std::vector<int> absent = missing();
+  std::vector<int> gone;
+  for (int r : absent) {
+    if (hub_->rank_state(r).gone.load(std::memory_order_acquire)) gone.push_back(r);
+  }
+  if (!gone.empty()) {
+    hub_->fail(CollectiveError(
+        CollectiveErrorKind::PeerLost,
+        str(call_name(deadline), ": rank ", rank_, " lost rank(s) ", rank_list(gone),
+            " (their communicator was destroyed) while waiting for ", what),
+        gone));
+    throw_failure();
+  }
+  RUCCL_ASSERT(!done || deadline.expired(), "wait returned without progress");
+  hub_->fail(CollectiveError(
+      CollectiveErrorKind::Timeout,
+      str(call_name(deadline), ": rank ", rank_, " timed out after ", deadline.timeout().count(),
+          " ms waiting for ", what, " from rank(s) ", rank_list(absent),
+          " that never arrived"),
+      absent));
+  throw_failure();
+}
+
+void InProcessTransport::agree(const CallRecord& mine, std::span<CallRecord> all,
+                               const Deadline& deadline) {
+  RUCCL_ASSERT(static_cast<int>(all.size()) == world_size());
+  if (hub_->failed()) throw_failure();
+  const std::uint64_t seq = mine.seq;
+  const std::size_t parity = seq & 1;
+  InProcessHub::RecordSlot& slot = hub_->rank_state(rank_).records[parity];
+  slot.record = mine;
+  slot.seq.store(seq, std::memory_order_release);
+  hub_->bell().ring();
+  const int world = world_size();
+  auto arrived = [&](int r) {
+    return hub_->rank_state(r).records[parity].seq.load(std::memory_order_acquire) == seq;
+  };
+  wait_for(
+      [&] {
+        for (int r = 0; r < world; ++r) {
+          if (!arrived(r)) return false;
+        }
+        return true;
+      },
+      [&] {
+        std::vector<int> absent;
+        for (int r = 0; r < world; ++r) {
+          if (!arrived(r)) absent.push_back(r);
+        }
+        return absent;
+      },
+      deadline, "the call");
+  for (int r = 0; r < world; ++r) {
+    all[static_cast<std::size_t>(r)] = hub_->rank_state(r).records[parity].record;
+  }
+}
+
+void InProcessTransport::isend(int peer, std::uint64_t tag, const void* data, std::size_t nbytes,
+                               const Deadline& deadline) {
+  InProcessHub::Mailbox& box = hub_->mailbox(rank_, peer);
+  const std::uint64_t previous = sent_[static_cast<std::size_t>(peer)];
+  wait_for([&] { return box.consumed.load(std::memory_order_acquire) == previous; },
+           [&] { return std::vector<int>{peer}; }, deadline, "a receive");
+  box.tag = tag;
+  box.data = data;
+  box.nbytes = nbytes;
+  box.posted.store(previous + 1, std::memory_order_release);
+  sent_[static_cast<std::size_t>(peer)] = previous + 1;
+  hub_->bell().ring();
+}
+
+void InProcessTransport::wait_send(int peer, const Deadline& deadline) {
+  InProcessHub::Mailbox& box = hub_->mailbox(rank_, peer);
+  const std::uint64_t target = sent_[static_cast<std::size_t>(peer)];
+  wait_for([&] { return box.consumed.load(std::memory_order_acquire) == target; },
+           [&] { return std::vector<int>{peer}; }, deadline, "a receive");
+}
+
+void InProcessTransport::check_message(int peer, const InProcessHub::Mailbox& box,
+                                       std::uint64_t tag, std::size_t nbytes) {
+  if (box.tag == tag && box.nbytes == nbytes) return;
+  // Agreement makes this impossible for collectives; it means a protocol bug.
+  CollectiveError error(CollectiveErrorKind::CollectiveKindMismatch,
+                        str("rank ", rank_, " expected message tag ", tag, " (", nbytes,
+                            " bytes) from rank ", peer, ", got tag ", box.tag, " (", box.nbytes,
+                            " bytes)"),
+                        {std::min(rank_, peer), std::max(rank_, peer)});
+  hub_->fail(error);
+  throw_failure();
+}
+
+void InProcessTransport::recv_with(int peer, std::uint64_t tag, std::size_t nbytes,
+                                   const ConsumeFn& consume, const Deadline& deadline) {
+  InProcessHub::Mailbox& box = hub_->mailbox(peer, rank_);
+  const std::uint64_t next = received_[static_cast<std::size_t>(peer)] + 1;
+  wait_for([&] { return box.posted.load(std::memory_order_acquire) >= next; },
+           [&] { return std::vector<int>{peer}; }, deadline, "a message");
+  check_message(peer, box, tag, nbytes);
+  consume(box.data, box.nbytes);
+  received_[static_cast<std::size_t>(peer)] = next;
+  box.consumed.store(next, std::memory_order_release);
+  hub_->bell().ring();
+}
+
+void InProcessTransport::recv_all_with(std::span<const int> peers, std::uint64_t tag,
+                                       std::span<const std::size_t> sizes,
+                                       const ConsumeManyFn& consume, const Deadline& deadline) {
+  RUCCL_ASSERT(peers.size() == sizes.size());
+  auto posted = [&](std::size_t i) {
+    const int p = peers[i];
+    return hub_->mailbox(p, rank_).posted.load(std::memory_order_acquire) >=
+           received_[static_cast<std::size_t>(p)] + 1;
+  };
+  wait_for(
+      [&] {
+        for (std::size_t i = 0; i < peers.size(); ++i) {
+          if (!posted(i)) return false;
+        }
+        return true;
+      },
+      [&] {
+        std::vector<int> absent;
+        for (std::size_t i = 0; i < peers.size(); ++i) {
+          if (!posted(i)) absent.push_back(peers[i]);
+        }
+        return absent;
+      },
+      deadline, "a message");
+  constexpr std::size_t kInline = 16;
+  const void* inline_data[kInline];
+  std::vector<const void*> heap_data;
+  const void** data = inline_data;
+  if (peers.size() > kInline) {
+    heap_data.resize(peers.size());
+    data = heap_data.data();
+  }
+  for (std::size_t i = 0; i < peers.size(); ++i) {
+    InProcessHub::Mailbox& box = hub_->mailbox(peers[i], rank_);
+    check_message(peers[i], box, tag, sizes[i]);
+    data[i] = box.data;
+  }
+  consume(std::span<const void* const>(data, peers.size()));
+  for (std::size_t i = 0; i < peers.size(); ++i) {
+    const int p = peers[i];
+    const std::uint64_t next = ++received_[static_cast<std::size_t>(p)];
+    hub_->mailbox(p, rank_).consumed.store(next, std::memory_order_release);
+  }
+  hub_->bell().ring();
+}
+
+}  // namespace ruccl

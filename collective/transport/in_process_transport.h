@@ -1,0 +1,111 @@
+#pragma once
+// The in-process transport: the ranks of a group are threads of one process and share an
+// InProcessHub. Records are published in per-rank slots (double-buffered by call parity, so no
+// closing barrier is needed); a message is a pointer to the sender's memory that the receiver
+// consumes in place (zero copy), then acknowledges.
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "collective/transport/doorbell.h"
+#include "collective/transport/transport.h"
+
+namespace ruccl {
+
+/// State shared by all ranks of one in-process group.
+class InProcessHub {
+ public:
+  explicit InProcessHub(int world_size);
+
+  int world_size() const { return world_size_; }
+
+  /// Rank r's published record for parity p, and the seq it belongs to.
+  struct alignas(64) RecordSlot {
+    std::atomic<std::uint64_t> seq{0};  // 0: nothing published yet (calls count from 1)
+    CallRecord record;
+  };
+  /// One direction of one pair of ranks: at most one message in flight.
+  struct alignas(64) Mailbox {
+    std::atomic<std::uint64_t> posted{0};
+    std::atomic<std::uint64_t> consumed{0};
+    std::uint64_t tag = 0;
+    const void* data = nullptr;
+    std::size_t nbytes = 0;
+  };
+  struct alignas(64) RankState {
+    RecordSlot records[2];
+    std::atomic<bool> gone{false};
+  };
+
+  RankState& rank_state(int r) { return ranks_[static_cast<std::size_t>(r)]; }
+  Mailbox& mailbox(int src, int dst) {
+    return mail_[static_cast<std::size_t>(src) * static_cast<std::size_t>(world_size_) +
+                 static_cast<std::size_t>(dst)];
+  }
+  Doorbell& bell() { return bell_; }
+  const WaitPolicy& policy() const { return policy_; }
+
+  /// Marks rank `rank` as gone (its transport was destroyed) and wakes every waiter.
+  void leave(int rank) noexcept;
+  /// Whether any rank has left.
+  bool anyone_gone() const noexcept { return anyone_gone_.load(std::memory_order_acquire); }
+  /// Records the first failure and wakes every waiter.
+  void fail(const CollectiveError& error) noexcept;
+  bool failed() const noexcept { return failed_.load(std::memory_order_acquire); }
+  CollectiveError failure() const;
+
+ private:
+  int world_size_;
+  WaitPolicy policy_;
+  std::unique_ptr<RankState[]> ranks_;
+  std::unique_ptr<Mailbox[]> mail_;
+  Doorbell bell_;
+  std::atomic<bool> failed_{false};
+  std::atomic<bool> anyone_gone_{false};
+  mutable std::mutex failure_mutex_;
+  std::optional<CollectiveError> failure_;
+};
+
+/// Rank `rank`'s Transport over a shared InProcessHub. Destroying it tells the peers this rank
+/// left: a peer waiting for it gets PeerLost.
+class InProcessTransport final : public Transport {
+ public:
+  InProcessTransport(std::shared_ptr<InProcessHub> hub, int rank);
+  ~InProcessTransport() override;
+
+  int rank() const override { return rank_; }
+  int world_size() const override { return hub_->world_size(); }
+  bool zero_copy() const override { return true; }
+  void agree(const CallRecord& mine, std::span<CallRecord> all, const Deadline& deadline) override;
+  void isend(int peer, std::uint64_t tag, const void* data, std::size_t nbytes,
+             const Deadline& deadline) override;
+  void wait_send(int peer, const Deadline& deadline) override;
+  void recv_with(int peer, std::uint64_t tag, std::size_t nbytes, const ConsumeFn& consume,
+                 const Deadline& deadline) override;
+  void recv_all_with(std::span<const int> peers, std::uint64_t tag,
+                     std::span<const std::size_t> sizes, const ConsumeManyFn& consume,
+                     const Deadline& deadline) override;
+  void fail(const CollectiveError& error) noexcept override { hub_->fail(error); }
+  bool failed() const noexcept override { return hub_->failed(); }
+  CollectiveError failure() const override { return hub_->failure(); }
+
+ private:
+  /// Waits for ready(); throws the group's failure, PeerLost (a rank in `peers` left) or Timeout
+  /// (naming missing(), the ranks that never arrived).
+  template <typename Ready, typename Missing>
+  void wait_for(Ready&& ready, Missing&& missing, const Deadline& deadline, const char* what);
+  [[noreturn]] void throw_failure();
+  /// Checks the message header a sender posted against what the receiver expects.
+  void check_message(int peer, const InProcessHub::Mailbox& box, std::uint64_t tag,
+                     std::size_t nbytes);
+
+  std::shared_ptr<InProcessHub> hub_;
+  int rank_;
+  std::vector<std::uint64_t> sent_;      // messages posted to each peer
+  std::vector<std::uint64_t> received_;  // messages consumed from each peer
+};
+
+}  // namespace ruccl
