@@ -2,6 +2,8 @@
 
 #include <atomic>
 
+#include "autodiff/error.h"
+#include "autodiff/node.h"
 #include "tensor/core/error.h"
 
 namespace ruccl::nn {
@@ -17,6 +19,13 @@ Param::Param(Tensor value, bool trainable) : Param(next_param_id(), std::move(va
 
 Param::Param(ParamId id, Tensor value, bool trainable)
     : impl_(std::make_shared<Impl>(Impl{id, autodiff::Var(std::move(value), trainable)})) {}
+
+Param::Param(ParamId id, autodiff::Var var) {
+  RUCCL_CHECK(var.defined(), ValueError, "Param: expected a defined Var, got an undefined one");
+  RUCCL_CHECK(var.is_leaf(), autodiff::AutodiffError,
+              "Param: expected a leaf Var, got the result of '", var.grad_fn()->name(), "'");
+  impl_ = std::make_shared<Impl>(Impl{id, std::move(var)});
+}
 
 namespace {
 template <typename T>

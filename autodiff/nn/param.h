@@ -31,6 +31,9 @@ class Param {
   explicit Param(Tensor value, bool trainable = true);
   /// A new parameter with an explicit id.
   Param(ParamId id, Tensor value, bool trainable = true);
+  /// A new parameter around an existing leaf Var (shared, not copied): trainable follows its
+  /// requires_grad. ValueError for an undefined Var, AutodiffError for a non-leaf.
+  Param(ParamId id, autodiff::Var var);
 
   bool defined() const { return impl_ != nullptr; }
   ParamId id() const;

@@ -1,0 +1,4 @@
+#pragma once
+// Umbrella header of the differentiable collectives (namespace ruccl::autodiff::collective).
+#include "autodiff/collective/collective_ops.h"
+#include "autodiff/collective/distributed_gradcheck.h"

@@ -1,0 +1,154 @@
+// Forward values and gradients against PyTorch 1.13 (tools/golden/autodiff_golden.py, data in
+// tests/data/autodiff_golden.txt). Everything is float64; the tolerance (rtol 1e-9, atol 1e-12)
+// only absorbs summation-order differences between our kernels and PyTorch's.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+
+#include "autodiff/autodiff.h"
+#include "tensor/tensor.h"
+#include "tests/support/tensor_matchers.h"
+
+using namespace ruccl;
+using namespace ruccl::autodiff;
+using ruccl::testing::TensorNear;
+
+namespace {
+
+constexpr double kRtol = 1e-9;
+constexpr double kAtol = 1e-12;
+
+// Reads "<case>.<name> <dtype> <ndim> <sizes...> <values...>" lines.
+std::map<std::string, Tensor> load_golden() {
+  std::ifstream in(std::string(RUCCL_TEST_DATA_DIR) + "/autodiff_golden.txt");
+  REQUIRE(in.good());
+  std::map<std::string, Tensor> out;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream ls(line);
+    std::string name, dtype;
+    std::int64_t ndim = 0;
+    ls >> name >> dtype >> ndim;
+    std::vector<std::int64_t> sizes(static_cast<std::size_t>(ndim));
+    for (auto& s : sizes) ls >> s;
+    const Shape shape(sizes);
+    if (dtype == "i64") {
+      std::vector<std::int64_t> v(static_cast<std::size_t>(shape.numel()));
+      for (auto& x : v) ls >> x;
+      out[name] = Tensor::from_vector<std::int64_t>(v, shape);
+    } else {
+      std::vector<double> v(static_cast<std::size_t>(shape.numel()));
+      for (auto& x : v) ls >> x;
+      out[name] = Tensor::from_vector<double>(v, shape);
+    }
+    REQUIRE(!ls.fail());
+  }
+  return out;
+}
+
+const std::map<std::string, Tensor>& golden() {
+  static const std::map<std::string, Tensor> data = load_golden();
+  return data;
+}
+
+Tensor G(const std::string& name) {
+  auto it = golden().find(name);
+  REQUIRE(it != golden().end());
+  return it->second;
+}
+
+Var leaf(const std::string& name) { return Var(G(name), true); }
+
+void check_mlp(const std::string& c, Reduction reduction) {
+  Var x = leaf(c + ".x"), w1 = leaf(c + ".w1"), b1 = leaf(c + ".b1"), w2 = leaf(c + ".w2"),
+      b2 = leaf(c + ".b2");
+  Var logits = linear(relu(linear(x, w1, b1)), w2, b2);
+  Var loss = cross_entropy(logits, G(c + ".t"), reduction);
+  loss.backward();
+  CHECK_THAT(logits.value(), TensorNear(G(c + ".logits"), kRtol, kAtol));
+  CHECK_THAT(loss.value(), TensorNear(G(c + ".loss"), kRtol, kAtol));
+  CHECK_THAT(x.grad(), TensorNear(G(c + ".grad_x"), kRtol, kAtol));
+  CHECK_THAT(w1.grad(), TensorNear(G(c + ".grad_w1"), kRtol, kAtol));
+  CHECK_THAT(b1.grad(), TensorNear(G(c + ".grad_b1"), kRtol, kAtol));
+  CHECK_THAT(w2.grad(), TensorNear(G(c + ".grad_w2"), kRtol, kAtol));
+  CHECK_THAT(b2.grad(), TensorNear(G(c + ".grad_b2"), kRtol, kAtol));
+}
+
+// Runs a composite with inputs in0..in{n-1} and compares out and every gradN.
+void check_composite(const std::string& c, int n,
+                     const std::function<Var(const std::vector<Var>&)>& fn) {
+  std::vector<Var> in;
+  for (int i = 0; i < n; ++i) in.push_back(leaf(c + ".in" + std::to_string(i)));
+  Var out = fn(in);
+  out.backward();
+  CHECK_THAT(out.value(), TensorNear(G(c + ".out"), kRtol, kAtol));
+  for (int i = 0; i < n; ++i) {
+    INFO(c << " gradient of input " << i);
+    CHECK_THAT(in[static_cast<std::size_t>(i)].grad(),
+               TensorNear(G(c + ".grad" + std::to_string(i)), kRtol, kAtol));
+  }
+}
+
+Tensor f64(std::vector<double> v) { return Tensor::from_vector<double>(v); }
+
+}  // namespace
+
+TEST_CASE("a two-layer MLP with cross-entropy matches PyTorch's loss and gradients",
+          "[autodiff]") {
+  SECTION("mean reduction") { check_mlp("mlp_mean", Reduction::Mean); }
+  SECTION("sum reduction") { check_mlp("mlp_sum", Reduction::Sum); }
+}
+
+TEST_CASE("an Embedding + LayerNorm model matches PyTorch, repeated indices included",
+          "[autodiff]") {
+  Generator gen(0);
+  nn::Embedding emb(10, 4, gen, DType::F64);
+  nn::LayerNorm ln(4, 1e-5, true, DType::F64);
+  emb.weight().set_value(G("embed_ln.emb"));
+  ln.weight().set_value(G("embed_ln.lnw"));
+  ln.bias().set_value(G("embed_ln.lnb"));
+  Var y = ln.forward(emb.forward(G("embed_ln.idx")));
+  Var loss = sum(mul(y, Var(G("embed_ln.c"))));
+  loss.backward();
+  CHECK_THAT(y.value(), TensorNear(G("embed_ln.y"), kRtol, kAtol));
+  CHECK_THAT(loss.value(), TensorNear(G("embed_ln.loss"), kRtol, kAtol));
+  CHECK_THAT(emb.weight().grad(), TensorNear(G("embed_ln.grad_emb"), kRtol, kAtol));
+  CHECK_THAT(ln.weight().grad(), TensorNear(G("embed_ln.grad_lnw"), kRtol, kAtol));
+  CHECK_THAT(ln.bias().grad(), TensorNear(G("embed_ln.grad_lnb"), kRtol, kAtol));
+}
+
+TEST_CASE("composite functions match PyTorch's values and gradients", "[autodiff]") {
+  check_composite("softmax", 2, [](const std::vector<Var>& v) {
+    return add(sum(mul(softmax(v[0], 1), v[1])), mean(mul(log_softmax(v[0], 0), v[1])));
+  });
+  check_composite("elementwise", 2, [](const std::vector<Var>& v) {
+    const Var &x = v[0], &y = v[1];
+    Var a = mul(gelu(x), sigmoid(y));
+    Var b = div(tanh(mul(x, y)), add(exp(x), 1.0) /* 1 + e^x */);
+    Var c = mul(sqrt(add(abs(x), 1.0)), pow(y, 3));
+    return sum(sub(add(a, b), c));
+  });
+  check_composite("matmul", 2, [](const std::vector<Var>& v) {
+    return mean(pow(transpose(matmul(v[0], v[1]), 1, 2), 2));
+  });
+  check_composite("reduce", 2, [](const std::vector<Var>& v) {
+    return add(add(sum(var(v[0], {1})), sum(max(v[0], 0))), sum(div(log(v[1]), v[1])));
+  });
+  check_composite("shape", 2, [](const std::vector<Var>& v) {
+    const Var &x = v[0], &y = v[1];
+    Var a = sum(mul(narrow(permute(cat({x, y}, 1), {1, 0}), 0, 1, 3),
+                    Var(f64({1, 2, 3, 4}))));
+    Tensor gidx = Tensor::from_vector<std::int64_t>({1, 0, 0, 0, 1, 1, 0, 1}, {4, 2});
+    Var b = sum(pow(gather(x, 1, gidx), 2));
+    Var c = sum(pow(index_select(y, 0, Tensor::from_vector<std::int64_t>({2, 0, 2})), 3));
+    Var d = sum(mul(expand(narrow(x, 1, 0, 1), {4, 6}), Var(f64({0.5, 0.6, 0.7, 0.8, 0.9, 1.0}))));
+    return add(add(a, b), add(c, d));
+  });
+  check_composite("mse", 2, [](const std::vector<Var>& v) {
+    return add(mse_loss(v[0], v[1]), mse_loss(mul(v[0], 2.0), v[1], Reduction::Sum));
+  });
+}
