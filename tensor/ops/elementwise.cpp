@@ -5,6 +5,8 @@
 // an operand whose dtype differs from the common one).
 #include "tensor/ops/elementwise.h"
 
+#include <limits>
+
 #include "tensor/backend/backend.h"
 #include "tensor/ops/reduce.h"
 
@@ -208,8 +210,10 @@ bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol) {
   check_defined(b, "allclose");
   const Tensor x = a.to(DType::F64);
   const Tensor y = b.to(DType::F64);
-  // |x - y| <= atol + rtol * |y|, or exactly equal (so that equal infinities are close).
-  const Tensor close = logical_or(le(abs(x - y), abs(y) * rtol + atol), eq(x, y));
+  // |x - y| <= atol + rtol * |y| with y finite, or exactly equal (equal infinities are close).
+  const Tensor finite = lt(abs(y), std::numeric_limits<double>::infinity());
+  const Tensor within = logical_and(le(abs(x - y), abs(y) * rtol + atol), finite);
+  const Tensor close = logical_or(within, eq(x, y));
   if (close.numel() == 0) return true;
   return sum(logical_not(close)).item<std::int64_t>() == 0;
 }

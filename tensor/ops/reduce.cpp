@@ -114,11 +114,14 @@ Tensor arg_extreme(Op op, const char* name, const Tensor& x, std::int64_t dim, b
   return reduce_op(op, name, x, dims, keepdim, DType::I64);
 }
 
+// x as a 1-d tensor (unsqueeze for a 0-d one: reshape of a 0-d tensor goes through view).
+Tensor flat(const Tensor& x) { return x.dim() == 0 ? x.unsqueeze(0) : x.reshape(Shape{-1}); }
+
 Tensor softmax_impl(Op op, const char* name, const Tensor& x, std::int64_t dim) {
   check_defined(x, name);
   check_floating(x.dtype(), name);
   const std::int64_t d = normalize_dim(dim, x.dim(), name);
-  if (x.dim() == 0) return softmax_impl(op, name, x.reshape(Shape{1}), 0).reshape(Shape{});
+  if (x.dim() == 0) return softmax_impl(op, name, x.unsqueeze(0), 0).squeeze(0);
   Backend& backend = backend_for(x.device());
   RUCCL_CHECK(backend.supports(op, x.dtype()), NotImplementedError, name, ": not implemented for ",
               x.dtype(), " on ", x.device(), " (backend ", backend.name(), ")");
@@ -181,11 +184,11 @@ Tensor argmin(const Tensor& x, std::int64_t dim, bool keepdim) {
 }
 Tensor argmax(const Tensor& x) {
   check_defined(x, "argmax");
-  return arg_extreme(Op::Argmax, "argmax", x.reshape(Shape{-1}), 0, false);
+  return arg_extreme(Op::Argmax, "argmax", flat(x), 0, false);
 }
 Tensor argmin(const Tensor& x) {
   check_defined(x, "argmin");
-  return arg_extreme(Op::Argmin, "argmin", x.reshape(Shape{-1}), 0, false);
+  return arg_extreme(Op::Argmin, "argmin", flat(x), 0, false);
 }
 
 Tensor var(const Tensor& x, const std::vector<std::int64_t>& dims, std::int64_t correction,
