@@ -183,7 +183,19 @@ std::optional<CollectiveError> check_agreement(std::span<const CallRecord> all, 
     }
   }
 
-  // 5. Higher layers' words (axis, requires_grad, ...).
+  // 5. The algorithm (per-call choices must agree), then higher layers' words.
+  if (auto e = compare(
+          all, prefix, CollectiveErrorKind::ArgumentMismatch, "algorithm", 0, everyone,
+          [](const CallRecord& a, const CallRecord& b) {
+            return a.algorithm == b.algorithm && a.tree_arity == b.tree_arity;
+          },
+          [](const CallRecord& r) {
+            static const char* names[] = {"auto", "direct", "ring", "tree", "centralized"};
+            return r.algorithm == 3 ? str("tree(", r.tree_arity, ")")
+                                    : std::string(r.algorithm < 5 ? names[r.algorithm] : "?");
+          })) {
+    return e;
+  }
   const CallRecord& mine = all[static_cast<std::size_t>(me)];
   if (auto e = compare(
           all, prefix, CollectiveErrorKind::ArgumentMismatch, "argument count", 0, everyone,

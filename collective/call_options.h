@@ -8,6 +8,10 @@
 
 namespace ruccl {
 
+/// Which algorithm a collective uses. Auto picks by message size (docs/collectives.md).
+/// Every algorithm gives bit-identical results (one reduction order for all of them).
+enum class Algorithm : unsigned char { Auto, Direct, Ring, Tree, Centralized };
+
 /// One named word that higher layers add to the call's agreement fingerprint, for arguments the
 /// collective layer does not know (the axis of all_gather_dim, "input requires grad", ...). Every
 /// rank must pass the same words in the same order; a different value raises
@@ -31,6 +35,11 @@ struct CallOptions {
   int num_words = 0;
   /// Name used in error messages instead of the collective's own (e.g. "all_gather_dim").
   const char* label = nullptr;
+  /// Algorithm of this call (all_reduce, reduce, broadcast); Auto: the communicator's option.
+  /// Every rank must choose the same (checked: ArgumentMismatch).
+  Algorithm algorithm = Algorithm::Auto;
+  /// Arity of a Tree algorithm for this call; 0: CommunicatorOptions::tree_arity.
+  int tree_arity = 0;
 
   /// Sets the deadline of this call.
   CallOptions& with_timeout(std::chrono::milliseconds t) {
@@ -43,16 +52,18 @@ struct CallOptions {
     ++num_words;
     return *this;
   }
+  /// Chooses the algorithm (and tree arity) of this call.
+  CallOptions& with_algorithm(Algorithm a, int arity = 0) {
+    algorithm = a;
+    tree_arity = arity;
+    return *this;
+  }
   /// Sets the label used in error messages.
   CallOptions& with_label(const char* name) {
     label = name;
     return *this;
   }
 };
-
-/// Which algorithm a collective uses. Auto picks by message size (docs/collectives.md).
-/// Every algorithm gives bit-identical results (one reduction order for all of them).
-enum class Algorithm : unsigned char { Auto, Direct, Ring, Tree, Centralized };
 
 /// Options of a communicator (all ranks of a group must use the same).
 struct CommunicatorOptions {

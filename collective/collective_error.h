@@ -5,6 +5,7 @@
 // ranks; a rank that fails locally publishes its error to the others). After any CollectiveError
 // the communicator (all ranks of its group) is finished: every later call raises
 // CollectiveErrorKind::Aborted naming the first error. Build a new group to continue.
+#include <ostream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,6 +39,10 @@ enum class CollectiveErrorKind : unsigned char {
 
 /// "ShapeMismatch", "Timeout", ...
 std::string_view collective_error_kind_name(CollectiveErrorKind kind);
+/// Prints collective_error_kind_name(kind).
+inline std::ostream& operator<<(std::ostream& out, CollectiveErrorKind kind) {
+  return out << collective_error_kind_name(kind);
+}
 
 /// The error every collective raises on purpose (derives from ruccl::Error).
 ///

@@ -21,11 +21,10 @@ Tensor reduction_output(const Tensor& out, DType dtype, Device device) {
   return device.is_cpu() ? result : result.to(device);
 }
 
-Algorithm resolve(Algorithm chosen, const Transport& transport, std::size_t bytes,
-                  const CommunicatorOptions& options) {
-  if (chosen != Algorithm::Auto) return chosen;
-  if (transport.zero_copy()) return Algorithm::Direct;
-  return bytes >= options.ring_threshold_bytes ? Algorithm::Ring : Algorithm::Direct;
+// Bytes a reduction of `t` moves per rank (in its accumulation dtype); 0 for an invalid tensor.
+std::size_t accumulated_bytes(const Tensor& t) {
+  if (!t.defined()) return 0;
+  return static_cast<std::size_t>(t.numel()) * dtype_size(accumulation_dtype(t.dtype()));
 }
 
 }  // namespace
@@ -62,6 +61,8 @@ Tensor Communicator::all_reduce(const Tensor& t, ReduceOperation op, const CallO
   CallScope scope = c.begin(OpKind::AllReduce, call);
   scope.record.reduce_op = static_cast<std::uint8_t>(op);
   c.describe_tensor(scope, t, "input");
+  const Algorithm algorithm = c.choose_algorithm(scope, call, c.options().all_reduce_algorithm,
+                                                 accumulated_bytes(t));
   c.agree(scope);
   Tensor result;
   c.run(scope, [&](const AlgorithmContext& ctx) {
@@ -70,10 +71,10 @@ Tensor Communicator::all_reduce(const Tensor& t, ReduceOperation op, const CallO
     const ReduceKernel kernel(in.dtype(), op);
     const auto count = static_cast<std::size_t>(in.numel());
     const CommunicatorOptions& o = c.options();
-    switch (resolve(o.all_reduce_algorithm, ctx.transport, in.nbytes(), o)) {
+    switch (algorithm) {
       case Algorithm::Ring: ring_all_reduce(ctx, in.data_ptr(), out.data_ptr(), count, kernel); break;
       case Algorithm::Tree:
-        tree_all_reduce(ctx, in.data_ptr(), out.data_ptr(), count, kernel, o.tree_arity);
+        tree_all_reduce(ctx, in.data_ptr(), out.data_ptr(), count, kernel, scope.record.tree_arity);
         break;
       case Algorithm::Centralized:
         centralized_all_reduce(ctx, in.data_ptr(), out.data_ptr(), count, kernel);
@@ -94,6 +95,8 @@ std::optional<Tensor> Communicator::reduce(const Tensor& t, int root, ReduceOper
   scope.record.reduce_op = static_cast<std::uint8_t>(op);
   c.describe_root(scope, root);
   c.describe_tensor(scope, t, "input");
+  const Algorithm algorithm =
+      c.choose_algorithm(scope, call, c.options().reduce_algorithm, accumulated_bytes(t));
   c.agree(scope);
   std::optional<Tensor> result;
   c.run(scope, [&](const AlgorithmContext& ctx) {
@@ -103,11 +106,10 @@ std::optional<Tensor> Communicator::reduce(const Tensor& t, int root, ReduceOper
     void* out_ptr = is_root ? out.data_ptr() : nullptr;
     const ReduceKernel kernel(in.dtype(), op);
     const auto count = static_cast<std::size_t>(in.numel());
-    const CommunicatorOptions& o = c.options();
-    switch (resolve(o.reduce_algorithm, ctx.transport, in.nbytes(), o)) {
+    switch (algorithm) {
       case Algorithm::Ring: ring_reduce(ctx, in.data_ptr(), out_ptr, count, kernel, root); break;
       case Algorithm::Tree:
-        tree_reduce(ctx, in.data_ptr(), out_ptr, count, kernel, root, o.tree_arity);
+        tree_reduce(ctx, in.data_ptr(), out_ptr, count, kernel, root, scope.record.tree_arity);
         break;
       default: direct_reduce(ctx, in.data_ptr(), out_ptr, count, kernel, root);
     }

@@ -92,6 +92,26 @@ void CommunicatorCore::describe_root(CallScope& scope, int root) {
   }
 }
 
+Algorithm CommunicatorCore::choose_algorithm(CallScope& scope, const CallOptions& call,
+                                             Algorithm group_default, std::size_t bytes) {
+  Algorithm a = call.algorithm != Algorithm::Auto ? call.algorithm : group_default;
+  if (a == Algorithm::Auto) {
+    a = transport_->zero_copy() || bytes < options_.ring_threshold_bytes ? Algorithm::Direct
+                                                                        : Algorithm::Ring;
+  }
+  int arity = 0;
+  if (a == Algorithm::Tree) {
+    arity = call.tree_arity != 0 ? call.tree_arity : options_.tree_arity;
+    if (arity < 2) {
+      reject(scope, CollectiveErrorKind::InvalidArgument,
+             str("expected a tree arity >= 2, got ", arity));
+    }
+  }
+  scope.record.algorithm = static_cast<std::uint8_t>(a);
+  scope.record.tree_arity = arity;
+  return a;
+}
+
 void CommunicatorCore::agree(CallScope& scope) {
   try {
     transport_->agree(scope.record, records_, scope.deadline);

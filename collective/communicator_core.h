@@ -41,6 +41,10 @@ class CommunicatorCore {
   void describe_tensor(CallScope& scope, const Tensor& t, const char* what);
   /// Checks a root rank argument and records it.
   void describe_root(CallScope& scope, int root);
+  /// Resolves the call's algorithm (CallOptions, then `group_default`, then Auto by size and
+  /// transport) and records it for agreement. Returns it; the arity is in scope.record.
+  Algorithm choose_algorithm(CallScope& scope, const CallOptions& call, Algorithm group_default,
+                             std::size_t bytes);
   /// Publishes the record, waits for every rank's and checks agreement; throws on mismatch (on
   /// every rank) or on a local error of any rank.
   void agree(CallScope& scope);

@@ -25,12 +25,11 @@ Tensor empty_like_record(const CallRecord& rec) {
   return Tensor::empty(rec.shape(), static_cast<DType>(rec.dtype));
 }
 
-void broadcast_bytes(CommunicatorCore& c, const AlgorithmContext& ctx, void* buf,
+void broadcast_bytes(const CallScope& scope, const AlgorithmContext& ctx, void* buf,
                      std::size_t nbytes, int root) {
-  const CommunicatorOptions& o = c.options();
-  switch (o.broadcast_algorithm) {
+  switch (static_cast<Algorithm>(scope.record.algorithm)) {
     case Algorithm::Ring: ring_broadcast(ctx, buf, nbytes, root); break;
-    case Algorithm::Tree: tree_broadcast(ctx, buf, nbytes, root, o.tree_arity); break;
+    case Algorithm::Tree: tree_broadcast(ctx, buf, nbytes, root, scope.record.tree_arity); break;
     default: direct_broadcast(ctx, buf, nbytes, root);
   }
 }
@@ -41,11 +40,11 @@ Tensor run_broadcast(CommunicatorCore& c, CallScope& scope, const Tensor& t, int
   c.run(scope, [&](const AlgorithmContext& ctx) {
     if (c.rank() == root) {
       Tensor out = host_contiguous(t).clone();  // a new tensor: never the caller's memory
-      broadcast_bytes(c, ctx, out.data_ptr(), out.nbytes(), root);
+      broadcast_bytes(scope, ctx, out.data_ptr(), out.nbytes(), root);
       result = to_device(out, c.device());
     } else {
       Tensor out = empty_like_record(c.records()[static_cast<std::size_t>(root)]);
-      broadcast_bytes(c, ctx, out.data_ptr(), out.nbytes(), root);
+      broadcast_bytes(scope, ctx, out.data_ptr(), out.nbytes(), root);
       result = to_device(out, c.device());
     }
   });
@@ -80,6 +79,9 @@ Tensor Communicator::broadcast(const Tensor& t, int root, const CallOptions& cal
   CommunicatorCore& c = core();
   CallScope scope = c.begin(OpKind::Broadcast, call);
   describe_root_tensor(c, scope, t, root);
+  // Broadcast moves bytes: Auto means Direct in process; the size is unknown on non-roots, so
+  // Auto never depends on it here.
+  c.choose_algorithm(scope, call, c.options().broadcast_algorithm, 0);
   c.agree(scope);
   return run_broadcast(c, scope, t, root);
 }
@@ -88,6 +90,7 @@ Tensor Communicator::broadcast_from_sender(const std::optional<Tensor>& t, const
   CommunicatorCore& c = core();
   CallScope scope = c.begin(OpKind::BroadcastFromSender, call);
   if (t.has_value()) c.describe_tensor(scope, *t, "input");
+  c.choose_algorithm(scope, call, c.options().broadcast_algorithm, 0);
   c.agree(scope);
   int root = 0;
   for (int r = 0; r < c.world_size(); ++r) {

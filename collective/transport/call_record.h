@@ -31,6 +31,8 @@ struct CallRecord {
   std::int32_t root = -1;             ///< root rank, or -1
   std::int32_t ndim = -1;             ///< -1: no shape to agree on
   std::int64_t dims[Shape::kMaxDims] = {};
+  std::uint8_t algorithm = 0;         ///< the resolved Algorithm (agreed: ranks must match)
+  std::int32_t tree_arity = 0;        ///< the resolved tree arity (0 unless Tree)
   std::int32_t num_words = 0;         ///< CallOptions words
   std::int64_t words[kMaxWords] = {};
   const char* word_names[kMaxWords] = {};  ///< string literals; only used for local messages

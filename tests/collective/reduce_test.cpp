@@ -251,6 +251,8 @@ TEST_CASE("every algorithm gives bit-identical float results in the documented r
 TEST_CASE("all_reduce of about a million elements is exact on every rank", "[collective][slow]") {
   const std::int64_t count = (std::int64_t{1} << 20) + 3;
   for (const AlgorithmConfig& config : algorithm_configs()) {
+    const std::string name = config.name;
+    if (name != "auto" && name != "ring" && name != "tree(3)") continue;
     auto out = run_group(
         4,
         [&](Communicator& comm) {
