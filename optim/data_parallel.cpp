@@ -1,0 +1,171 @@
+#include "optim/data_parallel.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "autodiff/grad_mode.h"
+#include "optim/rank_agreement.h"
+#include "optim/replica_description.h"
+#include "tensor/ops/elementwise.h"
+
+namespace ruccl::optim {
+namespace {
+
+constexpr const char* kInitLabel = "DataParallel::initialize";
+constexpr const char* kReduceLabel = "DataParallel::reduce";
+
+/// Exchanges the descriptions and raises the same error on every rank when they disagree or any
+/// rank found a local problem. The fast path is one all_gather of three words per rank.
+void agree(Communicator& comm, const ReplicaDescription& local, std::int64_t extra_word,
+           std::vector<std::int64_t>* extra_words, const char* label) {
+  const std::string encoded = local.encode();
+  const auto words = all_gather_words(
+      comm, {static_cast<std::int64_t>(fnv1a(encoded)), local.problems.empty() ? 0 : 1, extra_word},
+      label);
+  bool same = true;
+  for (const auto& w : words) same = same && w[0] == words[0][0] && w[1] == 0;
+  if (!same) {
+    std::vector<ReplicaDescription> all;
+    for (const std::string& text : all_gather_strings(comm, encoded, label)) {
+      all.push_back(ReplicaDescription::decode(text));
+    }
+    check_replicas(all, label);
+    // Equal descriptions with different hashes cannot happen; a hash collision is harmless (the
+    // collectives below check shapes and dtypes again).
+  }
+  if (extra_words != nullptr) {
+    extra_words->clear();
+    for (const auto& w : words) extra_words->push_back(w[2]);
+  }
+}
+
+}  // namespace
+
+DataParallel DataParallel::initialize(Communicator comm, nn::Module& model, int root) {
+  ReplicaDescription local = ReplicaDescription::of(model, root, comm.device());
+  if (root < 0 || root >= comm.world_size()) {
+    local.add_problem(CollectiveErrorKind::InvalidArgument,
+                      str("root ", root, " is out of range for world size ", comm.world_size()));
+  }
+  agree(comm, local, 0, nullptr, kInitLabel);
+  autodiff::NoGradGuard no_grad;
+  for (nn::Param& p : model.parameters()) {  // distinct parameters: a tied one moves once
+    Tensor value = comm.broadcast(p.value(), root, CallOptions().with_label(kInitLabel));
+    if (comm.rank() != root) p.set_value(value);
+  }
+  return DataParallel(std::move(comm), root);
+}
+
+GradientsParams DataParallel::reduce(const nn::Module& model, const GradientsParams& grads,
+                                     double local_weight, MissingGradientPolicy policy) {
+  return reduce_impl(model, grads, local_weight, policy, /*fp32=*/false);
+}
+
+GradientsParams DataParallel::reduce_fp32(const nn::Module& model, const GradientsParams& grads,
+                                          double local_weight, MissingGradientPolicy policy) {
+  return reduce_impl(model, grads, local_weight, policy, /*fp32=*/true);
+}
+
+GradientsParams DataParallel::reduce_impl(const nn::Module& model, const GradientsParams& grads,
+                                          double local_weight, MissingGradientPolicy policy,
+                                          bool fp32) {
+  ReplicaDescription local = ReplicaDescription::of(model, root_, comm_.device());
+  const bool weight_ok = std::isfinite(local_weight) && local_weight >= 0.0;
+  if (!weight_ok) {
+    local.add_problem(CollectiveErrorKind::InvalidArgument,
+                      str("expected a finite local weight >= 0, got ", local_weight));
+  }
+  // The trainable parameters, in ascending ParamId order (the same on every rank once the
+  // descriptions agree), and the local gradient of each.
+  std::map<ParamId, nn::Param> trainable;
+  std::map<ParamId, std::string> path_of;
+  for (const auto& [path, p] : model.named_parameters()) {
+    path_of.emplace(p.id(), path);
+    if (p.trainable()) trainable.emplace(p.id(), p);
+  }
+  for (const auto& [id, g] : grads.entries()) {
+    const auto path = path_of.find(id);
+    if (path == path_of.end()) {
+      local.add_problem(
+          CollectiveErrorKind::InvalidArgument,
+          str("a gradient for ParamId ", id, ", which is not a parameter of the model"));
+      continue;
+    }
+    const auto it = trainable.find(id);
+    if (it == trainable.end()) {
+      local.add_problem(CollectiveErrorKind::InvalidArgument,
+                        str("a gradient for frozen parameter '", path->second, "' (ParamId ", id,
+                            "); frozen parameters are never reduced"));
+      continue;
+    }
+    if (g.shape() != it->second.shape()) {
+      local.add_problem(CollectiveErrorKind::ShapeMismatch,
+                        str("the gradient of '", path->second, "': expected shape ",
+                            it->second.shape(), ", got ", g.shape()));
+    }
+    if (!is_floating(g.dtype())) {
+      local.add_problem(
+          CollectiveErrorKind::DTypeMismatch,
+          str("the gradient of '", path->second, "': expected a floating dtype, got ", g.dtype()));
+    }
+  }
+  const bool contributes = weight_ok && local_weight > 0.0;
+  if (contributes && policy == MissingGradientPolicy::Error) {
+    for (const auto& [id, p] : trainable) {
+      if (!grads.contains(id)) {
+        local.add_problem(CollectiveErrorKind::InvalidArgument,
+                          str("no gradient for trainable parameter '", path_of[id], "' (ParamId ",
+                              id, ") and the policy is MissingGradientPolicy::Error"));
+      }
+    }
+  }
+
+  std::vector<std::int64_t> weight_bits;
+  agree(comm_, local, std::bit_cast<std::int64_t>(weight_ok ? local_weight : 0.0), &weight_bits,
+        kReduceLabel);
+  double total = 0.0;  // summed in rank order: identical on every rank
+  for (std::int64_t bits : weight_bits) total += std::bit_cast<double>(bits);
+  if (!(total > 0.0)) {
+    throw CollectiveError(CollectiveErrorKind::InvalidArgument,
+                          str(kReduceLabel,
+                              ": the total weight of all ranks is 0; at least one "
+                              "rank must have a positive token or sample count"));
+  }
+  last_total_weight_ = total;
+
+  // One flat FP32 buffer holds every trainable gradient (zeros where a rank has none or a zero
+  // weight); one all_reduce sums it; one division by the total weight finishes it.
+  autodiff::NoGradGuard no_grad;
+  std::int64_t numel = 0;
+  for (const auto& [id, p] : trainable) numel += p.numel();
+  Tensor flat = Tensor::empty(Shape{numel}, DType::F32, comm_.device());
+  std::int64_t offset = 0;
+  for (const auto& [id, p] : trainable) {
+    const std::int64_t n = p.numel();
+    Tensor segment = flat.narrow(0, offset, n);
+    const auto g = grads.get(id);
+    if (contributes && g) {
+      segment.copy_(g->reshape(Shape{n}));
+    } else {
+      segment.fill_(0.0);
+    }
+    offset += n;
+  }
+  const Tensor summed =
+      comm_.all_reduce(flat, ReduceOperation::Sum, CallOptions().with_label(kReduceLabel));
+  const Tensor mean = div(summed, Scalar(total));
+  GradientsParams out;
+  offset = 0;
+  for (const auto& [id, p] : trainable) {
+    const std::int64_t n = p.numel();
+    Tensor g = mean.narrow(0, offset, n).view(p.shape());
+    out.insert(id, fp32 ? g : g.to(p.dtype()));
+    offset += n;
+  }
+  return out;
+}
+
+}  // namespace ruccl::optim

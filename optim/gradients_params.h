@@ -1,0 +1,58 @@
+#pragma once
+// GradientsParams: the gradients of one backward pass, keyed by ParamId (plain Tensors, no tape).
+//
+//   loss.backward();
+//   GradientsParams grads = GradientsParams::from_module(model);
+//   grads = grads.all_reduce_with(comm, ReduceOperation::Mean);   // every rank, same order
+//   optimizer.step(lr, model, grads);
+#include <cstddef>
+#include <map>
+#include <optional>
+#include <vector>
+
+#include "autodiff/nn/module.h"
+#include "collective/communicator.h"
+#include "tensor/core/tensor.h"
+
+namespace ruccl::optim {
+
+using nn::ParamId;
+
+/// ParamId -> gradient Tensor, iterated in ascending ParamId order.
+class GradientsParams {
+ public:
+  GradientsParams() = default;
+
+  /// The gradients that `model`'s trainable parameters hold after backward (each tied parameter
+  /// once; parameters without a gradient are absent). The tensors are shared, not copied.
+  static GradientsParams from_module(const nn::Module& model);
+
+  /// The gradient of `id`, or std::nullopt.
+  std::optional<Tensor> get(ParamId id) const;
+  /// Whether `id` has a gradient.
+  bool contains(ParamId id) const { return grads_.count(id) != 0; }
+  /// Sets (or replaces) the gradient of `id`. ValueError for an undefined tensor.
+  void insert(ParamId id, Tensor grad);
+  /// Removes and returns the gradient of `id` (std::nullopt when there was none).
+  std::optional<Tensor> remove(ParamId id);
+  /// Number of gradients.
+  std::size_t size() const { return grads_.size(); }
+  bool empty() const { return grads_.empty(); }
+  /// The ParamIds, ascending.
+  std::vector<ParamId> ids() const;
+  /// The gradients in ascending ParamId order.
+  const std::map<ParamId, Tensor>& entries() const { return grads_; }
+
+  /// Reduces every gradient over the ranks of `comm` (one all_reduce per ParamId, in ascending
+  /// ParamId order, so registration order never matters) and returns the results; this object is
+  /// unchanged. Every rank must hold the same ParamIds with the same shapes and dtypes: a missing
+  /// gradient (ArgumentMismatch), a shape (ShapeMismatch) or dtype (DTypeMismatch) difference on
+  /// any rank raises CollectiveError on every rank, naming the ParamId and the ranks, before any
+  /// gradient is reduced; the communicator stays usable after such an error.
+  GradientsParams all_reduce_with(Communicator& comm, ReduceOperation op) const;
+
+ private:
+  std::map<ParamId, Tensor> grads_;
+};
+
+}  // namespace ruccl::optim

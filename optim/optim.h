@@ -1,0 +1,12 @@
+#pragma once
+// Umbrella header of the optim layer: gradients, optimizers, schedulers, accumulation, data
+// parallelism and checkpoints.
+#include "optim/adam.h"
+#include "optim/checkpoint_error.h"
+#include "optim/data_parallel.h"
+#include "optim/gradients_accumulator.h"
+#include "optim/gradients_params.h"
+#include "optim/lr_scheduler.h"
+#include "optim/optimizer.h"
+#include "optim/sgd.h"
+#include "optim/training_record.h"

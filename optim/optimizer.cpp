@@ -1,0 +1,119 @@
+#include "optim/optimizer.h"
+
+#include <set>
+
+#include "autodiff/grad_mode.h"
+#include "optim/checkpoint_error.h"
+
+namespace ruccl::optim {
+namespace {
+
+DType compute_dtype(DType dtype) { return dtype == DType::F64 ? DType::F64 : DType::F32; }
+
+/// `t` as a contiguous host tensor of `dtype`: `t` itself when it already is one.
+Tensor host_view(const Tensor& t, DType dtype) {
+  Tensor out = t.device().is_cpu() ? t : t.to(Device::cpu());
+  if (out.dtype() != dtype) out = out.to(dtype);
+  return out.contiguous();
+}
+
+}  // namespace
+
+void Optimizer::step(double lr, nn::Module& model, const GradientsParams& grads) {
+  RUCCL_CHECK(lr >= 0.0, ValueError, kind(), "::step: expected lr >= 0, got ", lr);
+  autodiff::NoGradGuard no_grad;
+  const std::vector<nn::Param> params = model.parameters();
+  std::set<ParamId> known;
+  for (const nn::Param& p : params) known.insert(p.id());
+  for (const auto& [id, g] : grads.entries()) {
+    RUCCL_CHECK(known.count(id) != 0, ValueError, kind(),
+                "::step: expected gradients of the "
+                "model's parameters, got one for ParamId ",
+                id, ", which the model does not have");
+  }
+  for (const nn::Param& p : params) {
+    if (!p.trainable()) continue;
+    const auto grad = grads.get(p.id());
+    if (!grad) continue;
+    RUCCL_CHECK(is_floating(p.dtype()), DTypeError, kind(),
+                "::step: expected a floating "
+                "parameter, got ",
+                p.dtype(), " for ParamId ", p.id());
+    RUCCL_CHECK(is_floating(grad->dtype()), DTypeError, kind(),
+                "::step: expected a floating "
+                "gradient, got ",
+                grad->dtype(), " for ParamId ", p.id());
+    RUCCL_CHECK(grad->shape() == p.shape(), ShapeError, kind(),
+                "::step: expected a gradient of "
+                "shape ",
+                p.shape(), " for ParamId ", p.id(), ", got ", grad->shape());
+    const DType dtype = compute_dtype(p.dtype());
+    const Tensor& value = p.value();
+    const bool in_place =
+        value.device().is_cpu() && value.dtype() == dtype && value.is_contiguous();
+    const Tensor work = in_place ? value : host_view(value, dtype).clone();
+    const Tensor g = host_view(*grad, dtype);
+
+    Slot& slot = slots_[p.id()];
+    if (slot.buffers.size() != buffer_count() ||
+        (!slot.buffers.empty() && slot.buffers[0].dtype() != dtype)) {
+      slot.buffers.clear();
+      for (std::size_t i = 0; i < buffer_count(); ++i) {
+        slot.buffers.push_back(Tensor::zeros(value.shape(), dtype));
+      }
+    }
+    update(work, g, slot, lr);
+    ++slot.steps;
+    if (!in_place) {
+      nn::Param target = p;
+      target.set_value(work.to(p.dtype()).to(value.device()));
+    }
+  }
+}
+
+OptimizerState Optimizer::state() const {
+  OptimizerState out{kind(), config(), {}};
+  for (const auto& [id, slot] : slots_) {
+    ParamSlotState s;
+    s.steps = slot.steps;
+    for (const Tensor& b : slot.buffers) s.buffers.push_back(TensorBlob::from_tensor(b));
+    out.slots.emplace(id, std::move(s));
+  }
+  return out;
+}
+
+void Optimizer::load_state(const OptimizerState& state) {
+  RUCCL_CHECK(state.kind == kind(), CheckpointError, kind(), "::load_state: expected a '", kind(),
+              "' optimizer state, got '", state.kind, "'");
+  RUCCL_CHECK(state.config == config(), CheckpointError, kind(),
+              "::load_state: the state was saved with other hyper-parameters");
+  std::map<ParamId, Slot> slots;
+  for (const auto& [id, s] : state.slots) {
+    RUCCL_CHECK(s.steps >= 0, CheckpointError, kind(), "::load_state: ParamId ", id,
+                ": expected a step count >= 0, got ", s.steps);
+    RUCCL_CHECK(s.buffers.size() == buffer_count(), CheckpointError, kind(),
+                "::load_state: ParamId ", id, ": expected ", buffer_count(), " buffers, got ",
+                s.buffers.size());
+    Slot slot;
+    slot.steps = s.steps;
+    for (const TensorBlob& b : s.buffers) {
+      Tensor t = b.to_tensor();
+      RUCCL_CHECK(t.dtype() == DType::F32 || t.dtype() == DType::F64, CheckpointError, kind(),
+                  "::load_state: ParamId ", id, ": expected F32 or F64 buffers, got ", t.dtype());
+      RUCCL_CHECK(slot.buffers.empty() || (t.shape() == slot.buffers[0].shape() &&
+                                           t.dtype() == slot.buffers[0].dtype()),
+                  CheckpointError, kind(), "::load_state: ParamId ", id,
+                  ": buffers of different shapes or dtypes");
+      slot.buffers.push_back(std::move(t));
+    }
+    slots.emplace(id, std::move(slot));
+  }
+  slots_ = std::move(slots);
+}
+
+std::int64_t Optimizer::steps(ParamId id) const {
+  const auto it = slots_.find(id);
+  return it == slots_.end() ? 0 : it->second.steps;
+}
+
+}  // namespace ruccl::optim

@@ -1,0 +1,91 @@
+#pragma once
+// Optimizer: applies gradients to a model's parameters, keeping per-ParamId state.
+//
+//   Sgd sgd({.momentum = 0.5});
+//   sgd.step(/*lr=*/0.125, model, grads);
+//
+// step() updates every trainable parameter of `model` that has a gradient in `grads`; frozen
+// parameters are never touched (a gradient for one is ignored) and parameters without a gradient
+// keep their value and state (torch's `p.grad is None`). Updates happen in place on the
+// parameter's storage, under no tape. The math runs on the host in the parameter's float type
+// (F64 for F64 parameters, F32 for every other floating dtype, whose state is then kept in F32);
+// parameters on another device are staged through the host.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "autodiff/nn/module.h"
+#include "optim/gradients_params.h"
+#include "optim/tensor_blob.h"
+#include "tensor/core/tensor.h"
+
+namespace ruccl::optim {
+
+/// One parameter's saved optimizer state.
+struct ParamSlotState {
+  std::int64_t steps = 0;
+  std::vector<TensorBlob> buffers;
+
+  template <class Archive>
+  void serialize(Archive& archive) {
+    archive(steps, buffers);
+  }
+};
+
+/// What an optimizer saves: its kind, hyper-parameters and per-ParamId state.
+struct OptimizerState {
+  std::string kind;
+  std::vector<double> config;
+  std::map<ParamId, ParamSlotState> slots;
+
+  template <class Archive>
+  void serialize(Archive& archive) {
+    archive(kind, config, slots);
+  }
+};
+
+/// Base of Sgd, Adam and AdamW. See the file comment.
+class Optimizer {
+ public:
+  virtual ~Optimizer() = default;
+
+  /// One update with learning rate `lr` of `model`'s trainable parameters from `grads`.
+  /// ValueError for a gradient whose ParamId is not a parameter of `model` or a negative lr;
+  /// ShapeError when a gradient's shape differs from its parameter's; DTypeError for a
+  /// non-floating parameter or gradient.
+  void step(double lr, nn::Module& model, const GradientsParams& grads);
+
+  /// "sgd", "adam", "adamw".
+  virtual std::string kind() const = 0;
+  /// The hyper-parameters, in a fixed order (compared on restore).
+  virtual std::vector<double> config() const = 0;
+
+  /// The state to checkpoint (buffers copied).
+  OptimizerState state() const;
+  /// Replaces the state with a saved one; CheckpointError when it was saved by another kind of
+  /// optimizer, with other hyper-parameters, or holds malformed buffers. TrainingRecord::restore
+  /// also checks the slots against the model's parameters.
+  void load_state(const OptimizerState& state);
+  /// Number of steps taken for `id` (0 when it has no state).
+  std::int64_t steps(ParamId id) const;
+  /// Forgets all state.
+  void reset() { slots_.clear(); }
+
+ protected:
+  /// One parameter's live state: steps taken and the optimizer's buffers (host, compute dtype).
+  struct Slot {
+    std::int64_t steps = 0;
+    std::vector<Tensor> buffers;
+  };
+  /// How many buffers a slot of this optimizer holds.
+  virtual std::size_t buffer_count() const = 0;
+  /// Updates `param` (contiguous host tensor, F32 or F64) in place from `grad` (same dtype and
+  /// size); `slot.buffers` are allocated (zeros) and `slot.steps` counts earlier updates.
+  virtual void update(const Tensor& param, const Tensor& grad, Slot& slot, double lr) = 0;
+
+ private:
+  std::map<ParamId, Slot> slots_;
+};
+
+}  // namespace ruccl::optim

@@ -1,0 +1,31 @@
+#pragma once
+// Agreement between ranks for the training glue (GradientsParams, DataParallel): every rank
+// publishes a small summary of what it is about to do; every rank sees every summary, so a
+// mismatch or a local problem is detected identically on all ranks and each raises the same
+// CollectiveError, before any gradient or parameter moves. The communicator stays usable.
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "collective/communicator.h"
+
+namespace ruccl::optim {
+
+/// 64-bit FNV-1a hash of `bytes` continuing from `seed` (the fingerprint of a description).
+std::uint64_t fnv1a(std::string_view bytes, std::uint64_t seed = 14695981039346656037ull);
+
+/// all_gather of a fixed number of int64 words from every rank: result[r] is rank r's `words`.
+/// Every rank must pass the same number of words.
+std::vector<std::vector<std::int64_t>> all_gather_words(Communicator& comm,
+                                                        const std::vector<std::int64_t>& words,
+                                                        const char* label);
+
+/// all_gather of strings of any length (two collectives: lengths, then padded bytes).
+std::vector<std::string> all_gather_strings(Communicator& comm, const std::string& text,
+                                            const char* label);
+
+/// Appends `value`'s bytes to `out` (for building binary descriptions to hash and compare).
+void append_word(std::string& out, std::int64_t value);
+
+}  // namespace ruccl::optim

@@ -1,0 +1,189 @@
+#include "optim/training_record.h"
+
+#include <cereal/archives/portable_binary.hpp>
+#include <cereal/types/array.hpp>
+#include <cereal/types/map.hpp>
+#include <cereal/types/optional.hpp>
+#include <cereal/types/string.hpp>
+#include <cereal/types/vector.hpp>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "autodiff/grad_mode.h"
+#include "optim/checkpoint_error.h"
+#include "optim/record_file.h"
+
+namespace ruccl::optim {
+
+// Archiving of the record's plain structs (kept here: they are the file format).
+template <class Archive>
+void serialize(Archive& archive, CallerState& c) {
+  archive(c.step, c.data_position, c.rank, c.world_size);
+  archive(c.rng.seed, c.rng.counter, c.rng.buffered, c.rng.block, c.rng.has_spare_normal,
+          c.rng.spare_normal);
+}
+
+template <class Archive>
+void serialize(Archive& archive, RecordedParam& p) {
+  archive(p.path, p.id, p.trainable, p.value);
+}
+
+namespace {
+
+/// Identifies the payload inside the frame (the frame's magic says "ruCCL checkpoint").
+constexpr const char* kPayloadKind = "ruccl.optim.TrainingRecord";
+
+}  // namespace
+
+TrainingRecord TrainingRecord::capture(const nn::Module& model, const Optimizer* optimizer,
+                                       const LrScheduler* scheduler,
+                                       const GradientsAccumulator* accumulator,
+                                       const CallerState& caller) {
+  TrainingRecord r;
+  for (const auto& [path, p] : model.named_parameters()) {
+    r.params_.push_back({path, p.id(), p.trainable(), TensorBlob::from_tensor(p.value())});
+  }
+  if (optimizer != nullptr) r.optimizer_ = optimizer->state();
+  if (scheduler != nullptr) r.scheduler_ = scheduler->state();
+  if (accumulator != nullptr) r.accumulator_ = accumulator->state();
+  r.caller_ = caller;
+  return r;
+}
+
+std::string TrainingRecord::serialize_payload() const {
+  std::ostringstream out;
+  {
+    cereal::PortableBinaryOutputArchive archive(out);
+    archive(std::string(kPayloadKind), params_, optimizer_, scheduler_, accumulator_, caller_);
+  }
+  return out.str();
+}
+
+TrainingRecord TrainingRecord::parse_payload(const std::string& payload,
+                                             const std::string& origin) {
+  TrainingRecord r;
+  std::string kind;
+  try {
+    std::istringstream in(payload);
+    cereal::PortableBinaryInputArchive archive(in);
+    archive(kind);
+    if (kind != kPayloadKind) {
+      throw CheckpointError(str("checkpoint ", origin, ": expected a '", kPayloadKind,
+                                "' payload, got '", kind.substr(0, 64), "'"));
+    }
+    archive(r.params_, r.optimizer_, r.scheduler_, r.accumulator_, r.caller_);
+    if (in.peek() != std::char_traits<char>::eof()) {
+      throw CheckpointError(str("checkpoint ", origin, ": unexpected bytes after the record"));
+    }
+  } catch (const CheckpointError&) {
+    throw;
+  } catch (const std::exception& e) {  // cereal::Exception, std::bad_alloc, length_error...
+    throw CheckpointError(str("checkpoint ", origin, ": malformed record (", e.what(), ")"));
+  }
+  // Validate every tensor now, so restore() cannot fail half-way on a bad blob.
+  try {
+    for (const RecordedParam& p : r.params_) (void)p.value.to_tensor();
+  } catch (const CheckpointError& e) {
+    throw CheckpointError(str("checkpoint ", origin, ": ", e.what()));
+  }
+  return r;
+}
+
+void TrainingRecord::save(const std::filesystem::path& path) const {
+  write_record_file(path, serialize_payload());
+}
+
+TrainingRecord TrainingRecord::load(const std::filesystem::path& path) {
+  TrainingRecord r = parse_payload(read_record_file(path), path.string());
+  r.source_ = path;
+  return r;
+}
+
+std::string TrainingRecord::where() const {
+  return source_.empty() ? std::string("TrainingRecord::restore: ")
+                         : str("TrainingRecord::restore: checkpoint ", source_, ": ");
+}
+
+void TrainingRecord::restore(nn::Module& model, Optimizer* optimizer, LrScheduler* scheduler,
+                             GradientsAccumulator* accumulator) const {
+  const std::string at = where();
+  // 1. Check everything before changing anything.
+  std::map<std::uint64_t, const RecordedParam*> recorded;
+  for (const RecordedParam& p : params_) recorded.emplace(p.id, &p);
+  const auto named = model.named_parameters();
+  std::map<std::uint64_t, nn::Param> live;
+  for (const auto& [path, p] : named) {
+    const auto it = recorded.find(p.id());
+    RUCCL_CHECK(it != recorded.end(), CheckpointError, at, "the model's parameter '", path,
+                "' (ParamId ", p.id(), ") is not in the record");
+    const RecordedParam& rp = *it->second;
+    const Shape shape = rp.value.shape_value();
+    const DType dtype = rp.value.dtype_value();
+    RUCCL_CHECK(shape == p.shape(), CheckpointError, at, "parameter '", path, "' (ParamId ", p.id(),
+                "): expected shape ", p.shape(), ", the record has ", shape);
+    RUCCL_CHECK(dtype == p.dtype(), CheckpointError, at, "parameter '", path, "' (ParamId ", p.id(),
+                "): expected dtype ", p.dtype(), ", the record has ", dtype);
+    RUCCL_CHECK(rp.trainable == p.trainable(), CheckpointError, at, "parameter '", path,
+                "' (ParamId ", p.id(), ") is ", p.trainable() ? "trainable" : "frozen",
+                " but the record has it ", rp.trainable ? "trainable" : "frozen");
+    live.emplace(p.id(), p);
+  }
+  for (const RecordedParam& rp : params_) {
+    RUCCL_CHECK(live.count(rp.id) != 0, CheckpointError, at, "the record's parameter '", rp.path,
+                "' (ParamId ", rp.id, ") is not in the model");
+  }
+  if (optimizer != nullptr) {
+    RUCCL_CHECK(optimizer_.has_value(), CheckpointError, at,
+                "an optimizer was passed but the record holds no optimizer state");
+    RUCCL_CHECK(optimizer_->kind == optimizer->kind() && optimizer_->config == optimizer->config(),
+                CheckpointError, at, "the record's optimizer state is of kind '", optimizer_->kind,
+                "' or has other hyper-parameters than the '", optimizer->kind(),
+                "' optimizer passed");
+    for (const auto& [id, slot] : optimizer_->slots) {
+      const auto it = live.find(id);
+      RUCCL_CHECK(it != live.end(), CheckpointError, at, "the optimizer state has ParamId ", id,
+                  ", which is not a parameter of the model");
+      for (const TensorBlob& b : slot.buffers) {
+        RUCCL_CHECK(b.shape_value() == it->second.shape(), CheckpointError, at,
+                    "the optimizer state of ParamId ", id, " has shape ", b.shape_value(),
+                    ", expected ", it->second.shape());
+      }
+    }
+  }
+  if (scheduler != nullptr) {
+    RUCCL_CHECK(scheduler_.has_value(), CheckpointError, at,
+                "a scheduler was passed but the record holds no scheduler state");
+    RUCCL_CHECK(scheduler_->kind == scheduler->kind() && scheduler_->config == scheduler->config(),
+                CheckpointError, at, "the record's scheduler state is of kind '", scheduler_->kind,
+                "' or has another configuration than the '", scheduler->kind(),
+                "' scheduler passed");
+  }
+  if (accumulator != nullptr) {
+    RUCCL_CHECK(accumulator_.has_value(), CheckpointError, at,
+                "an accumulator was passed but the record holds no accumulator state");
+    for (const auto& [id, blob] : accumulator_->grads) {
+      const auto it = live.find(id);
+      RUCCL_CHECK(it != live.end(), CheckpointError, at, "the accumulated gradients have ParamId ",
+                  id, ", which is not a parameter of the model");
+      RUCCL_CHECK(blob.shape_value() == it->second.shape(), CheckpointError, at,
+                  "the accumulated gradient of ParamId ", id, " has shape ", blob.shape_value(),
+                  ", expected ", it->second.shape());
+    }
+  }
+  // 2. Build every new value, then commit.
+  std::vector<std::pair<nn::Param, Tensor>> values;
+  for (auto& [id, p] : live) {
+    values.emplace_back(p, recorded.at(id)->value.to_tensor(p.value().device()));
+  }
+  autodiff::NoGradGuard no_grad;
+  if (optimizer != nullptr) optimizer->load_state(*optimizer_);
+  if (scheduler != nullptr) scheduler->load_state(*scheduler_);
+  if (accumulator != nullptr) {
+    const Device device = named.empty() ? Device::cpu() : named.front().second.value().device();
+    accumulator->load_state(*accumulator_, device);
+  }
+  for (auto& [p, v] : values) p.set_value(v);
+}
+
+}  // namespace ruccl::optim
