@@ -1,0 +1,177 @@
+// gemm_bench: float32 GEMM GFLOP/s (2 n^3 / median time) of ruccl::matmul on square n x n
+// matrices, next to OpenBLAS's cblas_sgemm measured in the same run by the peer program
+// ../shared/peers/gemm_openblas.c (compiled here with the system gcc, run with
+// OPENBLAS_CORETYPE=SkylakeX for that command only: Debian's OpenBLAS 0.3.21 misdetects newer
+// CPUs and would otherwise use its SSE3 kernels). Prints a markdown table.
+//
+// Usage: gemm_bench [--sizes 256,512,1024,2048] [--threads 1,2] [--peers DIR] [--no-peer]
+// The peer folder defaults to $RUCCL_PEERS_DIR, else the first of ../shared/peers,
+// ../../shared/peers, /work/shared/peers that holds gemm_openblas.c. Timing follows the peer:
+// reps chosen so each size runs about a second (5..200), median reported. Our figure is the
+// public API, matmul(a, b), output allocation included.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tensor/backend/cpu/cpu_backend.h"
+#include "tensor/tensor.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::vector<int> parse_list(const std::string& text) {
+  std::vector<int> out;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) out.push_back(std::stoi(item));
+  return out;
+}
+
+// GFLOP/s of ruccl::matmul at size n: median over reps.
+double ours(int n) {
+  ruccl::Generator gen(42);
+  const ruccl::Tensor a = ruccl::Tensor::randn({n, n}, gen);
+  const ruccl::Tensor b = ruccl::Tensor::randn({n, n}, gen);
+  const auto run = [&] {
+    const auto t0 = Clock::now();
+    const ruccl::Tensor c = ruccl::matmul(a, b);
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+  };
+  const double first = std::min(run(), run());
+  const int reps = std::clamp(static_cast<int>(1.0 / first), 5, 200);
+  std::vector<double> times;
+  for (int r = 0; r < reps; ++r) times.push_back(run());
+  std::sort(times.begin(), times.end());
+  return 2.0 * n * n * static_cast<double>(n) / times[times.size() / 2] / 1e9;
+}
+
+std::string find_peers(const std::string& flag) {
+  std::vector<std::string> candidates;
+  if (!flag.empty()) candidates.push_back(flag);
+  if (const char* env = std::getenv("RUCCL_PEERS_DIR")) candidates.push_back(env);
+  for (const char* dir : {"../shared/peers", "../../shared/peers", "/work/shared/peers"}) {
+    candidates.push_back(dir);
+  }
+  for (const std::string& dir : candidates) {
+    if (std::filesystem::exists(dir + "/gemm_openblas.c")) return dir;
+  }
+  return "";
+}
+
+// Builds the OpenBLAS peer; returns the binary's path or "" (with a note on stderr).
+std::string build_peer(const std::string& peers) {
+  const std::string out = (std::filesystem::temp_directory_path() / "ruccl_gemm_openblas").string();
+  const std::string cmd =
+      "gcc -O2 '" + peers + "/gemm_openblas.c' -o '" + out + "' -lopenblas 2>/dev/null";
+  if (std::system(cmd.c_str()) != 0) {
+    std::fprintf(stderr, "# OpenBLAS peer: build failed (%s)\n", cmd.c_str());
+    return "";
+  }
+  return out;
+}
+
+// GFLOP/s of OpenBLAS by n, from one run of the peer with `threads` threads.
+std::map<int, double> peer(const std::string& binary, int threads, const std::vector<int>& sizes,
+                           std::string& core) {
+  std::string cmd = "OPENBLAS_CORETYPE=SkylakeX OPENBLAS_NUM_THREADS=" + std::to_string(threads) +
+                    " '" + binary + "' " + std::to_string(threads);
+  for (int n : sizes) cmd += " " + std::to_string(n);
+  std::map<int, double> result;
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (pipe == nullptr) return result;
+  char line[512];
+  while (std::fgets(line, sizeof(line), pipe) != nullptr) {
+    const std::string text(line);
+    if (text.rfind("# OpenBLAS", 0) == 0) {
+      const auto at = text.find("core=");
+      if (at != std::string::npos) core = text.substr(at + 5, text.find(' ', at) - at - 5);
+      continue;
+    }
+    std::istringstream fields(text);
+    std::string impl;
+    int t = 0;
+    int n = 0;
+    double median_ms = 0;
+    double gflops = 0;
+    if (fields >> impl >> t >> n >> median_ms >> gflops && impl == "openblas") result[n] = gflops;
+  }
+  pclose(pipe);
+  return result;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<int> sizes = {256, 512, 1024, 2048};
+  std::vector<int> thread_counts = {1, 2};
+  std::string peers_flag;
+  bool with_peer = true;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--sizes" && i + 1 < argc) {
+      sizes = parse_list(argv[++i]);
+    } else if (arg == "--threads" && i + 1 < argc) {
+      thread_counts = parse_list(argv[++i]);
+    } else if (arg == "--peers" && i + 1 < argc) {
+      peers_flag = argv[++i];
+    } else if (arg == "--no-peer") {
+      with_peer = false;
+    } else {
+      std::fprintf(stderr,
+                   "usage: gemm_bench [--sizes 256,512,...] [--threads 1,2] [--peers DIR] "
+                   "[--no-peer]\n");
+      return 2;
+    }
+  }
+  std::string binary;
+  if (with_peer) {
+    const std::string peers = find_peers(peers_flag);
+    if (peers.empty()) {
+      std::fprintf(stderr, "# OpenBLAS peer: gemm_openblas.c not found (use --peers DIR)\n");
+    } else {
+      binary = build_peer(peers);
+    }
+  }
+
+  struct Row {
+    int n, threads;
+    double ours, peer;
+  };
+  std::vector<Row> rows;
+  std::string core = "n/a";
+  for (int threads : thread_counts) {
+    ruccl::cpu::set_num_threads(threads);
+    std::map<int, double> measured;
+    for (int n : sizes) {
+      measured[n] = ours(n);
+      std::fprintf(stderr, "# ruccl  threads=%d n=%d %.1f GFLOP/s\n", threads, n, measured[n]);
+    }
+    const std::map<int, double> theirs =
+        binary.empty() ? std::map<int, double>{} : peer(binary, threads, sizes, core);
+    for (int n : sizes) {
+      const auto it = theirs.find(n);
+      rows.push_back({n, threads, measured[n], it == theirs.end() ? 0.0 : it->second});
+    }
+  }
+
+  std::printf("sgemm, square n x n, float32, GFLOP/s = 2 n^3 / median time (OpenBLAS core: %s)\n\n",
+              core.c_str());
+  std::printf("| n | threads | ruccl | OpenBLAS | ratio |\n|---:|---:|---:|---:|---:|\n");
+  for (const Row& r : rows) {
+    if (r.peer > 0) {
+      std::printf("| %d | %d | %.1f | %.1f | %.2f |\n", r.n, r.threads, r.ours, r.peer,
+                  r.ours / r.peer);
+    } else {
+      std::printf("| %d | %d | %.1f | n/a | n/a |\n", r.n, r.threads, r.ours);
+    }
+  }
+  return 0;
+}
