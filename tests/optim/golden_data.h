@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace ruccl::optim::testing {
+namespace ruccl::optim::test_support {
 
 /// One line of a golden file: its key and the numbers after it (non-numeric words are kept too).
 struct GoldenLine {
@@ -41,4 +41,4 @@ inline std::vector<GoldenLine> read_golden(const std::string& name) {
   return lines;
 }
 
-}  // namespace ruccl::optim::testing
+}  // namespace ruccl::optim::test_support

@@ -17,7 +17,7 @@ namespace {
 constexpr double kRelTol = 1e-12;
 
 std::vector<double> golden_lrs(const std::string& key) {
-  for (const auto& line : testing::read_golden("optim_schedulers.txt")) {
+  for (const auto& line : test_support::read_golden("optim_schedulers.txt")) {
     if (line.key == key) return line.numbers();
   }
   FAIL("no golden line " << key);

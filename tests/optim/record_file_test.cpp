@@ -11,7 +11,7 @@
 
 using namespace ruccl;
 using namespace ruccl::optim;
-using ruccl::optim::testing::ScratchDir;
+using ruccl::optim::test_support::ScratchDir;
 
 namespace {
 

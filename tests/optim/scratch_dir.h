@@ -5,7 +5,7 @@
 #include <random>
 #include <string>
 
-namespace ruccl::optim::testing {
+namespace ruccl::optim::test_support {
 
 /// Creates a unique directory under the system temp dir; removes it (recursively) on destruction.
 class ScratchDir {
@@ -31,4 +31,4 @@ class ScratchDir {
   std::filesystem::path path_;
 };
 
-}  // namespace ruccl::optim::testing
+}  // namespace ruccl::optim::test_support
