@@ -3,6 +3,7 @@
 #include "autodiff/nn/init.h"
 #include "autodiff/ops/index.h"
 #include "autodiff/ops/shape.h"
+#include "autodiff/ops/sum_to.h"
 
 namespace ruccl::nn {
 
@@ -21,7 +22,7 @@ Var Embedding::forward(const Tensor& indices) {
               "Embedding: expected integer (I64/I32) indices, got ", indices.dtype());
   Shape out_shape = indices.shape();
   out_shape.push_back(weight().shape()[1]);
-  Var rows = autodiff::index_select(weight().var(), 0, indices.reshape(Shape{-1}));
+  Var rows = autodiff::index_select(weight().var(), 0, autodiff::reshape_grad(indices, Shape{indices.numel()}));
   return autodiff::reshape(rows, out_shape);
 }
 

@@ -35,11 +35,11 @@ Var matmul(const Var& a, const Var& b) {
         if (b_vec) g2 = g2.unsqueeze(g2.dim());                          // the column dim m = 1
         if (grads.needed(0)) {
           Tensor ga = sum_to(ruccl::matmul(g2, mT(sb)), a_shape2);
-          grads[0] = ga.reshape(grads.input_shape(0));
+          grads[0] = reshape_grad(ga, grads.input_shape(0));
         }
         if (grads.needed(1)) {
           Tensor gb = sum_to(ruccl::matmul(mT(sa), g2), b_shape2);
-          grads[1] = gb.reshape(grads.input_shape(1));
+          grads[1] = reshape_grad(gb, grads.input_shape(1));
         }
       });
 }
@@ -67,8 +67,8 @@ Var linear(const Var& x, const Var& weight, const Var& bias) {
   auto rule = [sx = weight.requires_grad() ? x2 : Tensor(),
                sw = x.requires_grad() ? weight.value() : Tensor(),
                outf](const Tensor& g, GradInputs& grads) {
-    Tensor g2 = g.dim() == 2 ? g : g.reshape(Shape{-1, outf});
-    if (grads.needed(0)) grads[0] = ruccl::matmul(g2, sw).reshape(grads.input_shape(0));
+    Tensor g2 = g.dim() == 2 ? g : reshape_grad(g, Shape{g.numel() / outf, outf});
+    if (grads.needed(0)) grads[0] = reshape_grad(ruccl::matmul(g2, sw), grads.input_shape(0));
     if (grads.needed(1)) grads[1] = ruccl::matmul(g2.transpose(0, 1), sx);
     if (grads.size() > 2 && grads.needed(2)) grads[2] = ruccl::sum(g2, 0);
   };

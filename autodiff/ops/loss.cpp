@@ -4,6 +4,7 @@
 #include "autodiff/node.h"
 #include "autodiff/ops/elementwise.h"
 #include "autodiff/ops/reduce.h"
+#include "autodiff/ops/sum_to.h"
 #include "tensor/ops/elementwise.h"
 #include "tensor/ops/index.h"
 #include "tensor/ops/reduce.h"
@@ -31,7 +32,7 @@ Var cross_entropy(const Var& logits, const Tensor& targets, Reduction reduction)
               ShapeError, "cross_entropy: expected targets of shape [", rows, "] for logits ",
               logits.shape(), ", got ", targets.shape());
   Tensor x2 = batched ? logits.value() : logits.value().reshape(Shape{1, classes});
-  Tensor index = targets.reshape(Shape{rows, 1});
+  Tensor index = reshape_grad(targets, Shape{rows, 1});
   Tensor lsm = ruccl::log_softmax(x2, 1);
   Tensor picked;
   try {
@@ -49,7 +50,7 @@ Var cross_entropy(const Var& logits, const Tensor& targets, Reduction reduction)
                     Tensor minus_one = Tensor::full(index.shape(), -1.0, lsm.dtype(), lsm.device());
                     Tensor d = ruccl::scatter_add(ruccl::exp(lsm), 1, index, minus_one);
                     Tensor scale = mean ? ruccl::div(g, static_cast<double>(rows)) : g;
-                    grads[0] = ruccl::mul(d, scale).reshape(grads.input_shape(0));
+                    grads[0] = reshape_grad(ruccl::mul(d, scale), grads.input_shape(0));
                   });
 }
 

@@ -5,6 +5,7 @@
 
 #include "autodiff/node.h"
 #include "autodiff/ops/elementwise.h"
+#include "autodiff/ops/sum_to.h"
 #include "tensor/ops/elementwise.h"
 #include "tensor/ops/index.h"
 #include "tensor/ops/reduce.h"
@@ -36,7 +37,7 @@ Shape keepdim_shape(const Shape& shape, const std::vector<std::int64_t>& dims) {
 
 // The gradient of a reduction's output spread back over the input's shape (a broadcast view).
 Tensor spread(const Tensor& g, const Shape& input, const std::vector<std::int64_t>& dims) {
-  return g.reshape(keepdim_shape(input, dims)).expand(input);
+  return reshape_grad(g, keepdim_shape(input, dims)).expand(input);
 }
 
 Var reduce_sum(const Var& x, const std::vector<std::int64_t>& dims, bool keepdim, bool is_mean) {
@@ -61,7 +62,7 @@ Var extremum_dim(const Var& x, std::int64_t dim, bool keepdim, bool is_max) {
   return make_var(std::move(out), name, {x}, [index, d](const Tensor& g, GradInputs& grads) {
     const Shape& shape = grads.input_shape(0);
     Tensor zeros = Tensor::zeros(shape, g.dtype(), g.device());
-    grads[0] = ruccl::scatter_add(zeros, d, index, g.reshape(index.shape()));
+    grads[0] = ruccl::scatter_add(zeros, d, index, reshape_grad(g, index.shape()));
   });
 }
 

@@ -10,12 +10,14 @@ namespace ruccl::autodiff {
 namespace {
 
 // Rules whose backward is "give the gradient the input's shape again".
-void reshape_back(const Tensor& g, GradInputs& grads) { grads[0] = g.reshape(grads.input_shape(0)); }
+void reshape_back(const Tensor& g, GradInputs& grads) {
+  grads[0] = reshape_grad(g, grads.input_shape(0));
+}
 
 }  // namespace
 
 Var reshape(const Var& x, const Shape& shape) {
-  return make_var(x.value().reshape(shape), "reshape", {x}, reshape_back);
+  return make_var(reshape_grad(x.value(), shape), "reshape", {x}, reshape_back);
 }
 
 Var transpose(const Var& x, std::int64_t d0, std::int64_t d1) {

@@ -22,7 +22,12 @@ Tensor sum_to(const Tensor& grad, const Shape& shape) {
     dims.push_back(lead + d);
   }
   Tensor out = dims.empty() ? grad : ruccl::sum(grad, dims, /*keepdim=*/true);
-  return out.reshape(shape).to(grad.dtype());
+  return reshape_grad(out, shape).to(grad.dtype());
+}
+
+Tensor reshape_grad(const Tensor& grad, const Shape& shape) {
+  if (grad.dim() == 0 && shape.size() > 0) return grad.expand(shape);
+  return grad.reshape(shape);
 }
 
 }  // namespace ruccl::autodiff

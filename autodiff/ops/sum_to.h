@@ -9,4 +9,8 @@ namespace ruccl::autodiff {
 /// when the shapes already match. ShapeError when `shape` does not broadcast to grad's shape.
 Tensor sum_to(const Tensor& grad, const Shape& shape);
 
+/// grad.reshape(shape), also from a 0-d tensor (Tensor::reshape of a 0-d tensor to [1, ...]
+/// throws at the moment; this expands it instead, a view with stride 0).
+Tensor reshape_grad(const Tensor& grad, const Shape& shape);
+
 }  // namespace ruccl::autodiff

@@ -1,0 +1,234 @@
+// autodiff_bench: the training step of an MLP and the tape's per-op overhead, beside PyTorch.
+//
+//   autodiff_bench [--peer PATH/mlp_train_torch.py] [--steps N]
+//   bench/run_autodiff_bench.sh          (finds the peer script and the build)
+//
+// 1. MLP 784-512-512-10, ReLU, cross-entropy (mean), batch 128, float32, SGD with momentum 0.9
+//    (lr 0.01, written by hand here), 16 fixed random batches cycled: ms per step (zero_grad +
+//    forward + loss + backward + update), median / p10 / p90 over N steps after 20 warm-up steps,
+//    with 1 and 2 CPU threads (ruccl::cpu::set_num_threads).
+// 2. Tiny ops: x (16 floats, requires grad) -> 1,000 ops alternating x * 1.0001 and x + 0.001 ->
+//    sum -> backward; µs per op for the recording forward, the backward, both, and the forward
+//    under NoGradGuard (pure tensor dispatch); median of 30 repetitions after 5 warm-up.
+// With --peer the PyTorch script runs in the same process tree afterwards (OpenBLAS SkylakeX core
+// type, the fair configuration) and the ratios ours / PyTorch are printed.
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "autodiff/autodiff.h"
+#include "tensor/backend/cpu/cpu_backend.h"
+#include "tensor/tensor.h"
+
+using namespace ruccl;
+using namespace ruccl::autodiff;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+struct Stats {
+  double median, p10, p90;
+};
+
+Stats stats(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return {v[v.size() / 2], v[v.size() / 10], v[v.size() * 9 / 10]};
+}
+
+struct MlpResult {
+  Stats ms;
+  double loss0, loss_last;
+};
+
+MlpResult run_mlp(int threads, int steps) {
+  cpu::set_num_threads(threads);
+  constexpr int kBatch = 128;
+  constexpr int kWarm = 20;
+  Generator gen(0);
+  auto model = std::make_shared<nn::Sequential>(std::vector<std::shared_ptr<nn::Module>>{
+      std::make_shared<nn::Linear>(784, 512, gen), std::make_shared<nn::ReLU>(),
+      std::make_shared<nn::Linear>(512, 512, gen), std::make_shared<nn::ReLU>(),
+      std::make_shared<nn::Linear>(512, 10, gen)});
+  std::vector<Tensor> xs, ys;
+  for (int i = 0; i < 16; ++i) {
+    xs.push_back(Tensor::randn({kBatch, 784}, gen));
+    std::vector<std::int64_t> labels(kBatch);
+    for (auto& l : labels) l = static_cast<std::int64_t>(gen.next_below(10));
+    ys.push_back(Tensor::from_vector<std::int64_t>(labels));
+  }
+  std::vector<nn::Param> params = model->parameters();
+  std::vector<Tensor> momentum(params.size());
+  const double lr = 0.01, mu = 0.9;
+  std::vector<double> times;
+  MlpResult r{};
+  for (int i = 0; i < kWarm + steps; ++i) {
+    const Clock::time_point t0 = Clock::now();
+    model->zero_grad();
+    Var loss = cross_entropy(model->forward(Var(xs[i % 16])), ys[i % 16]);
+    loss.backward();
+    for (std::size_t p = 0; p < params.size(); ++p) {  // torch.optim.SGD's update, dampening 0
+      const Tensor& g = params[p].grad();
+      momentum[p] = momentum[p].defined() ? ruccl::add(ruccl::mul(momentum[p], mu), g) : g;
+      params[p].set_value(ruccl::sub(params[p].value(), ruccl::mul(momentum[p], lr)));
+    }
+    const double dt = seconds_since(t0);
+    const double l = loss.value().item<float>();
+    if (i == 0) r.loss0 = l;
+    r.loss_last = l;
+    if (i >= kWarm) times.push_back(dt * 1e3);
+  }
+  r.ms = stats(times);
+  return r;
+}
+
+struct TinyResult {
+  double fwd, bwd, nograd;  // µs per op
+};
+
+TinyResult run_tiny() {
+  cpu::set_num_threads(1);
+  constexpr int kOps = 1000;
+  Generator gen(1);
+  auto chain = [](Var y) {
+    for (int k = 0; k < kOps; ++k) y = (k % 2 == 0) ? mul(y, 1.0001) : add(y, 0.001);
+    return y;
+  };
+  std::vector<double> fw, bw, ng;
+  for (int rep = 0; rep < 35; ++rep) {
+    Var x(Tensor::randn({16}, gen), true);
+    Clock::time_point t0 = Clock::now();
+    Var y = sum(chain(x));
+    const double f = seconds_since(t0);
+    t0 = Clock::now();
+    y.backward();
+    const double b = seconds_since(t0);
+    double n;
+    {
+      NoGradGuard guard;
+      t0 = Clock::now();
+      Var z = chain(x);
+      n = seconds_since(t0);
+    }
+    if (rep >= 5) {
+      fw.push_back(f);
+      bw.push_back(b);
+      ng.push_back(n);
+    }
+  }
+  const double per_op = 1e6 / kOps;
+  return {stats(fw).median * per_op, stats(bw).median * per_op, stats(ng).median * per_op};
+}
+
+// "key=value" from a line of the peer's output.
+std::optional<double> field(const std::string& line, const std::string& key) {
+  const std::size_t at = line.find(key + "=");
+  if (at == std::string::npos) return std::nullopt;
+  return std::stod(line.substr(at + key.size() + 1));
+}
+
+struct Peer {
+  std::optional<double> mlp1, mlp2, tiny;
+  std::string mlp2_config;
+};
+
+Peer run_peer(const std::string& script) {
+  Peer peer;
+  const std::string cmd = "/usr/bin/python3 " + script + " --cores SkylakeX 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (pipe == nullptr) return peer;
+  std::array<char, 4096> buf{};
+  while (fgets(buf.data(), buf.size(), pipe) != nullptr) {
+    const std::string line(buf.data());
+    std::printf("  peer| %s", line.c_str());
+    const bool one = line.find("torch_thr=1 blas_thr=1 ") != std::string::npos;
+    const bool two_cores = line.find("blas_thr=2 ") != std::string::npos;
+    if (line.rfind("mlp", 0) == 0) {
+      const std::optional<double> ms = field(line, "med_ms");
+      if (!ms) continue;
+      if (one) peer.mlp1 = ms;
+      // The fair 2-core figure is PyTorch's best 2-core configuration.
+      if (two_cores && (!peer.mlp2 || *ms < *peer.mlp2)) {
+        peer.mlp2 = ms;
+        peer.mlp2_config = line.substr(5, line.find(" core=") - 5);
+      }
+    } else if (line.rfind("tiny", 0) == 0 && one) {
+      peer.tiny = field(line, "fwd+bwd_us/op");
+    }
+  }
+  pclose(pipe);
+  return peer;
+}
+
+std::string ratio(double ours, const std::optional<double>& peer) {
+  if (!peer) return "-";
+  std::ostringstream out;
+  out.precision(2);
+  out << std::fixed << ours / *peer << "x";
+  return out.str();
+}
+
+std::string num(const std::optional<double>& v) {
+  if (!v) return "-";
+  std::ostringstream out;
+  out.precision(2);
+  out << std::fixed << *v;
+  return out.str();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string peer_script;
+  int steps = 200;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--peer") && i + 1 < argc) {
+      peer_script = argv[++i];
+    } else if (!std::strcmp(argv[i], "--steps") && i + 1 < argc) {
+      steps = std::max(10, std::atoi(argv[++i]));
+    } else {
+      std::fprintf(stderr, "usage: %s [--peer mlp_train_torch.py] [--steps N]\n", argv[0]);
+      return 2;
+    }
+  }
+  std::printf("# autodiff_bench: MLP 784-512-512-10 batch 128 CE + SGD(m=0.9), float32; %d steps\n",
+              steps);
+  const MlpResult m1 = run_mlp(1, steps);
+  std::printf("ours mlp threads=1 med_ms=%.3f p10=%.3f p90=%.3f loss0=%.4f loss_last=%.4f\n",
+              m1.ms.median, m1.ms.p10, m1.ms.p90, m1.loss0, m1.loss_last);
+  const MlpResult m2 = run_mlp(2, steps);
+  std::printf("ours mlp threads=2 med_ms=%.3f p10=%.3f p90=%.3f loss0=%.4f loss_last=%.4f\n",
+              m2.ms.median, m2.ms.p10, m2.ms.p90, m2.loss0, m2.loss_last);
+  const TinyResult t = run_tiny();
+  std::printf("ours tiny fwd_graph_us/op=%.3f bwd_us/op=%.3f fwd+bwd_us/op=%.3f "
+              "nograd_fwd_us/op=%.3f\n",
+              t.fwd, t.bwd, t.fwd + t.bwd, t.nograd);
+
+  Peer peer;
+  if (!peer_script.empty()) {
+    std::printf("# PyTorch peer: %s (OPENBLAS_CORETYPE=SkylakeX)\n", peer_script.c_str());
+    std::fflush(stdout);
+    peer = run_peer(peer_script);
+  }
+  std::printf("\n| figure | ruCCL | PyTorch | ratio |\n|---|---:|---:|---:|\n");
+  std::printf("| MLP step, 1 thread (ms) | %.2f | %s | %s |\n", m1.ms.median, num(peer.mlp1).c_str(),
+              ratio(m1.ms.median, peer.mlp1).c_str());
+  std::printf("| MLP step, 2 threads (ms) | %.2f | %s%s | %s |\n", m2.ms.median,
+              num(peer.mlp2).c_str(),
+              peer.mlp2_config.empty() ? "" : (" (" + peer.mlp2_config + ")").c_str(),
+              ratio(m2.ms.median, peer.mlp2).c_str());
+  std::printf("| tiny op fwd+bwd (us/op) | %.3f | %s | %s |\n", t.fwd + t.bwd,
+              num(peer.tiny).c_str(), ratio(t.fwd + t.bwd, peer.tiny).c_str());
+  return 0;
+}
