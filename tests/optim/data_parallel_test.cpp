@@ -1,0 +1,298 @@
+// DataParallel: replica agreement and broadcast at initialize, token-weighted reduce, and every
+// contract error raised on all ranks together.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+#include "autodiff/nn/loss.h"
+#include "autodiff/ops/elementwise.h"
+#include "optim/data_parallel.h"
+#include "optim/sgd.h"
+#include "tensor/ops/elementwise.h"
+#include "tensor/ops/shape_ops.h"
+#include "tests/optim/tiny_models.h"
+#include "tests/support/rank_harness.h"
+#include "tests/support/tensor_matchers.h"
+
+using namespace ruccl;
+using namespace ruccl::optim;
+using autodiff::Var;
+using ruccl::testing::error_kind;
+using ruccl::testing::run_group;
+using ruccl::testing::TensorEqual;
+using ruccl::testing::TensorNear;
+using test_support::make_linear;
+using test_support::ParamBag;
+
+namespace {
+
+// Rank-local data of the weighted test: rank 0 has 2 samples, rank 1 has 1 (dyadic values, so
+// every gradient sum below is exact in F32).
+Tensor xs(int rank) {
+  return rank == 0 ? Tensor::from_vector<float>({1.0f, 2.0f, -0.5f, 0.5f, 1.5f, -1.0f}, {2, 3})
+                   : Tensor::from_vector<float>({-2.0f, 0.25f, 1.0f}, {1, 3});
+}
+Tensor ys(int rank) {
+  return rank == 0 ? Tensor::from_vector<float>({1.0f, 0.0f, -1.0f, 0.5f}, {2, 2})
+                   : Tensor::from_vector<float>({0.25f, 2.0f}, {1, 2});
+}
+
+/// Every rank's outcome must be a CollectiveError of `kind` with the same message containing
+/// `text`.
+template <typename T>
+void require_same_error(const std::vector<ruccl::testing::RankOutcome<T>>& out,
+                        CollectiveErrorKind kind, const std::string& text) {
+  for (std::size_t r = 0; r < out.size(); ++r) {
+    INFO("rank " << r << ": " << out[r].message());
+    REQUIRE_FALSE(out[r].ok());
+    CHECK(error_kind(out[r]) == kind);
+    CHECK_THAT(out[r].message(), Catch::Contains(text));
+    CHECK(out[r].message() == out[0].message());
+  }
+}
+
+}  // namespace
+
+TEST_CASE("DataParallel::initialize gives every rank root's parameters, frozen and tied too",
+          "[optim]") {
+  auto out = run_group(3, [](Communicator& comm) {
+    Generator gen(100 + comm.rank());  // a different start on every rank
+    nn::Param w(1, Tensor::randn({2, 3}, gen));
+    nn::Param frozen(2, Tensor::randn({4}, gen), /*trainable=*/false);
+    ParamBag model({{"w", w}, {"frozen", frozen}, {"w_again", w}});
+    DataParallel::initialize(comm, model, /*root=*/1);
+    if (!model.param("w_again").same(model.param("w"))) throw std::runtime_error("tie lost");
+    return std::make_pair(model.param("w").value(), model.param("frozen").value());
+  });
+  Generator root_gen(101);
+  const Tensor w = Tensor::randn({2, 3}, root_gen);
+  const Tensor frozen = Tensor::randn({4}, root_gen);
+  for (int r = 0; r < 3; ++r) {
+    REQUIRE_THAT(out[r].value().first, TensorEqual(w));
+    REQUIRE_THAT(out[r].value().second, TensorEqual(frozen));
+  }
+}
+
+TEST_CASE("DataParallel::initialize fails on every rank when replicas differ, moving nothing",
+          "[optim]") {
+  struct Case {
+    const char* what;
+    CollectiveErrorKind kind;
+    const char* text;
+  };
+  const std::vector<Case> cases = {
+      {"shape", CollectiveErrorKind::ShapeMismatch,
+       "rank 2's replica differs from rank 0's: 'w': expected shape [2, 3] (rank 0), got [3, 2]"},
+      {"dtype", CollectiveErrorKind::DTypeMismatch, "'b': expected dtype F32 (rank 0), got F64"},
+      {"frozen", CollectiveErrorKind::ArgumentMismatch,
+       "'b' is trainable on rank 0 but frozen on rank 2"},
+      {"path", CollectiveErrorKind::ArgumentMismatch,
+       "parameter #1 is 'b' on rank 0 but 'bias' on rank 2"},
+      {"tie", CollectiveErrorKind::ArgumentMismatch,
+       "'b' is not tied on rank 0 but tied to 'w' on rank 2"},
+      {"count", CollectiveErrorKind::ArgumentMismatch, "'extra' exists only on rank 2"},
+      {"root", CollectiveErrorKind::RootMismatch, "rank 0 names root 0 but rank 2 names root 1"},
+      {"duplicate id", CollectiveErrorKind::InvalidArgument,
+       "rank 2: parameters 'w' and 'b' are distinct but share ParamId 1"},
+  };
+  for (const Case& c : cases) {
+    SECTION(c.what) {
+      const std::string what = c.what;
+      auto out = run_group(3, [&](Communicator& comm) {
+        const bool odd = comm.rank() == 2;
+        const float mine = static_cast<float>(comm.rank());
+        nn::Param w(1, Tensor::full(odd && what == "shape" ? Shape{3, 2} : Shape{2, 3}, mine));
+        nn::Param b(odd && what == "duplicate id" ? 1 : 2,
+                    Tensor::full({2}, mine, odd && what == "dtype" ? DType::F64 : DType::F32),
+                    !(odd && what == "frozen"));
+        std::vector<std::pair<std::string, nn::Param>> params = {
+            {"w", w}, {odd && what == "path" ? "bias" : "b", odd && what == "tie" ? w : b}};
+        if (odd && what == "count") params.push_back({"extra", nn::Param(3, Tensor::zeros({1}))});
+        ParamBag model(params);
+        try {
+          DataParallel::initialize(comm, model, odd && what == "root" ? 1 : 0);
+        } catch (const CollectiveError&) {
+          // Nothing moved, and the group is still usable.
+          if (model.param("w").value().to(DType::F32).to_vector<float>()[0] != mine) {
+            throw std::runtime_error("a parameter moved before the error");
+          }
+          comm.barrier();
+          throw;
+        }
+        return 0;
+      });
+      require_same_error(out, c.kind, c.text);
+    }
+  }
+}
+
+TEST_CASE("two ranks with weights 2 and 1 train like one replica on the summed loss / 3",
+          "[optim]") {
+  constexpr int kSteps = 4;
+  auto out = run_group(2, [](Communicator& comm) {
+    auto model = make_linear(3, 2, 10 + comm.rank());  // initialize() makes them agree
+    DataParallel dp = DataParallel::initialize(comm, *model, 0);
+    Sgd sgd({.momentum = 0.5});
+    std::vector<std::vector<Tensor>> history;
+    for (int step = 0; step < kSteps; ++step) {
+      model->zero_grad();
+      Var loss = nn::mse_loss(model->forward(Var(xs(comm.rank()))), Var(ys(comm.rank())),
+                              nn::Reduction::Sum);
+      loss.backward();
+      const double weight = static_cast<double>(xs(comm.rank()).size(0));
+      GradientsParams g = dp.reduce(*model, GradientsParams::from_module(*model), weight);
+      if (dp.last_total_weight() != 3.0) throw std::runtime_error("total weight is not 3");
+      history.push_back({*g.get(1), *g.get(2)});
+      sgd.step(0.125, *model, g);
+      history.push_back({model->weight().value().clone(), model->bias().value().clone()});
+    }
+    return history;
+  });
+
+  // The reference: one replica, all three samples, loss = (sum of squared errors) / 3.
+  auto model = make_linear(3, 2, 10);
+  Sgd sgd({.momentum = 0.5});
+  const Tensor x = cat({xs(0), xs(1)}, 0);
+  const Tensor y = cat({ys(0), ys(1)}, 0);
+  {
+    // Step 1 exactly: with dyadic data G_0 + G_1 is the one-replica gradient of the sum, and
+    // both sides divide it by 3 once in F32.
+    auto exact = make_linear(3, 2, 10);
+    nn::mse_loss(exact->forward(Var(x)), Var(y), nn::Reduction::Sum).backward();
+    for (int r = 0; r < 2; ++r) {
+      REQUIRE_THAT(out[r].value()[0][0], TensorEqual(div(exact->weight().grad(), 3.0)));
+      REQUIRE_THAT(out[r].value()[0][1], TensorEqual(div(exact->bias().grad(), 3.0)));
+    }
+  }
+  for (int step = 0; step < kSteps; ++step) {
+    model->zero_grad();
+    Var loss = nn::mse_loss(model->forward(Var(x)), Var(y), nn::Reduction::Sum) / 3.0;
+    loss.backward();
+    GradientsParams g = GradientsParams::from_module(*model);
+    sgd.step(0.125, *model, g);
+    for (int r = 0; r < 2; ++r) {
+      INFO("step " << step << " rank " << r);
+      const auto& h = out[r].value();
+      // F32: the two-rank sum G_0 + G_1 and the one-replica gradient round differently after
+      // the first step (the first step is exact: dyadic data), hence a few-ulp tolerance.
+      REQUIRE_THAT(h[2 * step][0], TensorNear(*g.get(1), 1e-6, 1e-7));
+      REQUIRE_THAT(h[2 * step][1], TensorNear(*g.get(2), 1e-6, 1e-7));
+      REQUIRE_THAT(h[2 * step + 1][0], TensorNear(model->weight().value(), 1e-6, 1e-7));
+      REQUIRE_THAT(h[2 * step + 1][1], TensorNear(model->bias().value(), 1e-6, 1e-7));
+    }
+  }
+}
+
+TEST_CASE("a zero-weight rank contributes zeros and needs no gradient", "[optim]") {
+  auto out = run_group(3, [](Communicator& comm) {
+    auto model = make_linear(2, 1, 5);
+    DataParallel dp = DataParallel::initialize(comm, *model, 0);
+    GradientsParams g;
+    double weight = 0.0;
+    if (comm.rank() == 0) {
+      g.insert(1, Tensor::from_vector<float>({3.0f, 6.0f}, {1, 2}));
+      g.insert(2, Tensor::from_vector<float>({9.0f}));
+      weight = 3.0;
+    } else if (comm.rank() == 1) {  // weight 0 but a gradient: ignored
+      g.insert(1, Tensor::from_vector<float>({100.0f, 100.0f}, {1, 2}));
+      g.insert(2, Tensor::from_vector<float>({100.0f}));
+    }  // rank 2: weight 0 and no gradient at all
+    GradientsParams fp32 = dp.reduce_fp32(*model, g, weight);
+    return std::make_pair(*fp32.get(1), *fp32.get(2));
+  });
+  for (int r = 0; r < 3; ++r) {
+    REQUIRE_THAT(out[r].value().first,
+                 TensorEqual(Tensor::from_vector<float>({1.0f, 2.0f}, {1, 2})));
+    REQUIRE_THAT(out[r].value().second, TensorEqual(Tensor::from_vector<float>({3.0f})));
+  }
+}
+
+TEST_CASE("reduce returns the parameter dtype, reduce_fp32 F32, tied parameters once", "[optim]") {
+  auto out = run_group(2, [](Communicator& comm) {
+    nn::Param w(1, Tensor::zeros({2}, DType::F64));
+    nn::Param frozen(2, Tensor::zeros({2}), false);
+    ParamBag model({{"w", w}, {"frozen", frozen}, {"w_tied", w}});
+    DataParallel dp = DataParallel::initialize(comm, model, 0);
+    GradientsParams g;
+    g.insert(1, Tensor::full({2}, comm.rank() + 1.0, DType::F64));
+    GradientsParams a = dp.reduce(model, g, 1.0);
+    GradientsParams b = dp.reduce_fp32(model, g, 1.0);
+    return std::make_tuple(a.ids(), *a.get(1), *b.get(1));
+  });
+  for (int r = 0; r < 2; ++r) {
+    const auto& [ids, as_param, as_fp32] = out[r].value();
+    CHECK(ids == std::vector<ParamId>{1});
+    REQUIRE_THAT(as_param, TensorEqual(Tensor::full({2}, 1.5, DType::F64)));
+    REQUIRE_THAT(as_fp32, TensorEqual(Tensor::full({2}, 1.5, DType::F32)));
+  }
+}
+
+TEST_CASE("every DataParallel::reduce contract error fails on all ranks together", "[optim]") {
+  struct Case {
+    const char* what;
+    CollectiveErrorKind kind;
+    const char* text;
+  };
+  const std::vector<Case> cases = {
+      {"missing", CollectiveErrorKind::InvalidArgument,
+       "rank 1: no gradient for trainable parameter 'bias' (ParamId 2)"},
+      {"frozen", CollectiveErrorKind::InvalidArgument,
+       "rank 1: a gradient for frozen parameter 'weight' (ParamId 1)"},
+      {"shape", CollectiveErrorKind::ShapeMismatch,
+       "rank 1: the gradient of 'bias': expected shape [1], got [2]"},
+      {"unknown", CollectiveErrorKind::InvalidArgument,
+       "rank 1: a gradient for ParamId 77, which is not a parameter of the model"},
+      {"negative weight", CollectiveErrorKind::InvalidArgument,
+       "rank 1: expected a finite local weight >= 0, got -1"},
+      {"zero total", CollectiveErrorKind::InvalidArgument, "the total weight of all ranks is 0"},
+      {"replica", CollectiveErrorKind::ArgumentMismatch,
+       "'weight' is trainable on rank 0 but frozen on rank 1"},
+  };
+  for (const Case& c : cases) {
+    SECTION(c.what) {
+      const std::string what = c.what;
+      auto out = run_group(2, [&](Communicator& comm) {
+        auto model = make_linear(2, 1, 3);
+        DataParallel dp = DataParallel::initialize(comm, *model, 0);
+        const bool odd = comm.rank() == 1;
+        GradientsParams g;
+        g.insert(1, Tensor::ones({1, 2}));
+        g.insert(2, Tensor::ones({odd && what == "shape" ? 2 : 1}));
+        double weight = what == "zero total" ? 0.0 : 1.0;
+        if (odd) {
+          if (what == "missing") g.remove(2);
+          if (what == "unknown") g.insert(77, Tensor::ones({1}));
+          if (what == "negative weight") weight = -1.0;
+          if (what == "frozen" || what == "replica") model->weight().set_trainable(false);
+          if (what == "replica") g.remove(1);
+        }
+        try {
+          dp.reduce(*model, g, weight);
+        } catch (const CollectiveError&) {
+          // The group is still usable: a correct reduce afterwards succeeds on every rank.
+          model->weight().set_trainable(true);
+          GradientsParams ok;
+          ok.insert(1, Tensor::ones({1, 2}));
+          ok.insert(2, Tensor::ones({1}));
+          dp.reduce(*model, ok, 1.0);
+          throw;
+        }
+        return 0;
+      });
+      require_same_error(out, c.kind, c.text);
+    }
+  }
+  SECTION("a missing gradient is a zero under MissingGradientPolicy::Zero") {
+    auto out = run_group(2, [](Communicator& comm) {
+      auto model = make_linear(2, 1, 3);
+      DataParallel dp = DataParallel::initialize(comm, *model, 0);
+      GradientsParams g;
+      g.insert(1, Tensor::ones({1, 2}));
+      if (comm.rank() == 0) g.insert(2, Tensor::full({1}, 4.0));
+      return *dp.reduce(*model, g, 1.0, MissingGradientPolicy::Zero).get(2);
+    });
+    for (int r = 0; r < 2; ++r) {
+      REQUIRE_THAT(out[r].value(), TensorEqual(Tensor::full({1}, 2.0)));
+    }
+  }
+}
