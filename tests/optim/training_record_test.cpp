@@ -1,0 +1,220 @@
+// TrainingRecord: bit-for-bit resume, damaged files refused, mismatches refused before anything
+// changes.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+#include "autodiff/nn/activation.h"
+#include "autodiff/nn/linear.h"
+#include "autodiff/nn/loss.h"
+#include "autodiff/nn/sequential.h"
+#include "optim/adam.h"
+#include "optim/checkpoint_error.h"
+#include "optim/sgd.h"
+#include "optim/training_record.h"
+#include "tests/optim/scratch_dir.h"
+#include "tests/support/tensor_matchers.h"
+
+using namespace ruccl;
+using namespace ruccl::optim;
+using autodiff::Var;
+using ruccl::optim::test_support::ScratchDir;
+using ruccl::testing::TensorEqual;
+
+namespace {
+
+std::shared_ptr<nn::Sequential> make_mlp(std::uint64_t seed, std::int64_t hidden = 5) {
+  Generator gen(seed);
+  auto model = std::make_shared<nn::Sequential>(std::vector<std::shared_ptr<nn::Module>>{
+      std::make_shared<nn::Linear>(4, hidden, gen), std::make_shared<nn::ReLU>(),
+      std::make_shared<nn::Linear>(hidden, 2, gen)});
+  model->assign_param_ids(1);
+  return model;
+}
+
+/// Everything a run carries: model, AdamW, warm-up + cosine schedule, an accumulator of two
+/// micro-batches per step, and a data generator.
+struct Run {
+  std::shared_ptr<nn::Sequential> model;
+  AdamW optimizer{AdamOptions{0.9, 0.99, 1e-8, 0.05}};
+  WarmupCosineLr schedule{0.01, 2, 10};
+  GradientsAccumulator accumulator;
+  Generator data{2024};
+  std::int64_t micro = 0;  // micro-batches consumed
+  std::int64_t steps = 0;
+
+  explicit Run(std::uint64_t init_seed) : model(make_mlp(init_seed)) {}
+
+  /// Consumes `n` micro-batches; every second one ends an optimizer step.
+  void train(int n) {
+    for (int i = 0; i < n; ++i) {
+      const Tensor x = Tensor::randn({3, 4}, data);
+      const Tensor y = Tensor::randn({3, 2}, data);
+      model->zero_grad();
+      nn::mse_loss(model->forward(Var(x)), Var(y)).backward();
+      accumulator.accumulate(GradientsParams::from_module(*model));
+      if (++micro % 2 == 0) {
+        optimizer.step(schedule.step(), *model, accumulator.grads());
+        ++steps;
+      }
+    }
+  }
+  TrainingRecord capture() const {
+    return TrainingRecord::capture(*model, &optimizer, &schedule, &accumulator,
+                                   {.step = steps, .data_position = micro, .rng = data.state()});
+  }
+  void restore(const TrainingRecord& record) {
+    record.restore(*model, &optimizer, &schedule, &accumulator);
+    steps = record.caller().step;
+    micro = record.caller().data_position;
+    data.set_state(record.caller().rng);
+  }
+};
+
+std::string read_bytes(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void write_bytes(const std::filesystem::path& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+}  // namespace
+
+TEST_CASE("resuming from a TrainingRecord reproduces the uninterrupted run bit for bit",
+          "[optim]") {
+  ScratchDir dir;
+  Run straight(1);
+  straight.train(11);
+
+  // Interrupted after 5 micro-batches: mid-step, so pending accumulated gradients are saved.
+  {
+    Run first(1);
+    first.train(5);
+    CHECK(first.accumulator.micro_batches() == 1);
+    first.capture().save(dir / "rank0.ckpt");
+  }
+  Run resumed(999);  // a different initialisation: everything must come from the file
+  const TrainingRecord record = TrainingRecord::load(dir / "rank0.ckpt");
+  CHECK(record.source() == dir / "rank0.ckpt");
+  CHECK(record.caller().step == 2);
+  CHECK(record.caller().data_position == 5);
+  resumed.restore(record);
+  resumed.train(6);
+
+  CHECK(resumed.steps == straight.steps);
+  CHECK(resumed.schedule.steps() == straight.schedule.steps());
+  const auto a = straight.model->parameters();
+  const auto b = resumed.model->parameters();
+  REQUIRE(a.size() == b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    REQUIRE_THAT(b[i].value(), TensorEqual(a[i].value()));
+  }
+  const OptimizerState sa = straight.optimizer.state();
+  const OptimizerState sb = resumed.optimizer.state();
+  for (const auto& [id, slot] : sa.slots) {
+    CHECK(sb.slots.at(id).steps == slot.steps);
+    CHECK(sb.slots.at(id).buffers[1].bytes == slot.buffers[1].bytes);
+  }
+}
+
+TEST_CASE("a damaged TrainingRecord file is refused at every flipped bit and every truncation",
+          "[optim]") {
+  ScratchDir dir;
+  Run run(3);
+  run.train(3);
+  run.capture().save(dir / "good.ckpt");
+  const std::string good = read_bytes(dir / "good.ckpt");
+  REQUIRE(good.size() > 500);
+  const std::filesystem::path bad = dir / "bad.ckpt";
+  int tried = 0;
+  // Every bit of the 32-byte header, then one bit at 400 offsets spread over the payload.
+  std::vector<std::size_t> bits;
+  for (std::size_t bit = 0; bit < 256; ++bit) bits.push_back(bit);
+  for (std::size_t k = 0; k < 400; ++k) bits.push_back(256 + (good.size() * 8 - 256) * k / 400);
+  for (std::size_t bit : bits) {
+    std::string damaged = good;
+    damaged[bit / 8] = static_cast<char>(damaged[bit / 8] ^ (1 << (bit % 8)));
+    write_bytes(bad, damaged);
+    ++tried;
+    try {
+      TrainingRecord::load(bad);
+      FAIL_CHECK("flipping bit " << bit << " was not detected");
+    } catch (const CheckpointError& e) {
+      if (std::string(e.what()).find("bad.ckpt") == std::string::npos) {
+        FAIL_CHECK("the message does not name the file: " << e.what());
+      }
+    }
+  }
+  CHECK(tried == 656);
+  for (std::size_t k = 0; k < 200; ++k) {
+    const std::size_t length = good.size() * k / 200;
+    write_bytes(bad, good.substr(0, length));
+    INFO("truncated to " << length << " of " << good.size() << " bytes");
+    CHECK_THROWS_WITH(TrainingRecord::load(bad),
+                      Catch::Contains("truncated") && Catch::Contains("bad.ckpt"));
+  }
+  CHECK_THROWS_WITH(TrainingRecord::load(dir / "absent.ckpt"),
+                    Catch::Contains("absent.ckpt") && Catch::Contains("does not exist"));
+  // A valid frame around a payload that is not a TrainingRecord.
+  CHECK_THROWS_WITH(TrainingRecord::parse_payload("not a record", "memory"),
+                    Catch::Contains("checkpoint memory: malformed record"));
+}
+
+TEST_CASE("restore refuses a record that does not match, changing nothing", "[optim]") {
+  ScratchDir dir;
+  Run run(3);
+  run.train(2);
+  const TrainingRecord record = run.capture();
+  record.save(dir / "r.ckpt");
+  const TrainingRecord loaded = TrainingRecord::load(dir / "r.ckpt");
+
+  auto check_untouched = [](const nn::Module& model, std::uint64_t seed) {
+    const auto fresh = make_mlp(seed)->parameters();
+    const auto now = model.parameters();
+    for (std::size_t i = 0; i < now.size(); ++i) {
+      REQUIRE_THAT(now[i].value(), TensorEqual(fresh[i].value()));
+    }
+  };
+  SECTION("another shape names the parameter and the file") {
+    auto other = make_mlp(7, /*hidden=*/6);
+    CHECK_THROWS_WITH(loaded.restore(*other),
+                      Catch::Contains("r.ckpt") && Catch::Contains("parameter '0.weight'") &&
+                          Catch::Contains("expected shape [6, 4], the record has [5, 4]"));
+  }
+  SECTION("other ParamIds") {
+    auto other = make_mlp(7);
+    other->assign_param_ids(100);
+    CHECK_THROWS_WITH(loaded.restore(*other),
+                      Catch::Contains("(ParamId 100) is not in the record"));
+    other->assign_param_ids(1);
+    check_untouched(*other, 7);
+  }
+  SECTION("a frozen parameter") {
+    auto other = make_mlp(7);
+    other->param("2.bias").set_trainable(false);
+    CHECK_THROWS_WITH(loaded.restore(*other), Catch::Contains("is frozen but the record has it "
+                                                              "trainable"));
+  }
+  SECTION("another optimizer, scheduler, or a component that was not captured") {
+    auto other = make_mlp(7);
+    Adam adam;
+    CHECK_THROWS_WITH(loaded.restore(*other, &adam), Catch::Contains("of kind 'adamw'"));
+    AdamW adamw_other{AdamOptions{0.9, 0.99, 1e-8, 0.5}};
+    CHECK_THROWS_AS(loaded.restore(*other, &adamw_other), CheckpointError);
+    AdamW adamw{AdamOptions{0.9, 0.99, 1e-8, 0.05}};
+    StepLr step(0.01, 3);
+    CHECK_THROWS_WITH(loaded.restore(*other, &adamw, &step),
+                      Catch::Contains("kind 'warmup_cosine'"));
+    const TrainingRecord model_only = TrainingRecord::capture(*run.model);
+    CHECK_THROWS_WITH(model_only.restore(*other, &adamw),
+                      Catch::Contains("the record holds no optimizer state"));
+    check_untouched(*other, 7);
+    CHECK(adamw.steps(1) == 0);
+    model_only.restore(*other);  // the model alone restores
+    REQUIRE_THAT(other->parameters()[0].value(), TensorEqual(run.model->parameters()[0].value()));
+  }
+}
