@@ -54,9 +54,12 @@ const char* op_name(DiffOp op) { return names(op).forward; }
 const char* call_label(DiffOp op, Phase phase) {
   const OpNames n = names(op);
   switch (phase) {
-    case Phase::Forward: return n.forward;
-    case Phase::Winner: return n.winner;
-    case Phase::Backward: return n.backward;
+    case Phase::Forward:
+      return n.forward;
+    case Phase::Winner:
+      return n.winner;
+    case Phase::Backward:
+      return n.backward;
   }
   return n.forward;
 }

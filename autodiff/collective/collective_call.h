@@ -99,8 +99,8 @@ auto with_axis_note(const AxisArg& axis, const Shape& shape, Call&& call) -> dec
     return call();
   } catch (const CollectiveError& e) {
     if (e.kind() != CollectiveErrorKind::InvalidArgument || axis.axis == 0) throw;
-    rethrow_with_note(e, str(" (the caller's axis ", axis.raw, " of shape ", shape,
-                             " was moved to the front)"));
+    rethrow_with_note(
+        e, str(" (the caller's axis ", axis.raw, " of shape ", shape, " was moved to the front)"));
   }
 }
 

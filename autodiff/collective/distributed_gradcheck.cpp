@@ -94,8 +94,8 @@ void analytic_pass(Communicator& comm, const DistributedGradcheckFn& fn,
         if (!g.defined()) continue;
         if (!inputs[i].requires_grad()) {
           if (options.check_no_grad_inputs && res.violation.empty()) {
-            res.violation = str("rank ", r, " input ", i,
-                                " does not require grad but received a gradient");
+            res.violation =
+                str("rank ", r, " input ", i, " does not require grad but received a gradient");
           }
           continue;
         }
@@ -219,7 +219,8 @@ DistributedGradcheckReport distributed_gradcheck(const DistributedGradcheckFn& f
   for (int r = 0; r < world; ++r) {
     if (!results[static_cast<std::size_t>(r)].violation.empty()) {
       report.ok = false;
-      report.message = str("distributed_gradcheck: ", results[static_cast<std::size_t>(r)].violation);
+      report.message =
+          str("distributed_gradcheck: ", results[static_cast<std::size_t>(r)].violation);
       return report;
     }
   }

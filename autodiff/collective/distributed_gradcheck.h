@@ -60,11 +60,11 @@ struct DistributedGradcheckReport {
   bool ok = true;
   /// "ok ..." or what failed: ranks, input, elements (multi-indices), both values and errors.
   std::string message = "ok";
-  int input_rank = 0;                 ///< the rank whose input element was probed
-  std::size_t input = 0;              ///< which of that rank's inputs
-  std::int64_t element = -1;          ///< flat index in that input
-  int output_rank = 0;                ///< the rank whose output element was differentiated
-  std::int64_t output_element = -1;   ///< flat index in that rank's output
+  int input_rank = 0;                ///< the rank whose input element was probed
+  std::size_t input = 0;             ///< which of that rank's inputs
+  std::int64_t element = -1;         ///< flat index in that input
+  int output_rank = 0;               ///< the rank whose output element was differentiated
+  std::int64_t output_element = -1;  ///< flat index in that rank's output
   double analytic = 0.0;
   double numeric = 0.0;
   double abs_error = 0.0;

@@ -42,24 +42,22 @@ Var gather_op(const Var& x, std::int64_t axis_in, bool axis_given, Communicator&
                                   : detail::check_axis(0, std::max<std::int64_t>(xv.dim(), 1));
   const CallOptions call = detail::call_options(op, Phase::Forward, axis.word(), track);
   if (!axis.valid) {
-    detail::with_invalid_axis_note(comm, axis, [&] {
-      comm.all_gather(detail::invalid_axis_stand_in(xv), call);
-    });
+    detail::with_invalid_axis_note(
+        comm, axis, [&] { comm.all_gather(detail::invalid_axis_stand_in(xv), call); });
     detail::throw_invalid_axis(op, axis);
   }
   Tensor out = gather_along(comm, xv, axis, call);
   return make_var(std::move(out), detail::op_name(op), {x},
                   [comm, axis, op](const Tensor& g, GradInputs& grads) mutable {
-                    const CallOptions back = detail::call_options(op, Phase::Backward,
-                                                                  axis.word(), true);
+                    const CallOptions back =
+                        detail::call_options(op, Phase::Backward, axis.word(), true);
                     Tensor gx = scatter_along(comm, g, axis, ReduceOperation::Sum, back);
                     grads[0] = gx.reshape(grads.input_shape(0));  // [1] -> [] for a 0-d input
                   });
 }
 
 // reduce_scatter_sum / _mean, with or without an axis.
-Var scatter_op(const Var& x, std::int64_t axis_in, bool axis_given, bool mean,
-               Communicator& comm) {
+Var scatter_op(const Var& x, std::int64_t axis_in, bool axis_given, bool mean, Communicator& comm) {
   const DiffOp op = mean ? (axis_given ? DiffOp::ReduceScatterMeanDim : DiffOp::ReduceScatterMean)
                          : (axis_given ? DiffOp::ReduceScatterSumDim : DiffOp::ReduceScatterSum);
   const Tensor& xv = detail::value_of(x);
@@ -70,16 +68,15 @@ Var scatter_op(const Var& x, std::int64_t axis_in, bool axis_given, bool mean,
   const CallOptions call = detail::call_options(op, Phase::Forward, axis.word(), track);
   const ReduceOperation rop = mean ? ReduceOperation::Mean : ReduceOperation::Sum;
   if (!axis.valid) {
-    detail::with_invalid_axis_note(comm, axis, [&] {
-      comm.reduce_scatter(detail::invalid_axis_stand_in(xv), rop, call);
-    });
+    detail::with_invalid_axis_note(
+        comm, axis, [&] { comm.reduce_scatter(detail::invalid_axis_stand_in(xv), rop, call); });
     detail::throw_invalid_axis(op, axis);
   }
   Tensor out = scatter_along(comm, xv, axis, rop, call);
   return make_var(std::move(out), detail::op_name(op), {x},
                   [comm, axis, op, mean](const Tensor& g, GradInputs& grads) mutable {
-                    const CallOptions back = detail::call_options(op, Phase::Backward,
-                                                                  axis.word(), true);
+                    const CallOptions back =
+                        detail::call_options(op, Phase::Backward, axis.word(), true);
                     // Mean: scale the shard before gathering (the same value per element as
                     // scaling the gathered tensor, W times less work).
                     const Tensor shard = mean ? ruccl::div(g, comm.world_size()) : g;
@@ -115,11 +112,11 @@ Var all_to_all(const Var& x, Communicator& comm) {
   const bool track = should_record({x});
   const CallOptions call = detail::call_options(DiffOp::AllToAll, Phase::Forward, 0, track);
   Tensor out = comm.all_to_all(detail::value_of(x), call);
-  return make_var(std::move(out), "all_to_all", {x},
-                  [comm](const Tensor& g, GradInputs& grads) mutable {
-                    grads[0] = comm.all_to_all(
-                        g, detail::call_options(DiffOp::AllToAll, Phase::Backward, 0, true));
-                  });
+  return make_var(
+      std::move(out), "all_to_all", {x}, [comm](const Tensor& g, GradInputs& grads) mutable {
+        grads[0] =
+            comm.all_to_all(g, detail::call_options(DiffOp::AllToAll, Phase::Backward, 0, true));
+      });
 }
 
 }  // namespace ruccl::autodiff::collective

@@ -49,8 +49,9 @@ Var extreme_reduce(const Var& x, Communicator& comm, bool is_max) {
   Tensor won = eq(winner, Scalar(comm.rank()));  // Bool, x's shape: this rank's elements
   return make_var(std::move(out), detail::op_name(op), {x},
                   [comm, op, won = std::move(won)](const Tensor& g, GradInputs& grads) mutable {
-                    const Tensor total = comm.all_reduce(
-                        g, ReduceOperation::Sum, detail::call_options(op, Phase::Backward, 0, true));
+                    const Tensor total =
+                        comm.all_reduce(g, ReduceOperation::Sum,
+                                        detail::call_options(op, Phase::Backward, 0, true));
                     grads[0] = where(won, total, Tensor::scalar(0, total.dtype(), total.device()));
                   });
 }
@@ -69,16 +70,14 @@ Var broadcast(const Var& x, int root, Communicator& comm) {
   const bool track = should_record({x});
   Tensor out = comm.broadcast(detail::value_of(x), root,
                               detail::call_options(DiffOp::Broadcast, Phase::Forward, 0, track));
-  return make_var(std::move(out), "broadcast", {x},
-                  [comm, root](const Tensor& g, GradInputs& grads) mutable {
-                    std::optional<Tensor> total =
-                        comm.reduce(g, root, ReduceOperation::Sum,
-                                    detail::call_options(DiffOp::Broadcast, Phase::Backward, 0,
-                                                         true));
-                    grads[0] = total ? std::move(*total)
-                                     : Tensor::zeros(grads.input_shape(0), grads.input_dtype(0),
-                                                     g.device());
-                  });
+  return make_var(
+      std::move(out), "broadcast", {x}, [comm, root](const Tensor& g, GradInputs& grads) mutable {
+        std::optional<Tensor> total =
+            comm.reduce(g, root, ReduceOperation::Sum,
+                        detail::call_options(DiffOp::Broadcast, Phase::Backward, 0, true));
+        grads[0] = total ? std::move(*total)
+                         : Tensor::zeros(grads.input_shape(0), grads.input_dtype(0), g.device());
+      });
 }
 
 }  // namespace ruccl::autodiff::collective

@@ -71,8 +71,7 @@ TEST_CASE("ranks that disagree on the axis all raise; equal axes written differe
   CHECK(differ[0].message().find("axis") != std::string::npos);
 
   auto agree = run_group(2, [](Communicator& comm) {
-    return dc::all_gather_dim(Var(f64({2, 2}, 1.0), true), comm.rank() == 0 ? 1 : -1, comm)
-        .value();
+    return dc::all_gather_dim(Var(f64({2, 2}, 1.0), true), comm.rank() == 0 ? 1 : -1, comm).value();
   });
   for (const auto& o : agree) CHECK(o.value().shape() == Shape{2, 4});
 }
@@ -143,9 +142,10 @@ TEST_CASE("backward raises on every rank when the ranks' backward passes reach d
   require_everywhere(ops, CollectiveErrorKind::ArgumentMismatch);
 }
 
-TEST_CASE("a collective output one rank's loss ignores fails at that rank's next collective; "
-          "adding 0 * output fixes it",
-          "[autodiff][collective]") {
+TEST_CASE(
+    "a collective output one rank's loss ignores fails at that rank's next collective; "
+    "adding 0 * output fixes it",
+    "[autodiff][collective]") {
   auto ignored = run_group(2, [](Communicator& comm) {
     Var x(f64({2}, 1.0), true);
     Var a = dc::all_reduce_sum(x, comm);

@@ -32,8 +32,8 @@ void check_op(int world, const Shape& in_shape, const Shape& out_shape, const Op
               std::uint64_t seed = 1) {
   std::vector<std::vector<Var>> inputs;
   for (int r = 0; r < world; ++r) {
-    inputs.push_back({Var(rank_input(in_shape, r, seed), true),
-                      Var(rank_input(out_shape, r, seed + 50))});
+    inputs.push_back(
+        {Var(rank_input(in_shape, r, seed), true), Var(rank_input(out_shape, r, seed + 50))});
   }
   dc::DistributedGradcheckReport report = dc::distributed_gradcheck(
       [&](Communicator& comm, const std::vector<Var>& in) {
@@ -49,13 +49,12 @@ void check_op(int world, const Shape& in_shape, const Shape& out_shape, const Op
 TEST_CASE("all_gather and all_gather_dim pass distributed gradcheck for 1 to 5 ranks",
           "[autodiff][collective]") {
   for (int w = 1; w <= 5; ++w) {
-    check_op(w, {2, 3}, {2 * w, 3}, [](Communicator& c, const Var& x) { return dc::all_gather(x, c); });
-    check_op(w, {3, 1}, {3, w}, [](Communicator& c, const Var& x) {
-      return dc::all_gather_dim(x, -1, c);
-    });
-    check_op(w, {1, 3, 1}, {1, 3 * w, 1}, [](Communicator& c, const Var& x) {
-      return dc::all_gather_dim(x, -2, c);
-    });
+    check_op(w, {2, 3}, {2 * w, 3},
+             [](Communicator& c, const Var& x) { return dc::all_gather(x, c); });
+    check_op(w, {3, 1}, {3, w},
+             [](Communicator& c, const Var& x) { return dc::all_gather_dim(x, -1, c); });
+    check_op(w, {1, 3, 1}, {1, 3 * w, 1},
+             [](Communicator& c, const Var& x) { return dc::all_gather_dim(x, -2, c); });
   }
   // A 0-d input gathers to [W].
   check_op(3, {}, {3}, [](Communicator& c, const Var& x) { return dc::all_gather(x, c); });
@@ -64,42 +63,45 @@ TEST_CASE("all_gather and all_gather_dim pass distributed gradcheck for 1 to 5 r
 TEST_CASE("reduce_scatter_sum and _mean (and their _dim forms) pass distributed gradcheck",
           "[autodiff][collective]") {
   for (int w = 1; w <= 5; ++w) {
-    check_op(w, {w, 3}, {1, 3}, [](Communicator& c, const Var& x) {
-      return dc::reduce_scatter_sum(x, c);
-    });
-    check_op(w, {2 * w, 1}, {2, 1}, [](Communicator& c, const Var& x) {
-      return dc::reduce_scatter_mean(x, c);
-    });
-    check_op(w, {3, w}, {3, 1}, [](Communicator& c, const Var& x) {
-      return dc::reduce_scatter_sum_dim(x, -1, c);
-    });
-    check_op(w, {1, w, 3}, {1, 1, 3}, [](Communicator& c, const Var& x) {
-      return dc::reduce_scatter_mean_dim(x, -2, c);
-    });
+    check_op(w, {w, 3}, {1, 3},
+             [](Communicator& c, const Var& x) { return dc::reduce_scatter_sum(x, c); });
+    check_op(w, {2 * w, 1}, {2, 1},
+             [](Communicator& c, const Var& x) { return dc::reduce_scatter_mean(x, c); });
+    check_op(w, {3, w}, {3, 1},
+             [](Communicator& c, const Var& x) { return dc::reduce_scatter_sum_dim(x, -1, c); });
+    check_op(w, {1, w, 3}, {1, 1, 3},
+             [](Communicator& c, const Var& x) { return dc::reduce_scatter_mean_dim(x, -2, c); });
   }
 }
 
 TEST_CASE("all_reduce_sum, _mean, _max and _min pass distributed gradcheck",
           "[autodiff][collective]") {
   for (int w = 1; w <= 5; ++w) {
-    check_op(w, {2, 3}, {2, 3}, [](Communicator& c, const Var& x) { return dc::all_reduce_sum(x, c); });
+    check_op(w, {2, 3}, {2, 3},
+             [](Communicator& c, const Var& x) { return dc::all_reduce_sum(x, c); });
     check_op(w, {3}, {3}, [](Communicator& c, const Var& x) { return dc::all_reduce_mean(x, c); });
-    check_op(w, {3, 1}, {3, 1}, [](Communicator& c, const Var& x) { return dc::all_reduce_max(x, c); });
-    check_op(w, {1, 3}, {1, 3}, [](Communicator& c, const Var& x) { return dc::all_reduce_min(x, c); });
+    check_op(w, {3, 1}, {3, 1},
+             [](Communicator& c, const Var& x) { return dc::all_reduce_max(x, c); });
+    check_op(w, {1, 3}, {1, 3},
+             [](Communicator& c, const Var& x) { return dc::all_reduce_min(x, c); });
   }
 }
 
 TEST_CASE("broadcast and all_to_all pass distributed gradcheck", "[autodiff][collective]") {
   for (int w = 1; w <= 5; ++w) {
-    check_op(w, {2, 3}, {2, 3}, [](Communicator& c, const Var& x) { return dc::broadcast(x, 0, c); });
-    check_op(w, {3}, {3}, [w](Communicator& c, const Var& x) { return dc::broadcast(x, w - 1, c); });
+    check_op(w, {2, 3}, {2, 3},
+             [](Communicator& c, const Var& x) { return dc::broadcast(x, 0, c); });
+    check_op(w, {3}, {3},
+             [w](Communicator& c, const Var& x) { return dc::broadcast(x, w - 1, c); });
     check_op(w, {w, 2}, {w, 2}, [](Communicator& c, const Var& x) { return dc::all_to_all(x, c); });
-    check_op(w, {2 * w}, {2 * w}, [](Communicator& c, const Var& x) { return dc::all_to_all(x, c); });
+    check_op(w, {2 * w}, {2 * w},
+             [](Communicator& c, const Var& x) { return dc::all_to_all(x, c); });
   }
 }
 
-TEST_CASE("collectives in the middle of a graph pass gradcheck when each rank's local graph differs",
-          "[autodiff][collective]") {
+TEST_CASE(
+    "collectives in the middle of a graph pass gradcheck when each rank's local graph differs",
+    "[autodiff][collective]") {
   // Two all_reduce_sum of one shape and dtype: if ranks ran their backward collectives in
   // different orders, one rank's gradient for the first would be summed with another rank's
   // gradient for the second and the check would fail.
@@ -168,8 +170,8 @@ std::vector<Tensor> shard(const Mlp& m, int r, int w) {
 
 Var tp_forward(Communicator& comm, const Var& x, const std::vector<Var>& p) {
   Var h1 = dc::all_gather_dim(tanh(linear(x, p[0], p[1])), -1, comm);  // column-parallel
-  Var h2 = tanh(linear(h1, p[2], p[3]));                                // column-parallel
-  return dc::all_reduce_sum(linear(h2, p[4]), comm) + p[5];             // row-parallel
+  Var h2 = tanh(linear(h1, p[2], p[3]));                               // column-parallel
+  return dc::all_reduce_sum(linear(h2, p[4]), comm) + p[5];            // row-parallel
 }
 
 }  // namespace
@@ -209,8 +211,8 @@ TEST_CASE("a tensor-parallel MLP gives the loss and gradients of the same model 
       const RankOut& o = out[static_cast<std::size_t>(r)].value();
       CHECK(o.loss == Approx(ref_loss.value().item<double>()).epsilon(1e-12));
       // Sharded parameters: exactly the slices of the full gradients.
-      Mlp g{full[0].grad(), full[1].grad(), full[2].grad(), full[3].grad(), full[4].grad(),
-            full[5].grad()};
+      Mlp g{full[0].grad(), full[1].grad(), full[2].grad(),
+            full[3].grad(), full[4].grad(), full[5].grad()};
       const std::vector<Tensor> expected = shard(g, r, w);
       for (std::size_t i = 0; i < 5; ++i) {
         INFO("parameter " << i);

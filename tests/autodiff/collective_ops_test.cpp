@@ -17,7 +17,9 @@ using ruccl::testing::TensorEqual;
 
 namespace {
 
-Tensor f64(const std::vector<double>& v, const Shape& s) { return Tensor::from_vector<double>(v, s); }
+Tensor f64(const std::vector<double>& v, const Shape& s) {
+  return Tensor::from_vector<double>(v, s);
+}
 
 // Rank r's [rows, cols] input: 10 * r + (row-major index). Small integers: every sum is exact.
 Tensor ranked(int r, std::int64_t rows, std::int64_t cols) {
@@ -49,15 +51,14 @@ TEST_CASE("gather and scatter ops give the documented values and transpose gradi
           "[autodiff][collective]") {
   // W = 3, L_r = sum(out_r * (r + 1)): every output element of rank s carries weight s + 1, and
   // sum_s (s + 1) = 6.
-  auto gathered = run_op(3, 1, 2, [](Communicator& c, const Var& x) { return dc::all_gather(x, c); });
+  auto gathered =
+      run_op(3, 1, 2, [](Communicator& c, const Var& x) { return dc::all_gather(x, c); });
   auto gathered_dim =
       run_op(3, 2, 1, [](Communicator& c, const Var& x) { return dc::all_gather_dim(x, -1, c); });
-  auto scattered = run_op(3, 3, 2, [](Communicator& c, const Var& x) {
-    return dc::reduce_scatter_sum(x, c);
-  });
-  auto scattered_mean = run_op(3, 2, 3, [](Communicator& c, const Var& x) {
-    return dc::reduce_scatter_mean_dim(x, 1, c);
-  });
+  auto scattered =
+      run_op(3, 3, 2, [](Communicator& c, const Var& x) { return dc::reduce_scatter_sum(x, c); });
+  auto scattered_mean = run_op(
+      3, 2, 3, [](Communicator& c, const Var& x) { return dc::reduce_scatter_mean_dim(x, 1, c); });
   auto routed = run_op(3, 3, 1, [](Communicator& c, const Var& x) { return dc::all_to_all(x, c); });
   for (int r = 0; r < 3; ++r) {
     INFO("rank " << r);
@@ -86,11 +87,16 @@ TEST_CASE("gather and scatter ops give the documented values and transpose gradi
 
 TEST_CASE("reducing ops and broadcast give the documented values and transpose gradients",
           "[autodiff][collective]") {
-  auto summed = run_op(4, 1, 2, [](Communicator& c, const Var& x) { return dc::all_reduce_sum(x, c); });
-  auto meaned = run_op(4, 1, 2, [](Communicator& c, const Var& x) { return dc::all_reduce_mean(x, c); });
-  auto maxed = run_op(4, 1, 2, [](Communicator& c, const Var& x) { return dc::all_reduce_max(x, c); });
-  auto mined = run_op(4, 1, 2, [](Communicator& c, const Var& x) { return dc::all_reduce_min(x, c); });
-  auto bcast = run_op(4, 1, 2, [](Communicator& c, const Var& x) { return dc::broadcast(x, 2, c); });
+  auto summed =
+      run_op(4, 1, 2, [](Communicator& c, const Var& x) { return dc::all_reduce_sum(x, c); });
+  auto meaned =
+      run_op(4, 1, 2, [](Communicator& c, const Var& x) { return dc::all_reduce_mean(x, c); });
+  auto maxed =
+      run_op(4, 1, 2, [](Communicator& c, const Var& x) { return dc::all_reduce_max(x, c); });
+  auto mined =
+      run_op(4, 1, 2, [](Communicator& c, const Var& x) { return dc::all_reduce_min(x, c); });
+  auto bcast =
+      run_op(4, 1, 2, [](Communicator& c, const Var& x) { return dc::broadcast(x, 2, c); });
   for (int r = 0; r < 4; ++r) {
     INFO("rank " << r);
     const auto ru = static_cast<std::size_t>(r);
@@ -127,10 +133,8 @@ TEST_CASE("all_reduce_max and _min send a tied element's gradient to the lowest 
     sum(dc::all_reduce_min(y, comm) * static_cast<double>(r + 1)).backward();
     return std::pair<Tensor, Tensor>{x.grad(), y.grad()};
   });
-  const std::vector<std::vector<double>> max_grads = {
-      {10, 0, 0}, {0, 10, 0}, {0, 0, 0}, {0, 0, 0}};
-  const std::vector<std::vector<double>> min_grads = {
-      {10, 10, 0}, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}};
+  const std::vector<std::vector<double>> max_grads = {{10, 0, 0}, {0, 10, 0}, {0, 0, 0}, {0, 0, 0}};
+  const std::vector<std::vector<double>> min_grads = {{10, 10, 0}, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}};
   for (int r = 0; r < 4; ++r) {
     INFO("rank " << r);
     const auto ru = static_cast<std::size_t>(r);
@@ -166,7 +170,7 @@ TEST_CASE("an input that needs no gradient records no node but still communicate
 TEST_CASE("empty and 0-d inputs work forward and backward", "[autodiff][collective]") {
   auto out = run_group(2, [](Communicator& comm) {
     Var e(Tensor::zeros({2, 0}, DType::F64), true);
-    Var g = dc::all_gather(e, comm);  // [2, 0] on two ranks -> [4, 0]
+    Var g = dc::all_gather(e, comm);           // [2, 0] on two ranks -> [4, 0]
     Var gd = dc::all_gather_dim(e, -1, comm);  // -> [2, 0]
     Var s = dc::reduce_scatter_sum(Var(Tensor::zeros({0, 3}, DType::F64), true), comm);
     Var z(Tensor::scalar(1.5 + comm.rank(), DType::F64), true);
@@ -219,13 +223,18 @@ TEST_CASE("no differentiable collective modifies its input", "[autodiff][collect
   auto out = run_group(2, [](Communicator& comm) {
     const Tensor original = ranked(comm.rank(), 2, 4);
     Var x(original.clone(), true);
-    std::vector<Var> ys = {
-        dc::all_gather(x, comm),          dc::all_gather_dim(x, 1, comm),
-        dc::reduce_scatter_sum(x, comm),  dc::reduce_scatter_mean(x, comm),
-        dc::reduce_scatter_sum_dim(x, -1, comm), dc::reduce_scatter_mean_dim(x, 1, comm),
-        dc::all_reduce_sum(x, comm),      dc::all_reduce_mean(x, comm),
-        dc::all_reduce_max(x, comm),      dc::all_reduce_min(x, comm),
-        dc::broadcast(x, 1, comm),        dc::all_to_all(x, comm)};
+    std::vector<Var> ys = {dc::all_gather(x, comm),
+                           dc::all_gather_dim(x, 1, comm),
+                           dc::reduce_scatter_sum(x, comm),
+                           dc::reduce_scatter_mean(x, comm),
+                           dc::reduce_scatter_sum_dim(x, -1, comm),
+                           dc::reduce_scatter_mean_dim(x, 1, comm),
+                           dc::all_reduce_sum(x, comm),
+                           dc::all_reduce_mean(x, comm),
+                           dc::all_reduce_max(x, comm),
+                           dc::all_reduce_min(x, comm),
+                           dc::broadcast(x, 1, comm),
+                           dc::all_to_all(x, comm)};
     Var loss = sum(ys[0]);
     for (std::size_t i = 1; i < ys.size(); ++i) loss = loss + sum(ys[i] * ys[i]);
     // Writing into every result must not reach the input either.
