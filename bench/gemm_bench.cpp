@@ -7,8 +7,9 @@
 // Usage: gemm_bench [--sizes 256,512,1024,2048] [--threads 1,2] [--peers DIR] [--no-peer]
 // The peer folder defaults to $RUCCL_PEERS_DIR, else the first of ../shared/peers,
 // ../../shared/peers, /work/shared/peers that holds gemm_openblas.c. Timing follows the peer:
-// reps chosen so each size runs about a second (5..200), median reported. Our figure is the
-// public API, matmul(a, b), output allocation included.
+// reps chosen so each size runs about a second (5..200), median reported. Two figures of ours:
+// matmul_out(a, b, out) into a reused output (what the peer does with C) and matmul(a, b), which
+// allocates its result every call (fresh pages: page faults included).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -35,14 +36,20 @@ std::vector<int> parse_list(const std::string& text) {
   return out;
 }
 
-// GFLOP/s of ruccl::matmul at size n: median over reps.
-double ours(int n) {
+// GFLOP/s of ruccl::matmul at size n: median over reps. With `reuse`, matmul_out into one
+// output tensor (as the peer reuses C); without, matmul(a, b) allocating its result each call.
+double ours(int n, bool reuse) {
   ruccl::Generator gen(42);
   const ruccl::Tensor a = ruccl::Tensor::randn({n, n}, gen);
   const ruccl::Tensor b = ruccl::Tensor::randn({n, n}, gen);
+  ruccl::Tensor out = ruccl::Tensor::empty({n, n});
   const auto run = [&] {
     const auto t0 = Clock::now();
-    const ruccl::Tensor c = ruccl::matmul(a, b);
+    if (reuse) {
+      ruccl::matmul_out(a, b, out);
+    } else {
+      const ruccl::Tensor c = ruccl::matmul(a, b);
+    }
     return std::chrono::duration<double>(Clock::now() - t0).count();
   };
   const double first = std::min(run(), run());
@@ -143,34 +150,39 @@ int main(int argc, char** argv) {
 
   struct Row {
     int n, threads;
-    double ours, peer;
+    double ours, fresh, peer;
   };
   std::vector<Row> rows;
   std::string core = "n/a";
   for (int threads : thread_counts) {
     ruccl::cpu::set_num_threads(threads);
     std::map<int, double> measured;
+    std::map<int, double> fresh;
     for (int n : sizes) {
-      measured[n] = ours(n);
-      std::fprintf(stderr, "# ruccl  threads=%d n=%d %.1f GFLOP/s\n", threads, n, measured[n]);
+      measured[n] = ours(n, true);
+      fresh[n] = ours(n, false);
+      std::fprintf(stderr, "# ruccl  threads=%d n=%d %.1f GFLOP/s (matmul: %.1f)\n", threads, n,
+                   measured[n], fresh[n]);
     }
     const std::map<int, double> theirs =
         binary.empty() ? std::map<int, double>{} : peer(binary, threads, sizes, core);
     for (int n : sizes) {
       const auto it = theirs.find(n);
-      rows.push_back({n, threads, measured[n], it == theirs.end() ? 0.0 : it->second});
+      rows.push_back({n, threads, measured[n], fresh[n], it == theirs.end() ? 0.0 : it->second});
     }
   }
 
   std::printf("sgemm, square n x n, float32, GFLOP/s = 2 n^3 / median time (OpenBLAS core: %s)\n\n",
               core.c_str());
-  std::printf("| n | threads | ruccl | OpenBLAS | ratio |\n|---:|---:|---:|---:|---:|\n");
+  std::printf(
+      "| n | threads | ruccl matmul_out | OpenBLAS | ratio | ruccl matmul (allocating) | ratio "
+      "|\n|---:|---:|---:|---:|---:|---:|---:|\n");
   for (const Row& r : rows) {
     if (r.peer > 0) {
-      std::printf("| %d | %d | %.1f | %.1f | %.2f |\n", r.n, r.threads, r.ours, r.peer,
-                  r.ours / r.peer);
+      std::printf("| %d | %d | %.1f | %.1f | %.2f | %.1f | %.2f |\n", r.n, r.threads, r.ours,
+                  r.peer, r.ours / r.peer, r.fresh, r.fresh / r.peer);
     } else {
-      std::printf("| %d | %d | %.1f | n/a | n/a |\n", r.n, r.threads, r.ours);
+      std::printf("| %d | %d | %.1f | n/a | n/a | %.1f | n/a |\n", r.n, r.threads, r.ours, r.fresh);
     }
   }
   return 0;

@@ -13,7 +13,18 @@ std::string shapes(const Tensor& a, const Tensor& b) { return str(a.shape(), " a
 
 }  // namespace
 
-Tensor matmul(const Tensor& a, const Tensor& b) {
+namespace {
+
+// matmul reduced to one batched product: a3 [B, M, K] x b3 [B, K, N] -> [B, M, N], viewed as
+// `result` (torch's output shape).
+struct MatmulPlan {
+  Tensor a3;
+  Tensor b3;
+  Shape out3;
+  Shape result;
+};
+
+MatmulPlan plan_matmul(const Tensor& a, const Tensor& b) {
   RUCCL_CHECK(a.defined() && b.defined(), ValueError,
               "matmul: expected defined tensors, got an undefined one");
   RUCCL_CHECK(a.dim() >= 1 && b.dim() >= 1, ShapeError,
@@ -56,18 +67,45 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   Shape b_full = batch;
   b_full.push_back(k);
   b_full.push_back(n);
+  MatmulPlan plan;
   // reshape to 3-d stays a view for the common layouts (contiguous batches, a shared operand);
   // otherwise it copies the expanded operand.
-  const Tensor a3 = a2.expand(a_full).reshape(Shape{batch_numel, m, k});
-  const Tensor b3 = b2.expand(b_full).reshape(Shape{batch_numel, k, n});
+  plan.a3 = a2.expand(a_full).reshape(Shape{batch_numel, m, k});
+  plan.b3 = b2.expand(b_full).reshape(Shape{batch_numel, k, n});
+  plan.out3 = Shape{batch_numel, m, n};
+  plan.result = batch;
+  if (a.dim() > 1) plan.result.push_back(m);
+  if (b.dim() > 1) plan.result.push_back(n);
+  return plan;
+}
 
-  Tensor out = Tensor::empty(Shape{batch_numel, m, n}, a.dtype(), a.device());
-  backend_for(a.device()).matmul(a3, b3, out);
+}  // namespace
 
-  Shape result = batch;
-  if (a.dim() > 1) result.push_back(m);
-  if (b.dim() > 1) result.push_back(n);
-  return out.view(result);
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  const MatmulPlan plan = plan_matmul(a, b);
+  Tensor out = Tensor::empty(plan.out3, a.dtype(), a.device());
+  backend_for(a.device()).matmul(plan.a3, plan.b3, out);
+  return out.view(plan.result);
+}
+
+void matmul_out(const Tensor& a, const Tensor& b, Tensor& out) {
+  const MatmulPlan plan = plan_matmul(a, b);
+  RUCCL_CHECK(out.defined(), ValueError,
+              "matmul_out: expected a defined output tensor, got an undefined one");
+  RUCCL_CHECK(out.shape() == plan.result, ShapeError, "matmul_out: expected an output of shape ",
+              plan.result, " for ", shapes(a, b), ", got ", out.shape());
+  RUCCL_CHECK(out.dtype() == a.dtype(), DTypeError, "matmul_out: expected an output of dtype ",
+              a.dtype(), ", got ", out.dtype());
+  RUCCL_CHECK(out.device() == a.device(), DeviceError, "matmul_out: expected an output on ",
+              a.device(), ", got one on ", out.device());
+  const bool aliases = out.storage() == a.storage() || out.storage() == b.storage();
+  if (out.is_contiguous() && !aliases) {
+    backend_for(a.device()).matmul(plan.a3, plan.b3, out.view(plan.out3));
+  } else {  // the backend writes a fresh contiguous [B, M, N]: compute aside, then copy in
+    Tensor result = Tensor::empty(plan.out3, a.dtype(), a.device());
+    backend_for(a.device()).matmul(plan.a3, plan.b3, result);
+    out.copy_(result.view(plan.result));
+  }
 }
 
 }  // namespace ruccl

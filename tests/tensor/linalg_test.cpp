@@ -197,6 +197,29 @@ TEST_CASE("matmul rejects mismatched shapes, scalars and non-floating dtypes", "
   REQUIRE_THROWS_AS(matmul(Tensor(), Tensor::zeros({2})), ValueError);
 }
 
+TEST_CASE("matmul_out writes the product into an existing tensor", "[tensor]") {
+  const auto& c = golden_case("matmul_bmm");  // [2, 3, 4] x [2, 4, 5]
+  const Tensor expected = matmul(c.at("a"), c.at("b"));
+  Tensor out = Tensor::full({2, 3, 5}, 9.0);
+  const auto storage = out.storage();
+  matmul_out(c.at("a"), c.at("b"), out);
+  REQUIRE(out.storage() == storage);
+  REQUIRE_THAT(out, TensorEqual(expected));
+  // A non-contiguous output, and an output that is also an input.
+  Tensor base = Tensor::zeros({2, 5, 3});
+  Tensor transposed = base.transpose(1, 2);
+  matmul_out(c.at("a"), c.at("b"), transposed);
+  REQUIRE_THAT(base.transpose(1, 2), TensorEqual(expected));
+  Tensor square = Tensor::from_vector<float>({1, 2, 3, 4}, {2, 2});
+  matmul_out(square, square, square);
+  REQUIRE_THAT(square, TensorEqual(Tensor::from_vector<float>({7, 10, 15, 22}, {2, 2})));
+  REQUIRE_THROWS_MATCHES(matmul_out(c.at("a"), c.at("b"), square), ShapeError,
+                         Catch::Message("matmul_out: expected an output of shape [2, 3, 5] for "
+                                        "[2, 3, 4] and [2, 4, 5], got [2, 2]"));
+  Tensor wrong_dtype = Tensor::zeros({2, 3, 5}, DType::F64);
+  REQUIRE_THROWS_AS(matmul_out(c.at("a"), c.at("b"), wrong_dtype), DTypeError);
+}
+
 TEST_CASE("the CPU thread count can be set and is validated", "[tensor]") {
   ThreadCountGuard guard;
   REQUIRE(cpu::num_threads() >= 1);

@@ -35,8 +35,9 @@ using Index = Eigen::Index;
 /// Below this many multiply-adds a product runs on one thread (about 25 µs of work, the order of
 /// waking a pool worker on a virtual machine).
 constexpr std::int64_t kParallelMinMacs = std::int64_t{1} << 21;
-/// Row/column bands given to threads are multiples of this (whole micro-panels of the kernel).
-constexpr std::int64_t kBandAlign = 64;
+/// Row/column bands given to threads are multiples of this (whole vector packets; balance between
+/// the bands matters more than ending on a whole 48-row micro-panel).
+constexpr std::int64_t kBandAlign = 16;
 
 std::atomic<int> g_num_threads{0};  // 0: not set, use the hardware's cores
 
