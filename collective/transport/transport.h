@@ -13,8 +13,10 @@
 //  3. failure: fail() finishes the whole group; every pending and later wait on every rank throws.
 #include <cstddef>
 #include <cstdint>
-#include <functional>
+#include <memory>
 #include <span>
+#include <type_traits>
+#include <utility>
 
 #include "collective/collective_error.h"
 #include "collective/transport/call_record.h"
@@ -22,10 +24,32 @@
 
 namespace ruccl {
 
+/// A non-owning reference to a callable (no allocation, unlike std::function): valid only while
+/// the referenced callable lives, which is the duration of the transport call it is passed to.
+template <typename Signature>
+class FunctionRef;
+template <typename R, typename... Args>
+class FunctionRef<R(Args...)> {
+ public:
+  template <typename F>
+    requires(!std::is_same_v<std::remove_cvref_t<F>, FunctionRef> &&
+             std::is_invocable_r_v<R, F&, Args...>)
+  FunctionRef(F&& f)  // NOLINT: implicit, like std::function
+      : object_(const_cast<void*>(static_cast<const void*>(std::addressof(f)))),
+        call_([](void* object, Args... args) -> R {
+          return (*static_cast<std::remove_reference_t<F>*>(object))(std::forward<Args>(args)...);
+        }) {}
+  R operator()(Args... args) const { return call_(object_, std::forward<Args>(args)...); }
+
+ private:
+  void* object_;
+  R (*call_)(void*, Args...);
+};
+
 /// Consumes one received message in place: (bytes, size). Must not keep the pointer.
-using ConsumeFn = std::function<void(const void* data, std::size_t nbytes)>;
+using ConsumeFn = FunctionRef<void(const void* data, std::size_t nbytes)>;
 /// Consumes messages from several peers at once: data[i] is the message of peers[i].
-using ConsumeManyFn = std::function<void(std::span<const void* const> data)>;
+using ConsumeManyFn = FunctionRef<void(std::span<const void* const> data)>;
 
 /// A rank's connection to the other ranks of its group. One thread uses it at a time, except
 /// fail(), failed() and the destructor's leaving notice, which are safe from any thread.

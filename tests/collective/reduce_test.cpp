@@ -2,8 +2,12 @@
 // algorithms, determinism, inputs left unchanged.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
+
+#include "collective/algorithms/algorithm.h"
 
 #include "tests/collective/collective_test_support.h"
 #include "tests/support/rank_harness.h"
@@ -266,4 +270,68 @@ TEST_CASE("all_reduce of about a million elements is exact on every rank", "[col
       REQUIRE_THAT(out[static_cast<std::size_t>(r)].value(), TensorEqual(expected));
     }
   }
+}
+
+TEST_CASE("ring chunks are balanced: the first n % W chunks get one more element",
+          "[collective]") {
+  auto sizes = [](std::size_t n, std::size_t w) {
+    std::vector<std::size_t> out;
+    std::size_t next = 0;
+    for (std::size_t c = 0; c < w; ++c) {
+      REQUIRE(chunk_begin(c, n, w) == next);  // chunks tile [0, n) in order
+      out.push_back(chunk_size(c, n, w));
+      next += out.back();
+    }
+    REQUIRE(next == n);
+    return out;
+  };
+  REQUIRE(sizes(257, 4) == std::vector<std::size_t>{65, 64, 64, 64});
+  REQUIRE(sizes(5, 4) == std::vector<std::size_t>{2, 1, 1, 1});
+  REQUIRE(sizes(2, 4) == std::vector<std::size_t>{1, 1, 0, 0});
+  REQUIRE(sizes(0, 3) == std::vector<std::size_t>{0, 0, 0});
+}
+
+TEST_CASE("F16 and BF16 accumulate in F32 and round once", "[collective]") {
+  // Chunk 0 of one element on 3 ranks folds ranks 1, 2, 0: 256 + 1 + 1. In BF16 arithmetic
+  // 256 + 1 rounds back to 256 (ties to even) and the sum stays 256; in F32 it is 258, which BF16
+  // represents exactly. F16 at 2048: the same with F16's 11-bit significand.
+  for (auto [dtype, big] : {std::pair{DType::BF16, 256.0}, std::pair{DType::F16, 2048.0}}) {
+    auto out = run_group(3, [&, big = big, dtype = dtype](Communicator& comm) {
+      const double mine = comm.rank() == 1 ? big : 1.0;
+      return comm.all_reduce(tensor_of({mine}, Shape{1}, dtype), ReduceOperation::Sum);
+    });
+    for (auto& o : out) REQUIRE_THAT(o.value(), TensorEqual(tensor_of({big + 2}, Shape{1}, dtype)));
+  }
+}
+
+TEST_CASE("reduce kernels: integer wrap-around, NaN propagation, Mean divides once",
+          "[collective]") {
+  const ReduceKernel sum64(DType::I64, ReduceOperation::Sum);
+  const std::int64_t a[2] = {INT64_MAX, -5};
+  const std::int64_t b[2] = {1, 7};
+  std::int64_t o[2];
+  sum64.combine(o, a, b, 2);
+  REQUIRE(o[0] == INT64_MIN);  // two's complement wrap, no undefined behaviour
+  REQUIRE(o[1] == 2);
+
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (ReduceOperation op : {ReduceOperation::Min, ReduceOperation::Max}) {
+    const ReduceKernel k(DType::F32, op);
+    const float x[3] = {nan, 1.0f, 2.0f};
+    const float y[3] = {0.0f, nan, -1.0f};
+    float out[3];
+    k.combine(out, x, y, 3);
+    REQUIRE(std::isnan(out[0]));
+    REQUIRE(std::isnan(out[1]));
+    REQUIRE(out[2] == (op == ReduceOperation::Min ? -1.0f : 2.0f));
+  }
+
+  const ReduceKernel mean(DType::F64, ReduceOperation::Mean);
+  const double s0[1] = {1.0}, s1[1] = {2.0}, s2[1] = {4.0};
+  const void* sources[3] = {s0, s1, s2};
+  double folded[1];
+  mean.fold(folded, sources, 1);
+  REQUIRE(folded[0] == 7.0);  // fold is the Sum
+  mean.finish(folded, 1, 3);
+  REQUIRE(folded[0] == 7.0 / 3.0);
 }
