@@ -1,8 +1,8 @@
 // Tensor::arange, randn, rand, randperm. Values are made on the host (the Generator is a host
-// algorithm, so a seed gives the same tensor on every device) and uploaded once.
+// algorithm, so a seed gives the same tensor on every device), written straight into a CPU
+// tensor, then converted to the requested dtype and moved to the device.
 #include <cmath>
 #include <limits>
-#include <numeric>
 #include <utility>
 
 #include "tensor/core/tensor.h"
@@ -12,14 +12,13 @@ namespace ruccl {
 
 namespace {
 
-void check_count(std::int64_t n, const char* op) {
-  RUCCL_CHECK(n >= 0, ShapeError, op, ": expected a non-negative element count, got ", n);
-}
-
-// Uploads host values of type T as a tensor of `dtype` on `device`.
-template <typename T>
-Tensor upload(std::vector<T> values, const Shape& shape, DType dtype, Device device) {
-  return Tensor::from_vector<T>(values, shape).to(dtype).to(device);
+// A CPU tensor of T with element i = value(i), as `dtype` on `device`.
+template <typename T, typename Value>
+Tensor host_tensor(const Shape& shape, DType dtype, Device device, Value&& value) {
+  Tensor t = Tensor::empty(shape, dtype_of<T>());
+  T* p = t.data<T>();
+  for (std::int64_t i = 0; i < t.numel(); ++i) p[i] = value(i);
+  return t.to(dtype).to(device);
 }
 
 }  // namespace
@@ -37,12 +36,23 @@ Tensor Tensor::arange(Scalar start, Scalar end, Scalar step, std::optional<DType
     RUCCL_CHECK((d > 0 && e >= s) || (d < 0 && e <= s), ValueError,
                 "Tensor::arange: expected a step pointing from start to end, got start ", s,
                 ", end ", e, ", step ", d);
-    const std::int64_t span = d > 0 ? e - s : s - e;
-    const std::int64_t stride = d > 0 ? d : -d;
-    const std::int64_t n = span / stride + (span % stride != 0 ? 1 : 0);
-    std::vector<std::int64_t> values(static_cast<std::size_t>(n));
-    for (std::int64_t i = 0; i < n; ++i) values[static_cast<std::size_t>(i)] = s + i * d;
-    return upload(std::move(values), Shape{n}, out, device);
+    // |end - start| and |step| as unsigned: both fit even for the extreme int64 values.
+    const std::uint64_t span = d > 0
+                                   ? static_cast<std::uint64_t>(e) - static_cast<std::uint64_t>(s)
+                                   : static_cast<std::uint64_t>(s) - static_cast<std::uint64_t>(e);
+    const std::uint64_t stride =
+        d > 0 ? static_cast<std::uint64_t>(d) : std::uint64_t{0} - static_cast<std::uint64_t>(d);
+    const std::uint64_t count = span / stride + (span % stride != 0 ? 1 : 0);
+    RUCCL_CHECK(count <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()),
+                ShapeError, "Tensor::arange: expected fewer than 2^63 elements, got ", count);
+    // start + i * step lies between start and end for every i < count, but i * step alone may
+    // not fit: compute modulo 2^64 (exact, since the sum fits).
+    return host_tensor<std::int64_t>(
+        Shape{static_cast<std::int64_t>(count)}, out, device, [s, d](std::int64_t i) {
+          return static_cast<std::int64_t>(static_cast<std::uint64_t>(s) +
+                                           static_cast<std::uint64_t>(i) *
+                                               static_cast<std::uint64_t>(d));
+        });
   }
   const double s = start.to_double();
   const double e = end.to_double();
@@ -57,48 +67,41 @@ Tensor Tensor::arange(Scalar start, Scalar end, Scalar step, std::optional<DType
   const double count = std::ceil((e - s) / d);
   RUCCL_CHECK(count < static_cast<double>(std::numeric_limits<std::int64_t>::max()), ShapeError,
               "Tensor::arange: expected fewer than 2^63 elements, got ", count);
-  const auto n = static_cast<std::int64_t>(count);
-  std::vector<double> values(static_cast<std::size_t>(n));
-  for (std::int64_t i = 0; i < n; ++i) {
-    values[static_cast<std::size_t>(i)] = s + static_cast<double>(i) * d;
-  }
-  return upload(std::move(values), Shape{n}, out, device);
+  return host_tensor<double>(Shape{static_cast<std::int64_t>(count)}, out, device,
+                             [s, d](std::int64_t i) { return s + static_cast<double>(i) * d; });
 }
 
 Tensor Tensor::rand(const Shape& shape, Generator& gen, DType dtype, Device device) {
   RUCCL_CHECK(is_floating(dtype), DTypeError, "Tensor::rand: expected a floating dtype, got ",
               dtype);
-  const std::int64_t n = shape.numel();
   if (dtype == DType::F64) {
-    std::vector<double> values(static_cast<std::size_t>(n));
-    for (double& v : values) v = gen.next_double();
-    return upload(std::move(values), shape, dtype, device);
+    return host_tensor<double>(shape, dtype, device,
+                               [&](std::int64_t) { return gen.next_double(); });
   }
   // As many random bits as the dtype's significand holds, so rounding can never reach 1.0.
   const int bits = dtype == DType::F32 ? 24 : dtype == DType::F16 ? 11 : 8;
   const float scale = std::ldexp(1.0f, -bits);
-  std::vector<float> values(static_cast<std::size_t>(n));
-  for (float& v : values) v = static_cast<float>(gen.next_u32() >> (32 - bits)) * scale;
-  return upload(std::move(values), shape, dtype, device);
+  return host_tensor<float>(shape, dtype, device, [&](std::int64_t) {
+    return static_cast<float>(gen.next_u32() >> (32 - bits)) * scale;
+  });
 }
 
 Tensor Tensor::randn(const Shape& shape, Generator& gen, DType dtype, Device device) {
   RUCCL_CHECK(is_floating(dtype), DTypeError, "Tensor::randn: expected a floating dtype, got ",
               dtype);
-  std::vector<double> values(static_cast<std::size_t>(shape.numel()));
-  for (double& v : values) v = gen.next_normal();
-  return upload(std::move(values), shape, dtype, device);
+  return host_tensor<double>(shape, dtype, device, [&](std::int64_t) { return gen.next_normal(); });
 }
 
 Tensor Tensor::randperm(std::int64_t n, Generator& gen, Device device) {
-  check_count(n, "Tensor::randperm");
-  std::vector<std::int64_t> values(static_cast<std::size_t>(n));
-  std::iota(values.begin(), values.end(), std::int64_t{0});
+  RUCCL_CHECK(n >= 0, ShapeError, "Tensor::randperm: expected a non-negative count, got ", n);
+  Tensor t = host_tensor<std::int64_t>(Shape{n}, DType::I64, Device::cpu(),
+                                       [](std::int64_t i) { return i; });
+  std::int64_t* p = t.data<std::int64_t>();
   for (std::int64_t i = n - 1; i > 0; --i) {  // Fisher-Yates, from the end
     const auto j = static_cast<std::int64_t>(gen.next_below(static_cast<std::uint64_t>(i + 1)));
-    std::swap(values[static_cast<std::size_t>(i)], values[static_cast<std::size_t>(j)]);
+    std::swap(p[i], p[j]);
   }
-  return upload(std::move(values), Shape{n}, DType::I64, device);
+  return t.to(device);
 }
 
 }  // namespace ruccl

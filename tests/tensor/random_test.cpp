@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 #include "tensor/core/tensor.h"
@@ -168,6 +169,15 @@ TEST_CASE("arange follows torch.arange for integer and floating arguments", "[te
   REQUIRE(Tensor::arange(std::int64_t{1} << 40, (std::int64_t{1} << 40) + 2)
               .to_vector<std::int64_t>() ==
           std::vector<std::int64_t>{std::int64_t{1} << 40, (std::int64_t{1} << 40) + 1});
+  // The extremes of int64 do not overflow.
+  constexpr std::int64_t kMin = std::numeric_limits<std::int64_t>::min();
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+  REQUIRE(Tensor::arange(kMin, kMax, kMax).to_vector<std::int64_t>() ==
+          std::vector<std::int64_t>{kMin, -1, kMax - 1});
+  REQUIRE(Tensor::arange(kMax, kMin, kMin).to_vector<std::int64_t>() ==
+          std::vector<std::int64_t>{kMax, -1});
+  REQUIRE(Tensor::arange(kMax - 2, kMax).to_vector<std::int64_t>() ==
+          std::vector<std::int64_t>{kMax - 2, kMax - 1});
   REQUIRE_THROWS_MATCHES(Tensor::arange(0, 5, 0), ValueError,
                          Catch::Message("Tensor::arange: expected a non-zero step, got 0 (0 as "
                                         "an integer for I64)"));
