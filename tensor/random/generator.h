@@ -56,9 +56,11 @@ class Generator {
     bool has_spare_normal = false;
     double spare_normal = 0.0;
   };
+  /// The current position in the stream.
   State state() const;
   /// Continues the stream from `state`; throws ValueError when `buffered` > 4.
   void set_state(const State& state);
+  /// The seed the stream was made from.
   std::uint64_t seed() const { return seed_; }
 
  private:
