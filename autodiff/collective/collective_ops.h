@@ -1,6 +1,6 @@
 #pragma once
 // Differentiable collectives: Communicator collectives as tape nodes whose backward is the
-// collective that mirrors the forward (docs/differentiable_collectives.md derives each rule).
+// collective that mirrors the forward (docs/autodiff.md §8 derives each rule).
 //
 // Gradient convention: the objective is the SUM of the per-rank losses, F = sum_r L_r. Each
 // backward is the linear transpose of its forward:
