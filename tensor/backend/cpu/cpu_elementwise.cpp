@@ -122,6 +122,12 @@ void unary_op(F f, const Tensor& x, const Tensor& out) {
   });
 }
 
+template <typename T>
+void where_contiguous(T* __restrict o, const bool* __restrict c, const T* __restrict x,
+                      const T* __restrict y, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) o[i] = c[i] ? x[i] : y[i];
+}
+
 void check_supported(const CpuBackend& backend, Op op, DType dtype) {
   RUCCL_CHECK(backend.supports(op, dtype), NotImplementedError,
               "not implemented: cpu::", op_name(op), " for dtype ", dtype);
@@ -213,12 +219,9 @@ void CpuBackend::where(const Tensor& cond, const Tensor& a, const Tensor& b, con
     parallel_for_each_run<4>(out.shape(), {&out, &cond, &a, &b}, [](const StridedRun<4>& r) {
       constexpr auto s = static_cast<std::int64_t>(sizeof(T));
       if (r.stride[0] == s && r.stride[1] == 1 && r.stride[2] == s && r.stride[3] == s) {
-        T* __restrict o = reinterpret_cast<T*>(r.ptr[0]);
-        const bool* __restrict c = reinterpret_cast<const bool*>(r.ptr[1]);
-        const T* __restrict x = reinterpret_cast<const T*>(r.ptr[2]);
-        const T* __restrict y = reinterpret_cast<const T*>(r.ptr[3]);
-        for (std::int64_t i = 0; i < r.n; ++i) o[i] = c[i] ? x[i] : y[i];
-        return;
+        return where_contiguous(
+            reinterpret_cast<T*>(r.ptr[0]), reinterpret_cast<const bool*>(r.ptr[1]),
+            reinterpret_cast<const T*>(r.ptr[2]), reinterpret_cast<const T*>(r.ptr[3]), r.n);
       }
       char* o = r.ptr[0];
       const char* c = r.ptr[1];

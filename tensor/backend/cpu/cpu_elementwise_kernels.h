@@ -1,13 +1,19 @@
 #pragma once
 // Elementwise math for the CPU backend: how each op computes one element (functors), and the
 // loops that apply a functor to one strided run of for_each_run. Contiguous runs go through
-// loops over fixed blocks of kBlock elements with __restrict pointers: the compiler vectorises
-// those even under GCC's -O2 "very cheap" cost model (no alias checks, no epilogue needed inside a
-// block). Half and BFloat16 are loaded as float, computed in float and rounded once on store.
+// loops over fixed blocks of kBlock elements with __restrict pointer parameters: the compiler
+// vectorises those even under GCC's -O2 "very cheap" cost model (no alias checks, no epilogue
+// needed inside a block). GCC only honours __restrict on parameters, hence the small helpers. Half
+// and BFloat16 are loaded as float, computed in float and rounded once on store. Large contiguous
+// outputs are written with non-temporal stores (see kStreamingMinBytes).
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
 
 #include "tensor/backend/cpu/strided_loop.h"
 #include "tensor/core/dtype.h"
@@ -15,6 +21,12 @@
 namespace ruccl::cpu {
 
 constexpr std::int64_t kBlock = 16;
+
+/// Contiguous outputs of at least this many bytes in one run are written with non-temporal
+/// (streaming) stores: the result bypasses the caches, so its lines are not first read from memory
+/// (write-allocate) and it does not evict the inputs. That is how a large c = a + b reaches
+/// memcpy's bandwidth. Smaller results use ordinary stores and stay cached for the next op.
+constexpr std::int64_t kStreamingMinBytes = std::int64_t{4} << 20;
 
 template <typename T>
 constexpr bool kIsReducedFloat = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
@@ -248,10 +260,55 @@ inline void store_at(char* p, T v) {
   std::memcpy(p, &v, sizeof(T));
 }
 
+/// Copies one 64-byte line from `line` to `dst` (both 64-byte aligned) bypassing the caches.
+inline void stream_line(void* dst, const void* line) {
+#if defined(__AVX512F__)
+  _mm512_stream_si512(static_cast<__m512i*>(dst), _mm512_load_si512(line));
+#elif defined(__AVX__)
+  auto* d = static_cast<__m256i*>(dst);
+  const auto* s = static_cast<const __m256i*>(line);
+  _mm256_stream_si256(d, _mm256_load_si256(s));
+  _mm256_stream_si256(d + 1, _mm256_load_si256(s + 1));
+#elif defined(__SSE2__)
+  auto* d = static_cast<__m128i*>(dst);
+  const auto* s = static_cast<const __m128i*>(line);
+  for (int k = 0; k < 4; ++k) _mm_stream_si128(d + k, _mm_load_si128(s + k));
+#else
+  std::memcpy(dst, line, 64);
+#endif
+}
+
+/// o[i] = gen(i) for i in [0, n) with non-temporal stores of whole cache lines (ordinary stores
+/// for the unaligned head and the tail), then a store fence so other threads see the data.
+template <typename Out, typename Gen>
+inline void write_streaming(Out* o, std::int64_t n, Gen gen) {
+  constexpr auto kLine = static_cast<std::int64_t>(64 / sizeof(Out));
+  std::int64_t i = 0;
+  for (; i < n && reinterpret_cast<std::uintptr_t>(o + i) % 64 != 0; ++i) o[i] = gen(i);
+  alignas(64) Out line[kLine];
+  for (; i + kLine <= n; i += kLine) {
+    for (std::int64_t j = 0; j < kLine; ++j) line[j] = gen(i + j);
+    stream_line(o + i, line);
+  }
+  for (; i < n; ++i) o[i] = gen(i);
+#if defined(__SSE2__)
+  _mm_sfence();
+#endif
+}
+
+template <typename Out>
+inline bool use_streaming(std::int64_t n) {
+  return n * static_cast<std::int64_t>(sizeof(Out)) >= kStreamingMinBytes && 64 % sizeof(Out) == 0;
+}
+
 /// out[i] = f(x[i], y[i]) over contiguous arrays (blocked so the compiler vectorises).
 template <typename In, typename Out, typename F>
 inline void binary_contiguous(Out* __restrict o, const In* __restrict x, const In* __restrict y,
                               std::int64_t n, F f) {
+  if (use_streaming<Out>(n)) {
+    return write_streaming(o, n,
+                           [=](std::int64_t k) { return store<Out>(f(load(x[k]), load(y[k]))); });
+  }
   std::int64_t i = 0;
   for (; i + kBlock <= n; i += kBlock) {
     for (std::int64_t j = 0; j < kBlock; ++j) {
@@ -266,6 +323,9 @@ template <typename In, typename Out, bool kSwap, typename F>
 inline void binary_scalar(Out* __restrict o, const In* __restrict x, Compute<In> s, std::int64_t n,
                           F f) {
   auto g = [&](Compute<In> v) { return kSwap ? f(s, v) : f(v, s); };
+  if (use_streaming<Out>(n)) {
+    return write_streaming(o, n, [=](std::int64_t k) { return store<Out>(g(load(x[k]))); });
+  }
   std::int64_t i = 0;
   for (; i + kBlock <= n; i += kBlock) {
     for (std::int64_t j = 0; j < kBlock; ++j) o[i + j] = store<Out>(g(load(x[i + j])));
@@ -298,20 +358,28 @@ inline void binary_run(const StridedRun<3>& r, F f) {
   }
 }
 
+/// out[i] = f(x[i]) over contiguous arrays. (Restrict-qualified parameters: GCC ignores
+/// __restrict on local variables.)
+template <typename In, typename Out, typename F>
+inline void unary_contiguous(Out* __restrict o, const In* __restrict x, std::int64_t n, F f) {
+  if (use_streaming<Out>(n)) {
+    return write_streaming(o, n, [=](std::int64_t k) { return store<Out>(f(load(x[k]))); });
+  }
+  std::int64_t i = 0;
+  for (; i + kBlock <= n; i += kBlock) {
+    for (std::int64_t j = 0; j < kBlock; ++j) o[i + j] = store<Out>(f(load(x[i + j])));
+  }
+  for (; i < n; ++i) o[i] = store<Out>(f(load(x[i])));
+}
+
 /// One run of a unary op: ptr[0] = out, ptr[1] = x.
 template <typename In, typename Out, typename F>
 inline void unary_run(const StridedRun<2>& r, F f) {
   constexpr auto si = static_cast<std::int64_t>(sizeof(In));
   constexpr auto so = static_cast<std::int64_t>(sizeof(Out));
   if (r.stride[0] == so && r.stride[1] == si) {
-    Out* __restrict o = reinterpret_cast<Out*>(r.ptr[0]);
-    const In* __restrict x = reinterpret_cast<const In*>(r.ptr[1]);
-    std::int64_t i = 0;
-    for (; i + kBlock <= r.n; i += kBlock) {
-      for (std::int64_t j = 0; j < kBlock; ++j) o[i + j] = store<Out>(f(load(x[i + j])));
-    }
-    for (; i < r.n; ++i) o[i] = store<Out>(f(load(x[i])));
-    return;
+    return unary_contiguous<In, Out>(reinterpret_cast<Out*>(r.ptr[0]),
+                                     reinterpret_cast<const In*>(r.ptr[1]), r.n, f);
   }
   char* o = r.ptr[0];
   const char* x = r.ptr[1];

@@ -56,17 +56,62 @@ inline std::int64_t split_dim(const Shape& shape, int parts) {
   return best;
 }
 
-/// for_each_run, split across threads along one dim when the tensors are large. The kernel is
-/// called concurrently on disjoint chunks, so it must only write through the run's pointers.
-/// `work` is the number of elements the whole call touches (default: those of `shape`).
+/// The element stride with which `t` walks its own shape as one flat run: 1 when contiguous, 0
+/// when every element is the same (a broadcast scalar), -1 otherwise.
+inline std::int64_t flat_stride(const Tensor& t) {
+  const Shape& shape = t.shape();
+  const Shape& strides = t.strides();
+  bool contiguous = true;
+  bool broadcast = true;
+  std::int64_t expected = 1;
+  for (std::int64_t d = shape.size() - 1; d >= 0; --d) {
+    if (shape[d] == 1) continue;
+    contiguous = contiguous && strides[d] == expected;
+    broadcast = broadcast && strides[d] == 0;
+    expected *= shape[d];
+  }
+  return contiguous ? 1 : (broadcast ? 0 : -1);
+}
+
+/// for_each_run, split across threads when the tensors are large. The kernel is called
+/// concurrently on disjoint chunks, so it must only write through the run's pointers. `work` is
+/// the number of elements the whole call touches (default: those of `shape`).
+///
+/// Fast path: when every tensor is contiguous or a broadcast scalar, the whole iteration is one
+/// run (no dim merging), and threads take equal slices of it, aligned to 64 elements.
 template <int N, typename Kernel>
 void parallel_for_each_run(const Shape& shape, const std::array<const Tensor*, N>& tensors,
                            const Kernel& kernel, std::int64_t work = -1) {
-  if (work < 0) {
-    work = 1;
-    for (std::int64_t d = 0; d < shape.size(); ++d) work *= shape[d];
-  }
+  std::int64_t numel = 1;
+  for (std::int64_t d = 0; d < shape.size(); ++d) numel *= shape[d];
+  if (numel == 0) return;
+  if (work < 0) work = numel;
   const int threads = threads_for(work);
+  StridedRun<N> run;
+  bool flat = true;
+  for (int t = 0; t < N && flat; ++t) {
+    const std::int64_t s = flat_stride(*tensors[t]);
+    flat = s >= 0;
+    run.stride[t] = s * static_cast<std::int64_t>(tensors[t]->element_size());
+    run.ptr[t] = static_cast<char*>(tensors[t]->data_ptr());
+  }
+  if (flat) {
+    run.n = numel;
+    if (threads <= 1) {
+      kernel(run);
+      return;
+    }
+    constexpr std::int64_t kAlign = 64;
+    const std::int64_t step = ((numel + threads - 1) / threads + kAlign - 1) / kAlign * kAlign;
+    parallel_for((numel + step - 1) / step, threads, [&](std::int64_t c) {
+      StridedRun<N> part = run;
+      const std::int64_t start = c * step;
+      part.n = start + step <= numel ? step : numel - start;
+      for (int t = 0; t < N; ++t) part.ptr[t] += start * run.stride[t];
+      kernel(part);
+    });
+    return;
+  }
   const std::int64_t d = threads > 1 ? split_dim(shape, threads) : -1;
   if (d < 0) {
     for_each_run<N>(shape, tensors, kernel);

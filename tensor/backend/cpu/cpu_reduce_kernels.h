@@ -87,14 +87,22 @@ template <typename A, typename T, typename R>
 A reduce_contiguous(const T* __restrict x, std::int64_t n, R r) {
   if (n > kPairwiseLeaf) {
     const std::int64_t half = (n / 2 + kLanes - 1) / kLanes * kLanes;
-    return r(reduce_contiguous<A>(x, half, r), reduce_contiguous<A>(x + half, n - half, r));
+    // Named in order: argument evaluation order is unspecified, and walking memory backwards
+    // leaf by leaf defeats the hardware prefetcher.
+    const A left = reduce_contiguous<A>(x, half, r);
+    const A right = reduce_contiguous<A>(x + half, n - half, r);
+    return r(left, right);
   }
+  // Fully unrolled so that the lanes live in vector registers rather than on the stack.
   A lanes[kLanes];
+#pragma GCC unroll 32
   for (std::int64_t j = 0; j < kLanes; ++j) lanes[j] = R::template identity<A>();
   std::int64_t i = 0;
   for (; i + kLanes <= n; i += kLanes) {
-    for (std::int64_t j = 0; j < kLanes; ++j)
+#pragma GCC unroll 32
+    for (std::int64_t j = 0; j < kLanes; ++j) {
       lanes[j] = r(lanes[j], static_cast<A>(load(x[i + j])));
+    }
   }
   for (std::int64_t w = kLanes / 2; w > 0; w /= 2) {
     for (std::int64_t j = 0; j < w; ++j) lanes[j] = r(lanes[j], lanes[j + w]);
@@ -109,14 +117,27 @@ template <typename A, typename T, typename R>
 A reduce_strided(const char* x, std::int64_t stride, std::int64_t n, R r) {
   if (n > kPairwiseLeaf) {
     const std::int64_t half = n / 2;
-    return r(reduce_strided<A, T>(x, stride, half, r),
-             reduce_strided<A, T>(x + half * stride, stride, n - half, r));
+    const A left = reduce_strided<A, T>(x, stride, half, r);
+    const A right = reduce_strided<A, T>(x + half * stride, stride, n - half, r);
+    return r(left, right);
   }
   A acc = R::template identity<A>();
   for (std::int64_t i = 0; i < n; ++i, x += stride) {
     acc = r(acc, static_cast<A>(load(load_at<T>(x))));
   }
   return acc;
+}
+
+/// acc[i] = r(acc[i], x[i]) over contiguous arrays.
+template <typename A, typename T, typename R>
+inline void accumulate_row(A* __restrict acc, const T* __restrict x, std::int64_t n, R r) {
+  std::int64_t i = 0;
+  for (; i + kBlock <= n; i += kBlock) {
+    for (std::int64_t j = 0; j < kBlock; ++j) {
+      acc[i + j] = r(acc[i + j], static_cast<A>(load(x[i + j])));
+    }
+  }
+  for (; i < n; ++i) acc[i] = r(acc[i], static_cast<A>(load(x[i])));
 }
 
 /// One run of the reduction engine: ptr[0] = accumulator (stride 0 when the run is reduced),
@@ -135,16 +156,8 @@ void reduce_run(const StridedRun<2>& run, R r) {
     return;
   }
   if (run.stride[0] == sa && run.stride[1] == st) {
-    A* __restrict acc = reinterpret_cast<A*>(run.ptr[0]);
-    const T* __restrict x = reinterpret_cast<const T*>(run.ptr[1]);
-    std::int64_t i = 0;
-    for (; i + kBlock <= run.n; i += kBlock) {
-      for (std::int64_t j = 0; j < kBlock; ++j) {
-        acc[i + j] = r(acc[i + j], static_cast<A>(load(x[i + j])));
-      }
-    }
-    for (; i < run.n; ++i) acc[i] = r(acc[i], static_cast<A>(load(x[i])));
-    return;
+    return accumulate_row<A, T>(reinterpret_cast<A*>(run.ptr[0]),
+                                reinterpret_cast<const T*>(run.ptr[1]), run.n, r);
   }
   char* acc = run.ptr[0];
   const char* x = run.ptr[1];

@@ -1,0 +1,134 @@
+// elementwise_bench: memory bandwidth of elementwise add (c = a + b) and of a full sum on 16M
+// floats, 1 and 2 threads, beside libc memcpy measured in the same process on the same buffers
+// (the peer: ../shared/peers/membw.c measures the same memcpy). Also the per-call cost of tiny
+// ops (16 elements), which the autodiff overhead target depends on.
+//
+// GB/s = 1e9 bytes/s, counted STREAM-style (bytes read + bytes written, no write-allocate):
+// memcpy 2 x 64 MiB, add 3 x 64 MiB, sum 1 x 64 MiB. Median of kReps runs after a warm-up.
+//   "add (kernel)"   the backend writing into a preallocated output (what memcpy is compared to);
+//   "add (new out)"  ruccl::add, which also allocates its output (fresh pages fault on first
+//   write).
+// Usage: elementwise_bench [reps]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tensor/backend/cpu/cpu_backend.h"
+#include "tensor/backend/cpu/cpu_parallel.h"
+#include "tensor/tensor.h"
+
+using namespace ruccl;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double median_seconds(int reps, const std::function<void()>& fn) {
+  fn();  // warm-up: page faults, thread start-up
+  std::vector<double> t;
+  for (int r = 0; r < reps; ++r) {
+    const auto start = Clock::now();
+    fn();
+    t.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+// libc memcpy split in `threads` equal slices on the CPU backend's thread pool.
+void parallel_memcpy(float* dst, const float* src, std::int64_t n, int threads) {
+  const std::int64_t chunk = (n + threads - 1) / threads;
+  cpu::parallel_for(threads, threads, [&](std::int64_t t) {
+    const std::int64_t lo = t * chunk;
+    const std::int64_t hi = std::min(n, lo + chunk);
+    if (lo < hi) std::memcpy(dst + lo, src + lo, static_cast<std::size_t>(hi - lo) * sizeof(float));
+  });
+}
+
+// CPU time of this thread: on a shared machine the wall clock also counts time spent descheduled.
+double thread_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+// Median over 9 batches of the thread CPU time per call.
+double tiny_op_ns(const std::function<void()>& fn) {
+  constexpr int kCalls = 20000;
+  std::vector<double> t;
+  for (int r = 0; r < 10; ++r) {
+    const double start = thread_seconds();
+    for (int i = 0; i < kCalls; ++i) fn();
+    if (r > 0) t.push_back((thread_seconds() - start) / kCalls * 1e9);  // batch 0 warms up
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int reps = argc > 1 ? std::max(1, std::atoi(argv[1])) : 15;
+  const std::int64_t n = std::int64_t{1} << 24;  // 16M floats, 64 MiB per array
+  const double bytes = static_cast<double>(n) * sizeof(float);
+  const Tensor a = Tensor::full({n}, 0.5);
+  const Tensor b = Tensor::full({n}, 0.25);
+  const Tensor c = Tensor::zeros({n});
+  Backend& cpu_backend = backend_for(Device::cpu());
+  const int saved = cpu::num_threads();
+
+  std::printf("## Elementwise and reduction bandwidth, 16M float32 (64 MiB per array)\n\n");
+  std::printf("Median of %d runs; GB/s = 1e9 B/s of reads + writes (STREAM counting).\n\n", reps);
+  std::printf("| kernel | threads | ours GB/s | memcpy GB/s (same run) | ratio |\n");
+  std::printf("|---|---:|---:|---:|---:|\n");
+  volatile float sink = 0;
+  for (int threads : {1, 2}) {
+    cpu::set_num_threads(threads);
+    const double t_memcpy = median_seconds(reps, [&] {
+      parallel_memcpy(static_cast<float*>(c.data_ptr()), static_cast<const float*>(a.data_ptr()), n,
+                      threads);
+    });
+    const double memcpy_gbs = 2 * bytes / t_memcpy / 1e9;
+    const double t_add = median_seconds(reps, [&] { cpu_backend.binary(Op::Add, a, b, c); });
+    const double t_add_new = median_seconds(reps, [&] { sink = sink + (a + b).numel(); });
+    const double t_sum = median_seconds(reps, [&] { sink = sink + sum(a).item<float>(); });
+    const Tensor square = a.reshape({4096, 4096});
+    const double t_sum0 = median_seconds(reps, [&] { sink = sink + sum(square, 0).numel(); });
+    const struct {
+      const char* name;
+      double gbs;
+    } rows[] = {{"memcpy (libc)", memcpy_gbs},
+                {"add c = a + b (kernel)", 3 * bytes / t_add / 1e9},
+                {"add c = a + b (new out)", 3 * bytes / t_add_new / 1e9},
+                {"sum (all 16M)", bytes / t_sum / 1e9},
+                {"sum over dim 0 of [4096, 4096]", bytes / t_sum0 / 1e9}};
+    for (const auto& row : rows) {
+      std::printf("| %s | %d | %.1f | %.1f | %.2f |\n", row.name, threads, row.gbs, memcpy_gbs,
+                  row.gbs / memcpy_gbs);
+    }
+  }
+  cpu::set_num_threads(saved);
+
+  std::printf("\n## Per-call cost of tiny ops (16 float32), thread CPU time\n\n");
+  std::printf("| op | ns per call |\n|---|---:|\n");
+  const Tensor x = Tensor::full({16}, 0.5);
+  const Tensor y = Tensor::full({16}, 0.25);
+  const Tensor xy = Tensor::zeros({16});
+  std::printf("| add(x, y) | %.0f |\n", tiny_op_ns([&] { (void)add(x, y); }));
+  std::printf("| add(x, 1.0) | %.0f |\n", tiny_op_ns([&] { (void)add(x, 1.0); }));
+  std::printf("| mul(x, y) broadcast [16] x [1, 16] | %.0f |\n", tiny_op_ns([&] {
+                (void)mul(x, y.reshape({1, 16}));
+              }));
+  std::printf("| exp(x) | %.0f |\n", tiny_op_ns([&] { (void)exp(x); }));
+  std::printf("| sum(x) | %.0f |\n", tiny_op_ns([&] { (void)sum(x); }));
+  std::printf("| backend binary(Add) into an existing output | %.0f |\n",
+              tiny_op_ns([&] { cpu_backend.binary(Op::Add, x, y, xy); }));
+  std::printf("| Tensor::empty({16}) | %.0f |\n", tiny_op_ns([&] { (void)Tensor::empty({16}); }));
+  return sink == 12345.0f ? 1 : 0;
+}
