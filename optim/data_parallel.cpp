@@ -42,6 +42,17 @@ void agree(Communicator& comm, const ReplicaDescription& local, std::int64_t ext
   }
 }
 
+/// t /= total, elementwise in F32 (t is the all_reduce result, which this rank owns).
+void divide_in_place(Tensor& t, double total) {
+  if (t.device().is_cpu() && t.is_contiguous() && t.dtype() == DType::F32) {
+    float* p = t.data<float>();
+    const auto w = static_cast<float>(total);
+    for (std::int64_t i = 0, n = t.numel(); i < n; ++i) p[i] = p[i] / w;
+  } else {
+    t = div(t, Scalar(total));
+  }
+}
+
 }  // namespace
 
 DataParallel DataParallel::initialize(Communicator comm, nn::Module& model, int root) {
@@ -141,7 +152,10 @@ GradientsParams DataParallel::reduce_impl(const nn::Module& model, const Gradien
   autodiff::NoGradGuard no_grad;
   std::int64_t numel = 0;
   for (const auto& [id, p] : trainable) numel += p.numel();
-  Tensor flat = Tensor::empty(Shape{numel}, DType::F32, comm_.device());
+  if (!flat_.defined() || flat_.numel() != numel || flat_.device() != comm_.device()) {
+    flat_ = Tensor::empty(Shape{numel}, DType::F32, comm_.device());  // reused across steps
+  }
+  const Tensor& flat = flat_;
   std::int64_t offset = 0;
   for (const auto& [id, p] : trainable) {
     const std::int64_t n = p.numel();
@@ -154,9 +168,9 @@ GradientsParams DataParallel::reduce_impl(const nn::Module& model, const Gradien
     }
     offset += n;
   }
-  const Tensor summed =
+  Tensor mean =
       comm_.all_reduce(flat, ReduceOperation::Sum, CallOptions().with_label(kReduceLabel));
-  const Tensor mean = div(summed, Scalar(total));
+  divide_in_place(mean, total);
   GradientsParams out;
   offset = 0;
   for (const auto& [id, p] : trainable) {

@@ -69,6 +69,7 @@ class DataParallel {
   Communicator comm_;
   int root_;
   double last_total_weight_ = 0.0;
+  Tensor flat_;  // the packed gradients, reused from step to step
 };
 
 }  // namespace ruccl::optim

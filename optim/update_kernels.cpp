@@ -1,5 +1,7 @@
 #include "optim/update_kernels.h"
 
+#include <Eigen/Core>
+#include <algorithm>
 #include <cmath>
 
 namespace ruccl::optim {
@@ -53,16 +55,28 @@ void adam_loop(T* p, const T* g, T* m, T* v, std::int64_t n, std::int64_t step, 
   const T decay = static_cast<T>(1.0 - lr * o.weight_decay);
   const bool coupled_wd = !decoupled && o.weight_decay != 0.0;
   const bool decoupled_wd = decoupled && o.weight_decay != 0.0;
-  for (std::int64_t i = 0; i < n; ++i) {
-    T pi = p[i];
-    if (decoupled_wd) pi = pi * decay;                // AdamW: param.mul_(1 - lr * wd)
-    const T gi = coupled_wd ? g[i] + wd * pi : g[i];  // Adam: grad.add(param, alpha=wd)
-    const T mi = m[i] * b1 + one_minus_b1 * gi;
-    const T vi = v[i] * b2 + one_minus_b2 * gi * gi;  // addcmul: v + (value * g) * g
-    m[i] = mi;
-    v[i] = vi;
-    const T denom = std::sqrt(vi) / bc2_sqrt + eps;
-    p[i] = pi + neg_step_size * mi / denom;  // addcdiv: p + (value * m) / denom
+  // Eigen array expressions over L1-sized chunks: one pass over memory, and vectorised sqrt and
+  // division (a plain loop calling std::sqrt stays scalar under -fmath-errno).
+  using Array = Eigen::Array<T, Eigen::Dynamic, 1>;
+  constexpr std::int64_t kChunk = 1024;
+  Eigen::Array<T, kChunk, 1> grad_buffer;
+  for (std::int64_t start = 0; start < n; start += kChunk) {
+    const Eigen::Index len = static_cast<Eigen::Index>(std::min(kChunk, n - start));
+    Eigen::Map<Array> P(p + start, len), M(m + start, len), V(v + start, len);
+    Eigen::Map<const Array> G(g + start, len);
+    if (decoupled_wd) P *= decay;  // AdamW: param.mul_(1 - lr * wd)
+    const auto moments = [&](const auto& Gi) {
+      M = M * b1 + one_minus_b1 * Gi;
+      V = V * b2 + (one_minus_b2 * Gi) * Gi;  // addcmul: v + (value * g) * g
+    };
+    if (coupled_wd) {
+      auto Gi = grad_buffer.head(len);
+      Gi = G + wd * P;  // Adam: grad.add(param, alpha=wd)
+      moments(Gi);
+    } else {
+      moments(G);
+    }
+    P = P + (neg_step_size * M) / (V.sqrt() / bc2_sqrt + eps);  // addcdiv: p + (value * m) / d
   }
 }
 

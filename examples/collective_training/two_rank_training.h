@@ -190,6 +190,17 @@ inline std::array<RankReport, kWorld> run_two_ranks(Mode mode, const std::filesy
     });
   }
   for (auto& t : threads) t.join();
+  // The root cause first: a rank's own error before the Aborted errors it caused elsewhere.
+  for (const bool skip_aborted : {true, false}) {
+    for (const auto& e : errors) {
+      if (!e) continue;
+      try {
+        std::rethrow_exception(e);
+      } catch (const CollectiveError& c) {
+        if (!(skip_aborted && c.kind() == CollectiveErrorKind::Aborted)) throw;
+      }
+    }
+  }
   for (const auto& e : errors) {
     if (e) std::rethrow_exception(e);
   }
