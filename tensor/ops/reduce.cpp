@@ -84,7 +84,7 @@ Tensor reduce_op(Op op, const char* name, const Tensor& x, const DimSet& dims, b
   for (std::int64_t d = 0; d < x.dim(); ++d) {
     if (!dims.reduced[static_cast<std::size_t>(d)]) shape.push_back(x.shape()[d]);
   }
-  return out.view(shape);
+  return out.as_strided(shape, shape.contiguous_strides(), 0);  // a view of the fresh output
 }
 
 Tensor sum_impl(const Tensor& x, std::span<const std::int64_t> dims, bool keepdim) {

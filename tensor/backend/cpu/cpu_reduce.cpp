@@ -215,6 +215,28 @@ void reduce_typed(const Tensor& x, const Tensor& acc, R r) {
   reduce_into<T, A>(x, acc, r);
 }
 
+template <typename A, typename T, typename R>
+A reduce_flat(const T* p, std::int64_t n, R r) {
+  return r(R::template identity<A>(), reduce_contiguous<A>(p, n, r));
+}
+
+// Writes `value` into the one element of `out`, converted to out's dtype as copy() would.
+template <typename A>
+void write_scalar(const Tensor& out, A value) {
+  visit_dtype(out.dtype(), [&](auto tag) {
+    using O = decltype(tag);
+    O v;
+    if constexpr (kIsReducedFloat<O>) {
+      v = O(static_cast<float>(value));
+    } else if constexpr (std::is_same_v<O, bool>) {
+      v = value != A{};
+    } else {
+      v = static_cast<O>(value);
+    }
+    store_at<O>(static_cast<char*>(out.data_ptr()), v);
+  });
+}
+
 }  // namespace
 
 void CpuBackend::reduce(Op op, const Tensor& x, std::span<const std::int64_t> dims,
@@ -231,6 +253,31 @@ void CpuBackend::reduce(Op op, const Tensor& x, std::span<const std::int64_t> di
   if (op == Op::Argmax || op == Op::Argmin) {
     RUCCL_ASSERT(dims.size() == 1 && out.dtype() == DType::I64);
     arg_reduce(op, x, dims[0], out);
+    return;
+  }
+  if (out.numel() == 1 && x.numel() > 0 && x.numel() < kParallelMinElements &&
+      flat_stride(x) == 1) {
+    // A small contiguous input reduced to one value: the engine's result (one pairwise run
+    // folded into the identity) without building views or a separate accumulator.
+    visit_dtype(x.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      const T* p = static_cast<const T*>(x.data_ptr());
+      switch (op) {
+        case Op::Sum:
+          return write_scalar(out, reduce_flat<SumAcc<T>>(p, x.numel(), SumReduce{}));
+        case Op::Mean:
+          return write_scalar(out, reduce_flat<SumAcc<T>>(p, x.numel(), SumReduce{}) /
+                                       static_cast<double>(x.numel()));
+        case Op::Prod:
+          return write_scalar(out, reduce_flat<SumAcc<T>>(p, x.numel(), ProdReduce{}));
+        case Op::Max:
+          return write_scalar(out, reduce_flat<MaxAcc<T>>(p, x.numel(), MaxReduce{}));
+        case Op::Min:
+          return write_scalar(out, reduce_flat<MaxAcc<T>>(p, x.numel(), MinReduce{}));
+        default:
+          RUCCL_ASSERT(false, "cpu::reduce: unexpected op ", op_name(op));
+      }
+    });
     return;
   }
   const DType acc_dt = acc_dtype(op, x.dtype());
