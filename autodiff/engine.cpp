@@ -52,7 +52,8 @@ Var record_impl(Tensor value, std::shared_ptr<Node> node, const Inputs& inputs, 
   std::size_t i = 0;
   for (const auto& in : inputs) {
     const Var& v = get(in);
-    RUCCL_CHECK(v.defined(), ValueError, n.name(), ": expected defined inputs, got an undefined Var");
+    RUCCL_CHECK(v.defined(), ValueError, n.name(),
+                ": expected defined inputs, got an undefined Var");
     const VarImpl& impl = *v.impl();
     Edge& e = edges[i++];
     e.shape = impl.value.shape();
@@ -111,7 +112,8 @@ Var record_list(Tensor value, std::shared_ptr<Node> node, const std::vector<Var>
 }
 
 void backward(const Var& root, const BackwardOptions& options) {
-  RUCCL_CHECK(root.defined(), AutodiffError, "backward: expected a defined Var, got an undefined one");
+  RUCCL_CHECK(root.defined(), AutodiffError,
+              "backward: expected a defined Var, got an undefined one");
   VarImpl& impl = *root.impl();
   RUCCL_CHECK(impl.requires_grad, AutodiffError,
               "backward: the value does not require grad (no input of the ops that made it "
@@ -127,8 +129,8 @@ void backward(const Var& root, const BackwardOptions& options) {
     RUCCL_CHECK(seed.shape() == impl.value.shape(), ShapeError,
                 "backward: expected a seed of the root's shape ", impl.value.shape(), ", got ",
                 seed.shape());
-    RUCCL_CHECK(is_floating(seed.dtype()), DTypeError,
-                "backward: expected a floating seed, got ", seed.dtype());
+    RUCCL_CHECK(is_floating(seed.dtype()), DTypeError, "backward: expected a floating seed, got ",
+                seed.dtype());
     seed = seed.to(impl.value.dtype());
   }
   if (!impl.grad_fn) {  // a leaf: the gradient of itself

@@ -52,8 +52,8 @@ GradcheckReport gradcheck(const GradcheckFn& fn, const std::vector<Var>& inputs,
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     RUCCL_CHECK(inputs[i].defined(), ValueError, "gradcheck: input ", i, " is undefined");
     RUCCL_CHECK(!inputs[i].requires_grad() || inputs[i].dtype() == DType::F64, DTypeError,
-                "gradcheck: inputs that require grad must be F64 for finite differences; input ",
-                i, " is ", inputs[i].dtype());
+                "gradcheck: inputs that require grad must be F64 for finite differences; input ", i,
+                " is ", inputs[i].dtype());
   }
   GradcheckReport report;
 
@@ -79,8 +79,8 @@ GradcheckReport gradcheck(const GradcheckFn& fn, const std::vector<Var>& inputs,
         if (options.check_no_grad_inputs && g.defined()) {
           report.ok = false;
           report.input = i;
-          report.message = str("gradcheck: input ", i,
-                               " does not require grad but received a gradient");
+          report.message =
+              str("gradcheck: input ", i, " does not require grad but received a gradient");
           return report;
         }
         continue;
@@ -125,8 +125,8 @@ GradcheckReport gradcheck(const GradcheckFn& fn, const std::vector<Var>& inputs,
         const double a = analytic[i][ju * n_in + k];
         const double abs_err = std::fabs(a - numeric);
         const double allowed = options.atol + options.rtol * std::fabs(numeric);
-        const double excess = std::isnan(abs_err) ? std::numeric_limits<double>::infinity()
-                                                  : abs_err / allowed;
+        const double excess =
+            std::isnan(abs_err) ? std::numeric_limits<double>::infinity() : abs_err / allowed;
         if (excess > worst_excess) {
           worst_excess = excess;
           report.input = i;

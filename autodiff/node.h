@@ -20,7 +20,8 @@
 // rule may throw; the exception leaves backward() and the tape stays consistent.
 //
 // When grad mode is off (NoGradGuard) or no input requires grad, make_var returns a constant and
-// records nothing. Ops that are costly to prepare for backward may test should_record({a, b}) first.
+// records nothing. Ops that are costly to prepare for backward may test should_record({a, b})
+// first.
 #include <array>
 #include <cstdint>
 #include <functional>
@@ -137,7 +138,9 @@ class RuleNode final : public Node {
  public:
   template <typename R>
   RuleNode(const char* name, R&& rule) : Node(name), rule_(std::forward<R>(rule)) {}
-  void apply(const Tensor& grad_output, GradInputs& grads) override { (*rule_)(grad_output, grads); }
+  void apply(const Tensor& grad_output, GradInputs& grads) override {
+    (*rule_)(grad_output, grads);
+  }
   void release_saved() override { rule_.reset(); }
 
  private:
@@ -151,9 +154,9 @@ template <std::size_t N, typename Rule>
 Var make_var(Tensor value, const char* name, const VarRef (&inputs)[N], Rule&& rule) {
   std::span<const VarRef> list(inputs, N);
   if (!should_record(list)) return Var(std::move(value));
-  return record(std::move(value),
-                std::make_shared<detail::RuleNode<std::decay_t<Rule>>>(name, std::forward<Rule>(rule)),
-                list);
+  return record(
+      std::move(value),
+      std::make_shared<detail::RuleNode<std::decay_t<Rule>>>(name, std::forward<Rule>(rule)), list);
 }
 
 /// make_var for a run-time number of inputs (cat, stack).
@@ -162,7 +165,8 @@ Var make_var_list(Tensor value, const char* name, const std::vector<Var>& inputs
   if (!should_record_list(inputs)) return Var(std::move(value));
   return record_list(
       std::move(value),
-      std::make_shared<detail::RuleNode<std::decay_t<Rule>>>(name, std::forward<Rule>(rule)), inputs);
+      std::make_shared<detail::RuleNode<std::decay_t<Rule>>>(name, std::forward<Rule>(rule)),
+      inputs);
 }
 
 }  // namespace ruccl::autodiff

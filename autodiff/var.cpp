@@ -74,8 +74,8 @@ void Var::set_grad(const Tensor& grad) {
 void Var::set_requires_grad(bool requires_grad) {
   VarImpl& impl = checked(impl_, "set_requires_grad");
   RUCCL_CHECK(impl.grad_fn == nullptr, AutodiffError,
-              "Var::set_requires_grad: expected a leaf, got the result of '",
-              impl.grad_fn->name(), "' (use detach() to cut it from the tape)");
+              "Var::set_requires_grad: expected a leaf, got the result of '", impl.grad_fn->name(),
+              "' (use detach() to cut it from the tape)");
   RUCCL_CHECK(!requires_grad || is_floating(impl.value.dtype()), DTypeError,
               "Var::set_requires_grad: only floating values can require grad; expected "
               "F16/BF16/F32/F64, got ",

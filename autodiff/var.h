@@ -18,8 +18,8 @@ class Node;
 /// The shared state behind a Var. Internal: use Var's methods.
 struct VarImpl {
   Tensor value;
-  Tensor grad;                     // leaves only: the accumulated gradient (undefined: none yet)
-  std::shared_ptr<Node> grad_fn;   // results of ops only: the node that produced this value
+  Tensor grad;                    // leaves only: the accumulated gradient (undefined: none yet)
+  std::shared_ptr<Node> grad_fn;  // results of ops only: the node that produced this value
   bool requires_grad = false;
 };
 

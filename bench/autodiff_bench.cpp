@@ -78,10 +78,19 @@ MlpResult run_mlp(int threads, int steps) {
     model->zero_grad();
     Var loss = cross_entropy(model->forward(Var(xs[i % 16])), ys[i % 16]);
     loss.backward();
-    for (std::size_t p = 0; p < params.size(); ++p) {  // torch.optim.SGD's update, dampening 0
+    for (std::size_t p = 0; p < params.size(); ++p) {
+      // torch.optim.SGD's update (dampening 0), fused and in place like its foreach kernels:
+      // buf = mu * buf + g (buf = g on the first step); w -= lr * buf.
       const Tensor& g = params[p].grad();
-      momentum[p] = momentum[p].defined() ? ruccl::add(ruccl::mul(momentum[p], mu), g) : g;
-      params[p].set_value(ruccl::sub(params[p].value(), ruccl::mul(momentum[p], lr)));
+      if (!momentum[p].defined()) momentum[p] = Tensor::zeros(g.shape());
+      float* w = params[p].value().data<float>();
+      float* buf = momentum[p].data<float>();
+      const float* gp = g.data<float>();
+      const float m = i == 0 ? 0.0f : static_cast<float>(mu);
+      for (std::int64_t k = 0, n = g.numel(); k < n; ++k) {
+        buf[k] = m * buf[k] + gp[k];
+        w[k] -= static_cast<float>(lr) * buf[k];
+      }
     }
     const double dt = seconds_since(t0);
     const double l = loss.value().item<float>();
@@ -91,6 +100,32 @@ MlpResult run_mlp(int threads, int steps) {
   }
   r.ms = stats(times);
   return r;
+}
+
+// The step's eight matrix products alone, with the layouts linear() uses (forward x @ W^T,
+// backward g @ W and g^T @ x): the floor set by the tensor layer's GEMM.
+Stats run_gemm_floor(int threads, int steps) {
+  cpu::set_num_threads(threads);
+  Generator gen(2);
+  const std::int64_t b = 128;
+  const std::array<std::int64_t, 4> sizes{784, 512, 512, 10};
+  std::vector<Tensor> ws, acts, grads;
+  for (int l = 0; l < 3; ++l) {
+    ws.push_back(Tensor::randn({sizes[l + 1], sizes[l]}, gen));
+    acts.push_back(Tensor::randn({b, sizes[l]}, gen));
+    grads.push_back(Tensor::randn({b, sizes[l + 1]}, gen));
+  }
+  std::vector<double> times;
+  for (int i = 0; i < 20 + steps; ++i) {
+    const Clock::time_point t0 = Clock::now();
+    for (int l = 0; l < 3; ++l) {
+      (void)ruccl::matmul(acts[l], ws[l].transpose(0, 1));     // forward
+      (void)ruccl::matmul(grads[l].transpose(0, 1), acts[l]);  // d weight
+      if (l > 0) (void)ruccl::matmul(grads[l], ws[l]);         // d input
+    }
+    if (i >= 20) times.push_back(seconds_since(t0) * 1e3);
+  }
+  return stats(times);
 }
 
 struct TinyResult {
@@ -192,28 +227,44 @@ std::string num(const std::optional<double>& v) {
 int main(int argc, char** argv) {
   std::string peer_script;
   int steps = 200;
+  bool profile_mlp = false;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--peer") && i + 1 < argc) {
       peer_script = argv[++i];
+    } else if (!std::strcmp(argv[i], "--profile-mlp")) {
+      profile_mlp = true;  // one config only, for valgrind --tool=callgrind
     } else if (!std::strcmp(argv[i], "--steps") && i + 1 < argc) {
       steps = std::max(10, std::atoi(argv[++i]));
     } else {
-      std::fprintf(stderr, "usage: %s [--peer mlp_train_torch.py] [--steps N]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--peer mlp_train_torch.py] [--steps N] [--profile-mlp]\n",
+                   argv[0]);
       return 2;
     }
   }
   std::printf("# autodiff_bench: MLP 784-512-512-10 batch 128 CE + SGD(m=0.9), float32; %d steps\n",
               steps);
+  if (profile_mlp) {
+    const MlpResult m = run_mlp(1, steps);
+    std::printf("mlp threads=1 med_ms=%.3f\n", m.ms.median);
+    return 0;
+  }
   const MlpResult m1 = run_mlp(1, steps);
   std::printf("ours mlp threads=1 med_ms=%.3f p10=%.3f p90=%.3f loss0=%.4f loss_last=%.4f\n",
               m1.ms.median, m1.ms.p10, m1.ms.p90, m1.loss0, m1.loss_last);
   const MlpResult m2 = run_mlp(2, steps);
   std::printf("ours mlp threads=2 med_ms=%.3f p10=%.3f p90=%.3f loss0=%.4f loss_last=%.4f\n",
               m2.ms.median, m2.ms.p10, m2.ms.p90, m2.loss0, m2.loss_last);
+  const Stats g1 = run_gemm_floor(1, steps);
+  const Stats g2 = run_gemm_floor(2, steps);
+  std::printf(
+      "ours gemm-only (8 matmuls of the step) threads=1 med_ms=%.3f p10=%.3f; threads=2 "
+      "med_ms=%.3f p10=%.3f\n",
+      g1.median, g1.p10, g2.median, g2.p10);
   const TinyResult t = run_tiny();
-  std::printf("ours tiny fwd_graph_us/op=%.3f bwd_us/op=%.3f fwd+bwd_us/op=%.3f "
-              "nograd_fwd_us/op=%.3f\n",
-              t.fwd, t.bwd, t.fwd + t.bwd, t.nograd);
+  std::printf(
+      "ours tiny fwd_graph_us/op=%.3f bwd_us/op=%.3f fwd+bwd_us/op=%.3f "
+      "nograd_fwd_us/op=%.3f\n",
+      t.fwd, t.bwd, t.fwd + t.bwd, t.nograd);
 
   Peer peer;
   if (!peer_script.empty()) {
@@ -221,13 +272,14 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
     peer = run_peer(peer_script);
   }
-  std::printf("\n| figure | ruCCL | PyTorch | ratio |\n|---|---:|---:|---:|\n");
-  std::printf("| MLP step, 1 thread (ms) | %.2f | %s | %s |\n", m1.ms.median, num(peer.mlp1).c_str(),
-              ratio(m1.ms.median, peer.mlp1).c_str());
+  std::printf("\n| figure (median) | ruCCL | PyTorch | ratio |\n|---|---:|---:|---:|\n");
+  std::printf("| MLP step, 1 thread (ms) | %.2f | %s | %s |\n", m1.ms.median,
+              num(peer.mlp1).c_str(), ratio(m1.ms.median, peer.mlp1).c_str());
   std::printf("| MLP step, 2 threads (ms) | %.2f | %s%s | %s |\n", m2.ms.median,
               num(peer.mlp2).c_str(),
               peer.mlp2_config.empty() ? "" : (" (" + peer.mlp2_config + ")").c_str(),
               ratio(m2.ms.median, peer.mlp2).c_str());
+  std::printf("| (matmuls alone, 1 / 2 threads, ms) | %.2f / %.2f | | |\n", g1.median, g2.median);
   std::printf("| tiny op fwd+bwd (us/op) | %.3f | %s | %s |\n", t.fwd + t.bwd,
               num(peer.tiny).c_str(), ratio(t.fwd + t.bwd, peer.tiny).c_str());
   return 0;

@@ -8,8 +8,8 @@
 namespace ruccl::nn {
 
 Embedding::Embedding(std::int64_t num_embeddings, std::int64_t dim, Generator& gen, DType dtype) {
-  RUCCL_CHECK(num_embeddings > 0 && dim > 0, ValueError,
-              "Embedding: expected positive sizes, got ", num_embeddings, " x ", dim);
+  RUCCL_CHECK(num_embeddings > 0 && dim > 0, ValueError, "Embedding: expected positive sizes, got ",
+              num_embeddings, " x ", dim);
   Param w(Tensor::zeros({num_embeddings, dim}, dtype));
   init::normal_(w, 0.0, 1.0, gen);
   weight_ = register_parameter("weight", w);
@@ -22,7 +22,8 @@ Var Embedding::forward(const Tensor& indices) {
               "Embedding: expected integer (I64/I32) indices, got ", indices.dtype());
   Shape out_shape = indices.shape();
   out_shape.push_back(weight().shape()[1]);
-  Var rows = autodiff::index_select(weight().var(), 0, autodiff::reshape_grad(indices, Shape{indices.numel()}));
+  Var rows = autodiff::index_select(weight().var(), 0,
+                                    autodiff::reshape_grad(indices, Shape{indices.numel()}));
   return autodiff::reshape(rows, out_shape);
 }
 

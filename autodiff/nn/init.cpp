@@ -9,10 +9,14 @@ namespace ruccl::nn::init {
 double calculate_gain(Nonlinearity nonlinearity, double negative_slope) {
   switch (nonlinearity) {
     case Nonlinearity::Linear:
-    case Nonlinearity::Sigmoid: return 1.0;
-    case Nonlinearity::Tanh: return 5.0 / 3.0;
-    case Nonlinearity::Relu: return std::sqrt(2.0);
-    case Nonlinearity::LeakyRelu: return std::sqrt(2.0 / (1.0 + negative_slope * negative_slope));
+    case Nonlinearity::Sigmoid:
+      return 1.0;
+    case Nonlinearity::Tanh:
+      return 5.0 / 3.0;
+    case Nonlinearity::Relu:
+      return std::sqrt(2.0);
+    case Nonlinearity::LeakyRelu:
+      return std::sqrt(2.0 / (1.0 + negative_slope * negative_slope));
   }
   return 1.0;
 }

@@ -112,8 +112,7 @@ class Module {
   using ParamMap = std::unordered_map<const void*, Param>;
   [[noreturn]] static void throw_not_a();
   void deep_copy_into(ParamMap& copies);
-  void visit(const std::string& prefix,
-             std::vector<std::pair<std::string, Param>>& out) const;
+  void visit(const std::string& prefix, std::vector<std::pair<std::string, Param>>& out) const;
   Param* find_param(std::string_view path);
 
   std::vector<std::pair<std::string, Param>> params_;

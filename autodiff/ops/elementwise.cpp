@@ -24,7 +24,8 @@ Tensor zero_like_dtype(const Tensor& t) { return Tensor::scalar(0, t.dtype(), t.
 
 }  // namespace
 
-// ---- binary --------------------------------------------------------------------------------------
+// ---- binary
+// --------------------------------------------------------------------------------------
 
 Var add(const Var& a, const Var& b) {
   return make_var(ruccl::add(a.value(), b.value()), "add", {a, b},
@@ -57,13 +58,13 @@ Var div(const Var& a, const Var& b) {
   Tensor out = ruccl::div(a.value(), b.value());
   if (!should_record({a, b})) return Var(std::move(out));
   // d/da = g / b; d/db = -g * a / b^2 = -g * out / b.
-  return make_var(out, "div", {a, b},
-                  [sb = b.value(), so = keep_if(b.requires_grad(), out)](const Tensor& g,
-                                                                          GradInputs& grads) {
-                    Tensor ga = ruccl::div(g, sb);
-                    if (grads.needed(1)) grads[1] = fit(ruccl::neg(ruccl::mul(ga, so)), grads, 1);
-                    if (grads.needed(0)) grads[0] = fit(ga, grads, 0);
-                  });
+  return make_var(
+      out, "div", {a, b},
+      [sb = b.value(), so = keep_if(b.requires_grad(), out)](const Tensor& g, GradInputs& grads) {
+        Tensor ga = ruccl::div(g, sb);
+        if (grads.needed(1)) grads[1] = fit(ruccl::neg(ruccl::mul(ga, so)), grads, 1);
+        if (grads.needed(0)) grads[0] = fit(ga, grads, 0);
+      });
 }
 
 Var pow(const Var& a, const Var& b) {
@@ -89,8 +90,8 @@ Var pow(const Var& a, Scalar exponent) {
   // d/da = g * e * a^(e - 1).
   return make_var(std::move(out), "pow", {a},
                   [sa = a.value(), e = exponent.to_double()](const Tensor& g, GradInputs& grads) {
-                    Tensor d = e == 0.0 ? ruccl::mul(sa, 0.0)
-                                        : ruccl::mul(ruccl::pow(sa, e - 1.0), e);
+                    Tensor d =
+                        e == 0.0 ? ruccl::mul(sa, 0.0) : ruccl::mul(ruccl::pow(sa, e - 1.0), e);
                     grads[0] = ruccl::mul(g, d);
                   });
 }
@@ -121,7 +122,8 @@ Var extremum(const Var& a, const Var& b, bool is_max) {
 Var maximum(const Var& a, const Var& b) { return extremum(a, b, true); }
 Var minimum(const Var& a, const Var& b) { return extremum(a, b, false); }
 
-// ---- with a scalar -------------------------------------------------------------------------------
+// ---- with a scalar
+// -------------------------------------------------------------------------------
 
 Var add(const Var& a, Scalar b) {
   return make_var(ruccl::add(a.value(), b), "add", {a},
@@ -152,13 +154,13 @@ Var rdiv(const Var& x, Scalar a) {
   Tensor out = ruccl::operator/(a, x.value());
   if (!should_record({x})) return Var(std::move(out));
   // d/dx (a / x) = -a / x^2 = -out / x.
-  return make_var(out, "rdiv", {x},
-                  [sx = x.value(), so = out](const Tensor& g, GradInputs& grads) {
-                    grads[0] = ruccl::neg(ruccl::mul(g, ruccl::div(so, sx)));
-                  });
+  return make_var(out, "rdiv", {x}, [sx = x.value(), so = out](const Tensor& g, GradInputs& grads) {
+    grads[0] = ruccl::neg(ruccl::mul(g, ruccl::div(so, sx)));
+  });
 }
 
-// ---- unary ---------------------------------------------------------------------------------------
+// ---- unary
+// ---------------------------------------------------------------------------------------
 
 Var neg(const Var& x) {
   return make_var(ruccl::neg(x.value()), "neg", {x},
@@ -167,16 +169,14 @@ Var neg(const Var& x) {
 
 Var exp(const Var& x) {
   Tensor out = ruccl::exp(x.value());
-  return make_var(out, "exp", {x}, [so = out](const Tensor& g, GradInputs& grads) {
-    grads[0] = ruccl::mul(g, so);
-  });
+  return make_var(out, "exp", {x},
+                  [so = out](const Tensor& g, GradInputs& grads) { grads[0] = ruccl::mul(g, so); });
 }
 
 Var log(const Var& x) {
-  return make_var(ruccl::log(x.value()), "log", {x},
-                  [sx = x.value()](const Tensor& g, GradInputs& grads) {
-                    grads[0] = ruccl::div(g, sx);
-                  });
+  return make_var(
+      ruccl::log(x.value()), "log", {x},
+      [sx = x.value()](const Tensor& g, GradInputs& grads) { grads[0] = ruccl::div(g, sx); });
 }
 
 Var sqrt(const Var& x) {
@@ -248,7 +248,8 @@ Var to(const Var& x, DType dtype) {
   });
 }
 
-// ---- operators -----------------------------------------------------------------------------------
+// ---- operators
+// -----------------------------------------------------------------------------------
 
 Var operator+(const Var& a, const Var& b) { return add(a, b); }
 Var operator-(const Var& a, const Var& b) { return sub(a, b); }

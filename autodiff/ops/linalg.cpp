@@ -27,12 +27,12 @@ Var matmul(const Var& a, const Var& b) {
   const bool b_vec = b.dim() == 1;
   return make_var(
       std::move(out), "matmul", {a, b},
-      [sa = b.requires_grad() ? a2 : Tensor(), sb = a.requires_grad() ? b2 : Tensor(), a_vec,
-       b_vec, a_shape2 = a2.shape(), b_shape2 = b2.shape()](const Tensor& g, GradInputs& grads) {
+      [sa = b.requires_grad() ? a2 : Tensor(), sb = a.requires_grad() ? b2 : Tensor(), a_vec, b_vec,
+       a_shape2 = a2.shape(), b_shape2 = b2.shape()](const Tensor& g, GradInputs& grads) {
         // g has the output's shape; restore the promoted dims: [..., n, m].
         Tensor g2 = g;
         if (a_vec) g2 = g2.unsqueeze(b_vec ? g2.dim() : g2.dim() - 1);  // the row dim n = 1
-        if (b_vec) g2 = g2.unsqueeze(g2.dim());                          // the column dim m = 1
+        if (b_vec) g2 = g2.unsqueeze(g2.dim());                         // the column dim m = 1
         if (grads.needed(0)) {
           Tensor ga = sum_to(ruccl::matmul(g2, mT(sb)), a_shape2);
           grads[0] = reshape_grad(ga, grads.input_shape(0));

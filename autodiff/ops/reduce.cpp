@@ -82,17 +82,25 @@ Var extremum_all(const Var& x, bool is_max) {
 Var sum(const Var& x, const std::vector<std::int64_t>& dims, bool keepdim) {
   return reduce_sum(x, dims, keepdim, false);
 }
-Var sum(const Var& x, std::int64_t dim, bool keepdim) { return reduce_sum(x, {dim}, keepdim, false); }
+Var sum(const Var& x, std::int64_t dim, bool keepdim) {
+  return reduce_sum(x, {dim}, keepdim, false);
+}
 Var sum(const Var& x) { return reduce_sum(x, {}, false, false); }
 Var mean(const Var& x, const std::vector<std::int64_t>& dims, bool keepdim) {
   return reduce_sum(x, dims, keepdim, true);
 }
-Var mean(const Var& x, std::int64_t dim, bool keepdim) { return reduce_sum(x, {dim}, keepdim, true); }
+Var mean(const Var& x, std::int64_t dim, bool keepdim) {
+  return reduce_sum(x, {dim}, keepdim, true);
+}
 Var mean(const Var& x) { return reduce_sum(x, {}, false, true); }
 
-Var max(const Var& x, std::int64_t dim, bool keepdim) { return extremum_dim(x, dim, keepdim, true); }
+Var max(const Var& x, std::int64_t dim, bool keepdim) {
+  return extremum_dim(x, dim, keepdim, true);
+}
 Var max(const Var& x) { return extremum_all(x, true); }
-Var min(const Var& x, std::int64_t dim, bool keepdim) { return extremum_dim(x, dim, keepdim, false); }
+Var min(const Var& x, std::int64_t dim, bool keepdim) {
+  return extremum_dim(x, dim, keepdim, false);
+}
 Var min(const Var& x) { return extremum_all(x, false); }
 
 Var var(const Var& x, const std::vector<std::int64_t>& dims, std::int64_t correction,

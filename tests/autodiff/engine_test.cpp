@@ -223,8 +223,9 @@ TEST_CASE("gradcheck flags a gradient for an input that does not require grad", 
 TEST_CASE("a rule returning a gradient of the wrong shape is an AutodiffError naming the op",
           "[autodiff]") {
   Var x(f64({1, 2}), true);
-  Var y = make_var(x.value(), "bad_rule", {x},
-                   [](const Tensor&, GradInputs& grads) { grads[0] = f64({1, 2, 3}); });
+  Var y = make_var(x.value(), "bad_rule", {x}, [](const Tensor&, GradInputs& grads) {
+    grads[0] = f64({1, 2, 3});
+  });
   try {
     sum(y).backward();
     FAIL("expected an AutodiffError");
@@ -237,9 +238,8 @@ TEST_CASE("an exception inside a backward rule leaves backward() and the tape st
           "[autodiff]") {
   Var x(f64({1, 2}), true);
   Var shared = mul(x, 2.0);
-  Var y = make_var(shared.value(), "throws", {shared}, [](const Tensor&, GradInputs&) {
-    throw ValueError("boom");
-  });
+  Var y = make_var(shared.value(), "throws", {shared},
+                   [](const Tensor&, GradInputs&) { throw ValueError("boom"); });
   CHECK_THROWS_AS(sum(add(y, shared)).backward(), ValueError);
   CHECK_FALSE(x.grad().defined());
   sum(mul(shared, shared)).backward();  // the shared node ran nowhere: its graph is intact

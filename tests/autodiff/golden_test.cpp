@@ -97,8 +97,7 @@ Tensor f64(std::vector<double> v) { return Tensor::from_vector<double>(v); }
 
 }  // namespace
 
-TEST_CASE("a two-layer MLP with cross-entropy matches PyTorch's loss and gradients",
-          "[autodiff]") {
+TEST_CASE("a two-layer MLP with cross-entropy matches PyTorch's loss and gradients", "[autodiff]") {
   SECTION("mean reduction") { check_mlp("mlp_mean", Reduction::Mean); }
   SECTION("sum reduction") { check_mlp("mlp_sum", Reduction::Sum); }
 }
@@ -140,8 +139,7 @@ TEST_CASE("composite functions match PyTorch's values and gradients", "[autodiff
   });
   check_composite("shape", 2, [](const std::vector<Var>& v) {
     const Var &x = v[0], &y = v[1];
-    Var a = sum(mul(narrow(permute(cat({x, y}, 1), {1, 0}), 0, 1, 3),
-                    Var(f64({1, 2, 3, 4}))));
+    Var a = sum(mul(narrow(permute(cat({x, y}, 1), {1, 0}), 0, 1, 3), Var(f64({1, 2, 3, 4}))));
     Tensor gidx = Tensor::from_vector<std::int64_t>({1, 0, 0, 0, 1, 1, 0, 1}, {4, 2});
     Var b = sum(pow(gather(x, 1, gidx), 2));
     Var c = sum(pow(index_select(y, 0, Tensor::from_vector<std::int64_t>({2, 0, 2})), 3));

@@ -88,7 +88,8 @@ TEST_CASE("a tied parameter is listed once and receives the sum of both uses' gr
   tied->set_param("1.weight", tied->param("0.weight"));
   untied->param("1.weight").set_value(untied->param("0.weight").value().clone());
 
-  CHECK(paths(tied->named_parameters()) == std::vector<std::string>{"0.weight", "0.bias", "1.bias"});
+  CHECK(paths(tied->named_parameters()) ==
+        std::vector<std::string>{"0.weight", "0.bias", "1.bias"});
   CHECK(paths(tied->named_parameters(true)) ==
         std::vector<std::string>{"0.weight", "0.bias", "1.weight", "1.bias"});
   auto aliases = tied->aliases();
@@ -167,14 +168,16 @@ TEST_CASE("modules pass gradcheck with respect to inputs and parameters", "[auto
   std::vector<Var> inputs{x};
   for (const Param& p : params) inputs.push_back(p.var());
   // Each evaluation runs a replica whose parameters are gradcheck's leaves.
-  check([&](const std::vector<Var>& v) {
-    auto m = mlp->clone_as<nn::Sequential>();
-    auto named = m->named_parameters();
-    for (std::size_t i = 0; i < named.size(); ++i) {
-      m->set_param(named[i].first, Param(named[i].second.id(), v[i + 1]));
-    }
-    return m->forward(v[0]);
-  }, inputs);
+  check(
+      [&](const std::vector<Var>& v) {
+        auto m = mlp->clone_as<nn::Sequential>();
+        auto named = m->named_parameters();
+        for (std::size_t i = 0; i < named.size(); ++i) {
+          m->set_param(named[i].first, Param(named[i].second.id(), v[i + 1]));
+        }
+        return m->forward(v[0]);
+      },
+      inputs);
   nn::LayerNorm ln(std::vector<std::int64_t>{2, 3}, 1e-5, true, DType::F64);
   check([&](const std::vector<Var>& v) { return ln.forward(v[0]); },
         {Var(Tensor::randn({2, 2, 3}, gen, DType::F64), true)});
@@ -183,12 +186,10 @@ TEST_CASE("modules pass gradcheck with respect to inputs and parameters", "[auto
   nn::ReLU relu_m;
   check([&](const std::vector<Var>& v) { return gelu_m(sig(v[0])); },
         {Var(Tensor::randn({5}, gen, DType::F64), true)});
-  check([&](const std::vector<Var>& v) { return relu_m(v[0]); },
-        {Var(f64({-1, 0.5, 2}), true)});
+  check([&](const std::vector<Var>& v) { return relu_m(v[0]); }, {Var(f64({-1, 0.5, 2}), true)});
 }
 
-TEST_CASE("LayerNorm normalises the trailing dims and its parameters get gradients",
-          "[autodiff]") {
+TEST_CASE("LayerNorm normalises the trailing dims and its parameters get gradients", "[autodiff]") {
   nn::LayerNorm ln(4, 0.0, true, DType::F64);
   Var x(f64({1, 2, 3, 4, -2, 0, 2, 4}, {2, 4}), true);
   Var y = ln.forward(x);
@@ -220,8 +221,10 @@ TEST_CASE("Dropout zeroes with probability p, scales by 1/(1-p), and is off in e
   const std::vector<double> v = y.value().to_vector<double>();
   std::size_t zeros = 0;
   for (double e : v) {
-    if (e == 0.0) ++zeros;
-    else CHECK(e == Approx(1.0 / 0.75));
+    if (e == 0.0)
+      ++zeros;
+    else
+      CHECK(e == Approx(1.0 / 0.75));
   }
   CHECK(zeros > 850);  // 1000 expected; 850..1150 is more than 5 standard deviations wide
   CHECK(zeros < 1150);

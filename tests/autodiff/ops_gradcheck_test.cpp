@@ -20,8 +20,8 @@ Tensor f64(std::vector<double> v, const Shape& s) { return Tensor::from_vector<d
 // Random F64 values in +-[0.2, 1.2]: away from the kinks at 0 (relu, abs) and from ties.
 Tensor away_from_zero(const Shape& shape, Generator& gen) {
   Tensor u = Tensor::rand(shape, gen, DType::F64);
-  Tensor sign = ruccl::sub(ruccl::mul(ruccl::gt(Tensor::rand(shape, gen, DType::F64), 0.5)
-                                          .to(DType::F64), 2.0), 1.0);
+  Tensor sign = ruccl::sub(
+      ruccl::mul(ruccl::gt(Tensor::rand(shape, gen, DType::F64), 0.5).to(DType::F64), 2.0), 1.0);
   return ruccl::mul(ruccl::add(u, 0.2), sign);
 }
 // Random F64 values in [0.5, 1.5].
@@ -133,8 +133,8 @@ TEST_CASE("matmul and linear pass gradcheck for 1-d, 2-d and batched operands", 
   check(mm, {r({3}), r({3, 2})});
   check(mm, {r({2, 3}), r({3})});
   check(mm, {r({2, 3}), r({3, 4})});
-  check(mm, {r({2, 2, 3}), r({3, 2})});      // batch broadcast on the right
-  check(mm, {r({3}), r({2, 3, 2})});         // 1-d against a batch
+  check(mm, {r({2, 2, 3}), r({3, 2})});        // batch broadcast on the right
+  check(mm, {r({3}), r({2, 3, 2})});           // 1-d against a batch
   check(mm, {r({2, 1, 2, 3}), r({3, 3, 2})});  // both batch dims broadcast
   auto lin = [](const std::vector<Var>& v) { return linear(v[0], v[1], v[2]); };
   check(lin, {r({4, 3}), r({2, 3}), r({2})});
@@ -158,20 +158,29 @@ TEST_CASE("shape ops pass gradcheck", "[autodiff]") {
   check([](const std::vector<Var>& v) { return flatten(v[0], 1); }, {x});
   check([](const std::vector<Var>& v) { return contiguous(transpose(v[0], 0, 1)); }, {x});
   check([](const std::vector<Var>& v) { return cat({v[0], v[1], v[0]}, 1); }, {x, y});
-  check([](const std::vector<Var>& v) { return stack({v[0], v[0], v[1]}, -1); },
-        {leaf(away_from_zero({3}, gen)), leaf(away_from_zero({3}, gen))});
-  check([](const std::vector<Var>& v) {
-    std::vector<Var> p = split(v[0], 3, 2);  // pieces 3 and 1
-    return add(sum(mul(p[0], p[0])), sum(mul(p[1], 3.0)));
-  }, {x});
-  check([](const std::vector<Var>& v) {
-    std::vector<Var> p = split(v[0], std::vector<std::int64_t>{1, 2}, 1);
-    return sub(sum(p[1], 1), mul(squeeze(p[0], 1), 2.0));
-  }, {x});
-  check([](const std::vector<Var>& v) {
-    std::vector<Var> p = chunk(v[0], 2, -1);
-    return mul(p[0], p[1]);
-  }, {x});
+  check(
+      [](const std::vector<Var>& v) {
+        return stack({v[0], v[0], v[1]}, -1);
+      },
+      {leaf(away_from_zero({3}, gen)), leaf(away_from_zero({3}, gen))});
+  check(
+      [](const std::vector<Var>& v) {
+        std::vector<Var> p = split(v[0], 3, 2);  // pieces 3 and 1
+        return add(sum(mul(p[0], p[0])), sum(mul(p[1], 3.0)));
+      },
+      {x});
+  check(
+      [](const std::vector<Var>& v) {
+        std::vector<Var> p = split(v[0], std::vector<std::int64_t>{1, 2}, 1);
+        return sub(sum(p[1], 1), mul(squeeze(p[0], 1), 2.0));
+      },
+      {x});
+  check(
+      [](const std::vector<Var>& v) {
+        std::vector<Var> p = chunk(v[0], 2, -1);
+        return mul(p[0], p[1]);
+      },
+      {x});
 }
 
 TEST_CASE("indexing ops pass gradcheck, repeated indices accumulating", "[autodiff]") {
@@ -180,9 +189,11 @@ TEST_CASE("indexing ops pass gradcheck, repeated indices accumulating", "[autodi
   Tensor rows = Tensor::from_vector<std::int64_t>({3, 0, 3, 3});
   Tensor cols = Tensor::from_vector<std::int64_t>({2, 2, 0, 1, 1, 1}, {2, 3});
   check([&](const std::vector<Var>& v) { return index_select(v[0], 0, rows); }, {x});
-  check([&](const std::vector<Var>& v) {
-    return index_select(v[0], 1, Tensor::from_vector<std::int64_t>({1, 1}));
-  }, {x});
+  check(
+      [&](const std::vector<Var>& v) {
+        return index_select(v[0], 1, Tensor::from_vector<std::int64_t>({1, 1}));
+      },
+      {x});
   check([&](const std::vector<Var>& v) { return gather(v[0], 1, cols); }, {x});
   Tensor cond = Tensor::from_vector<bool>({true, false, false, true, true, false}, {2, 3});
   check([&](const std::vector<Var>& v) { return where(cond, v[0], v[1]); },
@@ -194,12 +205,11 @@ TEST_CASE("losses pass gradcheck with mean and sum reductions", "[autodiff]") {
   Var logits = leaf(away_from_zero({5, 4}, gen));
   Tensor targets = Tensor::from_vector<std::int64_t>({0, 3, 3, 1, 2});
   check([&](const std::vector<Var>& v) { return cross_entropy(v[0], targets); }, {logits});
-  check([&](const std::vector<Var>& v) {
-    return cross_entropy(v[0], targets, Reduction::Sum);
-  }, {logits});
-  check([&](const std::vector<Var>& v) {
-    return cross_entropy(v[0], Tensor::scalar(2, DType::I64));
-  }, {leaf(away_from_zero({4}, gen))});
+  check([&](const std::vector<Var>& v) { return cross_entropy(v[0], targets, Reduction::Sum); },
+        {logits});
+  check(
+      [&](const std::vector<Var>& v) { return cross_entropy(v[0], Tensor::scalar(2, DType::I64)); },
+      {leaf(away_from_zero({4}, gen))});
   Var pred = leaf(away_from_zero({3, 2}, gen));
   Var target = leaf(away_from_zero({3, 2}, gen));
   check([](const std::vector<Var>& v) { return mse_loss(v[0], v[1]); }, {pred, target});
