@@ -63,6 +63,20 @@ struct P2PHeader {
   std::int64_t dims[Shape::kMaxDims];
 };
 
+// Publishes a point-to-point call for the transport's deadlock check while it lives.
+class PointToPointScope {
+ public:
+  PointToPointScope(Transport& transport, int peer, bool sending) : transport_(transport) {
+    transport_.begin_point_to_point(peer, sending);
+  }
+  ~PointToPointScope() { transport_.end_point_to_point(); }
+  PointToPointScope(const PointToPointScope&) = delete;
+  PointToPointScope& operator=(const PointToPointScope&) = delete;
+
+ private:
+  Transport& transport_;
+};
+
 void check_peer(CommunicatorCore& c, int peer, const char* label) {
   if (peer >= 0 && peer < c.world_size() && peer != c.rank()) return;
   CollectiveError error(CollectiveErrorKind::InvalidArgument,
@@ -258,6 +272,7 @@ void Communicator::send(const Tensor& t, int dst, const CallOptions& call) {
   const Deadline deadline = c.p2p_deadline(call, label);
   const std::uint64_t tag = c.next_p2p_tag(dst, true);
   try {
+    const PointToPointScope scope(c.transport(), dst, true);
     const Tensor in = host_contiguous(t);
     P2PHeader header{};
     header.dtype = static_cast<std::uint8_t>(in.dtype());
@@ -280,6 +295,7 @@ Tensor Communicator::recv(int src, const CallOptions& call) {
   const Deadline deadline = c.p2p_deadline(call, label);
   const std::uint64_t tag = c.next_p2p_tag(src, false);
   try {
+    const PointToPointScope scope(c.transport(), src, false);
     P2PHeader header{};
     c.transport().recv_with(
         src, tag, sizeof(header),

@@ -20,6 +20,22 @@ std::string call_name(const Deadline& deadline) {
                             : std::string(deadline.label());
 }
 
+// Point-to-point state word: bit 63 = sending, bits 40..62 = peer, bits 0..39 = message number.
+std::uint64_t encode_p2p(bool sending, int peer, std::uint64_t number) {
+  return (static_cast<std::uint64_t>(sending) << 63) |
+         (static_cast<std::uint64_t>(peer) << 40) | (number & ((std::uint64_t{1} << 40) - 1));
+}
+struct P2PState {
+  bool active;
+  bool sending;
+  int peer;
+  std::uint64_t number;
+};
+P2PState decode_p2p(std::uint64_t word) {
+  return {word != 0, (word >> 63) != 0, static_cast<int>((word >> 40) & ((1u << 23) - 1)),
+          word & ((std::uint64_t{1} << 40) - 1)};
+}
+
 }  // namespace
 
 // ---- hub ----------------------------------------------------------------------------------------
@@ -70,6 +86,40 @@ InProcessTransport::~InProcessTransport() {
 
 void InProcessTransport::throw_failure() { throw hub_->failure(); }
 
+void InProcessTransport::begin_point_to_point(int peer, bool sending) noexcept {
+  p2p_sending_ = sending;
+  p2p_peer_ = peer;
+  const std::uint64_t number =
+      (sending ? sent_ : received_)[static_cast<std::size_t>(peer)] + 1;
+  hub_->rank_state(rank_).p2p.store(encode_p2p(sending, peer, number), std::memory_order_release);
+  hub_->bell().ring();
+}
+
+void InProcessTransport::end_point_to_point() noexcept {
+  p2p_peer_ = -1;
+  hub_->rank_state(rank_).p2p.store(0, std::memory_order_release);
+}
+
+std::string InProcessTransport::p2p_deadlock(int peer, bool in_collective) const {
+  const P2PState theirs =
+      decode_p2p(hub_->rank_state(peer).p2p.load(std::memory_order_acquire));
+  if (!theirs.active || theirs.peer != rank_) return "";
+  // Is the peer's call still waiting for this rank? A send waits until this rank consumed its
+  // first message; a recv waits until this rank posted the message it expects.
+  const bool waits = theirs.sending
+                         ? received_[static_cast<std::size_t>(peer)] < theirs.number
+                         : sent_[static_cast<std::size_t>(peer)] < theirs.number;
+  if (!waits) return "";
+  const char* their_call = theirs.sending ? "send" : "recv";
+  if (in_collective) {
+    return str("rank ", peer, " is in ", their_call, (theirs.sending ? " to" : " from"), " rank ",
+               rank_, " while rank ", rank_, " is in a collective");
+  }
+  if (theirs.sending != p2p_sending_) return "";  // a matching send/recv pair: it will complete
+  return str("ranks ", rank_, " and ", peer, " are both in ", their_call,
+             (theirs.sending ? " to" : " from"), " each other");
+}
+
 template <typename Ready, typename Missing>
 void InProcessTransport::wait_for(Ready&& ready, Missing&& missing, const Deadline& deadline,
                                   const char* what) {
@@ -80,10 +130,35 @@ void InProcessTransport::wait_for(Ready&& ready, Missing&& missing, const Deadli
     }
     return false;
   };
+  // A point-to-point call that can never match this wait (checked against the ranks waited for).
+  const bool in_collective = p2p_peer_ < 0;
+  auto deadlock = [&]() -> std::string {
+    if (in_collective) {
+      for (int r : missing()) {
+        std::string why = p2p_deadlock(r, true);
+        if (!why.empty()) return why;
+      }
+      return "";
+    }
+    return p2p_deadlock(p2p_peer_, false);
+  };
+  auto any_p2p = [&] {
+    for (int r = 0; r < hub_->world_size(); ++r) {
+      if (hub_->rank_state(r).p2p.load(std::memory_order_relaxed) != 0) return true;
+    }
+    return false;
+  };
   const bool done = hub_->bell().wait(
-      [&] { return ready() || hub_->failed() || missing_gone(); }, deadline, hub_->policy());
+      [&] { return ready() || hub_->failed() || missing_gone() || (any_p2p() && !deadlock().empty()); },
+      deadline, hub_->policy());
   if (ready()) return;
   if (hub_->failed()) throw_failure();
+  if (const std::string why = deadlock(); !why.empty()) {
+    hub_->fail(CollectiveError(CollectiveErrorKind::CollectiveKindMismatch,
+                               str(call_name(deadline), ": ", why, ": the calls can never match"),
+                               {}));
+    throw_failure();
+  }
   std::vector<int> absent = missing();
   std::vector<int> gone;
   for (int r : absent) {

@@ -38,6 +38,8 @@ class InProcessHub {
   struct alignas(64) RankState {
     RecordSlot records[2];
     std::atomic<bool> gone{false};
+    /// The point-to-point call this rank is in (0: none); see encode_p2p.
+    std::atomic<std::uint64_t> p2p{0};
   };
 
   RankState& rank_state(int r) { return ranks_[static_cast<std::size_t>(r)]; }
@@ -91,6 +93,8 @@ class InProcessTransport final : public Transport {
   void fail(const CollectiveError& error) noexcept override { hub_->fail(error); }
   bool failed() const noexcept override { return hub_->failed(); }
   CollectiveError failure() const override { return hub_->failure(); }
+  void begin_point_to_point(int peer, bool sending) noexcept override;
+  void end_point_to_point() noexcept override;
 
  private:
   /// Waits for ready(); throws the group's failure, PeerLost (a rank in `peers` left) or Timeout
@@ -98,6 +102,10 @@ class InProcessTransport final : public Transport {
   template <typename Ready, typename Missing>
   void wait_for(Ready&& ready, Missing&& missing, const Deadline& deadline, const char* what);
   [[noreturn]] void throw_failure();
+  /// A point-to-point call of `peer` that waits for this rank while this rank cannot serve it
+  /// (`in_collective`: this rank waits in agree(); else this rank is in its own send/recv): the
+  /// description of the deadlock, or "" when there is none.
+  std::string p2p_deadlock(int peer, bool in_collective) const;
   /// Checks the message header a sender posted against what the receiver expects.
   void check_message(int peer, const InProcessHub::Mailbox& box, std::uint64_t tag,
                      std::size_t nbytes);
@@ -106,6 +114,8 @@ class InProcessTransport final : public Transport {
   int rank_;
   std::vector<std::uint64_t> sent_;      // messages posted to each peer
   std::vector<std::uint64_t> received_;  // messages consumed from each peer
+  bool p2p_sending_ = false;              // valid while my own p2p state is published
+  int p2p_peer_ = -1;
 };
 
 }  // namespace ruccl

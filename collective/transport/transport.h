@@ -92,6 +92,16 @@ class Transport {
   virtual bool failed() const noexcept = 0;
   /// The group's first failure; only meaningful when failed().
   virtual CollectiveError failure() const = 0;
+
+  /// Marks the start (and end_point_to_point the end) of a point-to-point send (`sending`) or recv
+  /// with `peer`, whose first message is this rank's next one to or from `peer`. Lets a transport
+  /// turn a send/recv that can never match (the peer is in a collective, or sends/receives to this
+  /// rank at the same time) into CollectiveKindMismatch instead of a wait for the deadline.
+  virtual void begin_point_to_point(int peer, bool sending) noexcept {
+    (void)peer;
+    (void)sending;
+  }
+  virtual void end_point_to_point() noexcept {}
 };
 
 }  // namespace ruccl

@@ -2,6 +2,8 @@
 // rank order, shapes, dtypes, empty and non-contiguous tensors, inputs left unchanged.
 #include <catch2/catch.hpp>
 
+#include <chrono>
+
 #include "tests/collective/collective_test_support.h"
 #include "tests/support/rank_harness.h"
 #include "tests/support/tensor_matchers.h"
@@ -243,4 +245,35 @@ TEST_CASE("barrier returns on every rank, many times in a row", "[collective]") 
     });
     for (auto& o : out) REQUIRE(o.value() == static_cast<float>(world));
   }
+}
+
+TEST_CASE("send/recv that can never match raise CollectiveKindMismatch instead of hanging",
+          "[collective]") {
+  CommunicatorOptions options;
+  options.timeout = std::chrono::seconds(30);  // the test fails by time if detection is missing
+  const auto start = std::chrono::steady_clock::now();
+  SECTION("both ranks send to each other") {
+    auto out = run_group(2, [](Communicator& comm) {
+      comm.send(Tensor::zeros({4}), 1 - comm.rank());
+    }, options);
+    for (auto& o : out) REQUIRE(error_kind(o) == CollectiveErrorKind::CollectiveKindMismatch);
+  }
+  SECTION("both ranks receive from each other") {
+    auto out = run_group(2, [](Communicator& comm) { comm.recv(1 - comm.rank()); }, options);
+    for (auto& o : out) REQUIRE(error_kind(o) == CollectiveErrorKind::CollectiveKindMismatch);
+  }
+  SECTION("one rank sends while its peer is in a collective") {
+    auto out = run_group(3, [](Communicator& comm) {
+      if (comm.rank() == 0) comm.send(Tensor::zeros({4}), 1);
+      else comm.barrier();
+    }, options);
+    REQUIRE(error_kind(out[0]) == CollectiveErrorKind::CollectiveKindMismatch);
+    REQUIRE(error_kind(out[1]) == CollectiveErrorKind::CollectiveKindMismatch);
+    // Rank 2's barrier was pending (same kind) or started after the failure (Aborted).
+    INFO(out[2].message());
+    REQUIRE((error_kind(out[2]) == CollectiveErrorKind::CollectiveKindMismatch ||
+             error_kind(out[2]) == CollectiveErrorKind::Aborted));
+    REQUIRE(out[2].message().find("rank 0 is in send to rank 1") != std::string::npos);
+  }
+  REQUIRE(std::chrono::steady_clock::now() - start < std::chrono::seconds(10));
 }
