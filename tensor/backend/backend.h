@@ -23,25 +23,58 @@ class Tensor;
 /// Every op a backend may be asked for; `supports(op, dtype)` answers per dtype.
 enum class Op : std::uint16_t {
   // memory
-  Copy,   // dst = src with dtype conversion, any strides
-  Fill,   // dst = value
+  Copy,  // dst = src with dtype conversion, any strides
+  Fill,  // dst = value
   // unary elementwise (out has x's shape and dtype, except Abs/Neg of integers keep dtype)
-  Neg, Exp, Log, Sqrt, Abs, Tanh, Sigmoid, Relu, Gelu, Sign,
+  Neg,
+  Exp,
+  Log,
+  Sqrt,
+  Abs,
+  Tanh,
+  Sigmoid,
+  Relu,
+  Gelu,
+  Sign,
   // binary elementwise (a, b are broadcast views with out's shape)
-  Add, Sub, Mul, Div, Pow, Maximum, Minimum,
+  Add,
+  Sub,
+  Mul,
+  Div,
+  Pow,
+  Maximum,
+  Minimum,
   // comparisons (out is Bool)
-  Eq, Ne, Lt, Le, Gt, Ge,
+  Eq,
+  Ne,
+  Lt,
+  Le,
+  Gt,
+  Ge,
   // logical on Bool
-  LogicalAnd, LogicalOr, LogicalNot,
+  LogicalAnd,
+  LogicalOr,
+  LogicalNot,
   Where,  // out = cond ? a : b
   // reductions over a set of dims (out keeps reduced dims with size 1)
-  Sum, Mean, Prod, Max, Min, Argmax, Argmin,
+  Sum,
+  Mean,
+  Prod,
+  Max,
+  Min,
+  Argmax,
+  Argmin,
   // linear algebra
   Matmul,
   // normalisation along one dim
-  Softmax, LogSoftmax,
+  Softmax,
+  LogSoftmax,
   // indexing
-  IndexSelect, Gather, ScatterAdd, IndexAdd, OneHot,
+  IndexSelect,
+  Gather,
+  ScatterAdd,
+  IndexAdd,
+  OneHot,
   kCount
 };
 

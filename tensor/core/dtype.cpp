@@ -10,25 +10,36 @@ namespace ruccl {
 std::size_t dtype_size(DType dtype) {
   switch (dtype) {
     case DType::F16:
-    case DType::BF16: return 2;
+    case DType::BF16:
+      return 2;
     case DType::F32:
-    case DType::I32: return 4;
+    case DType::I32:
+      return 4;
     case DType::F64:
-    case DType::I64: return 8;
-    case DType::Bool: return 1;
+    case DType::I64:
+      return 8;
+    case DType::Bool:
+      return 1;
   }
   RUCCL_ASSERT(false, "unknown dtype ", static_cast<int>(dtype));
 }
 
 std::string_view dtype_name(DType dtype) {
   switch (dtype) {
-    case DType::F16: return "F16";
-    case DType::BF16: return "BF16";
-    case DType::F32: return "F32";
-    case DType::F64: return "F64";
-    case DType::I32: return "I32";
-    case DType::I64: return "I64";
-    case DType::Bool: return "Bool";
+    case DType::F16:
+      return "F16";
+    case DType::BF16:
+      return "BF16";
+    case DType::F32:
+      return "F32";
+    case DType::F64:
+      return "F64";
+    case DType::I32:
+      return "I32";
+    case DType::I64:
+      return "I64";
+    case DType::Bool:
+      return "Bool";
   }
   return "unknown";
 }
@@ -43,13 +54,19 @@ DType promote_types(DType a, DType b) {
   if (a == b) return a;
   auto rank = [](DType d) {
     switch (d) {
-      case DType::Bool: return 0;
-      case DType::I32: return 1;
-      case DType::I64: return 2;
+      case DType::Bool:
+        return 0;
+      case DType::I32:
+        return 1;
+      case DType::I64:
+        return 2;
       case DType::F16:
-      case DType::BF16: return 3;
-      case DType::F32: return 4;
-      case DType::F64: return 5;
+      case DType::BF16:
+        return 3;
+      case DType::F32:
+        return 4;
+      case DType::F64:
+        return 5;
     }
     return 0;
   };

@@ -44,32 +44,53 @@ struct BFloat16 {
 template <typename T>
 constexpr DType dtype_of();
 template <>
-constexpr DType dtype_of<Half>() { return DType::F16; }
+constexpr DType dtype_of<Half>() {
+  return DType::F16;
+}
 template <>
-constexpr DType dtype_of<BFloat16>() { return DType::BF16; }
+constexpr DType dtype_of<BFloat16>() {
+  return DType::BF16;
+}
 template <>
-constexpr DType dtype_of<float>() { return DType::F32; }
+constexpr DType dtype_of<float>() {
+  return DType::F32;
+}
 template <>
-constexpr DType dtype_of<double>() { return DType::F64; }
+constexpr DType dtype_of<double>() {
+  return DType::F64;
+}
 template <>
-constexpr DType dtype_of<std::int32_t>() { return DType::I32; }
+constexpr DType dtype_of<std::int32_t>() {
+  return DType::I32;
+}
 template <>
-constexpr DType dtype_of<std::int64_t>() { return DType::I64; }
+constexpr DType dtype_of<std::int64_t>() {
+  return DType::I64;
+}
 template <>
-constexpr DType dtype_of<bool>() { return DType::Bool; }
+constexpr DType dtype_of<bool>() {
+  return DType::Bool;
+}
 
 /// Calls `fn(T{})` with T the C++ type of `dtype` (Half, BFloat16, float, double, int32_t,
 /// int64_t, bool). The one place a runtime dtype becomes a compile-time type.
 template <typename Fn>
 decltype(auto) visit_dtype(DType dtype, Fn&& fn) {
   switch (dtype) {
-    case DType::F16: return fn(Half{});
-    case DType::BF16: return fn(BFloat16{});
-    case DType::F32: return fn(float{});
-    case DType::F64: return fn(double{});
-    case DType::I32: return fn(std::int32_t{});
-    case DType::I64: return fn(std::int64_t{});
-    case DType::Bool: return fn(bool{});
+    case DType::F16:
+      return fn(Half{});
+    case DType::BF16:
+      return fn(BFloat16{});
+    case DType::F32:
+      return fn(float{});
+    case DType::F64:
+      return fn(double{});
+    case DType::I32:
+      return fn(std::int32_t{});
+    case DType::I64:
+      return fn(std::int64_t{});
+    case DType::Bool:
+      return fn(bool{});
   }
   return fn(float{});  // unreachable: every enumerator is handled above
 }

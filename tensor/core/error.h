@@ -1,6 +1,7 @@
 #pragma once
 // The error model. Two tiers, visible at every call site:
-//   RUCCL_CHECK(cond, ErrorType, msg...)  -- the caller's mistake: throws a typed ruccl::Error whose
+//   RUCCL_CHECK(cond, ErrorType, msg...)  -- the caller's mistake: throws a typed ruccl::Error
+//   whose
 //                                            message names the op and says "expected X, got Y".
 //   RUCCL_ASSERT(cond, msg...)            -- our own bug: throws InternalError (never aborts).
 // g++ 12 has no <format>: messages are built with the variadic str(...) below.
@@ -58,19 +59,19 @@ class InternalError : public Error {
 }  // namespace ruccl
 
 /// Throws `ErrorType(str(msg...))` when `cond` is false. For the caller's mistakes.
-#define RUCCL_CHECK(cond, ErrorType, ...)          \
-  do {                                             \
-    if (!(cond)) [[unlikely]] {                    \
-      throw ErrorType(::ruccl::str(__VA_ARGS__));  \
-    }                                              \
+#define RUCCL_CHECK(cond, ErrorType, ...)         \
+  do {                                            \
+    if (!(cond)) [[unlikely]] {                   \
+      throw ErrorType(::ruccl::str(__VA_ARGS__)); \
+    }                                             \
   } while (false)
 
 /// Throws InternalError naming the condition, file and line. For ruCCL's own invariants.
-#define RUCCL_ASSERT(cond, ...)                                                              \
-  do {                                                                                       \
-    if (!(cond)) [[unlikely]] {                                                              \
-      throw ::ruccl::InternalError(::ruccl::str("internal error: ", #cond, " failed at ",    \
-                                                __FILE__, ":", __LINE__, ": " __VA_OPT__(, ) \
-                                                    __VA_ARGS__));                           \
-    }                                                                                        \
+#define RUCCL_ASSERT(cond, ...)                                                           \
+  do {                                                                                    \
+    if (!(cond)) [[unlikely]] {                                                           \
+      throw ::ruccl::InternalError(::ruccl::str("internal error: ", #cond, " failed at ", \
+                                                __FILE__, ":", __LINE__,                  \
+                                                ": " __VA_OPT__(, ) __VA_ARGS__));        \
+    }                                                                                     \
   } while (false)

@@ -64,7 +64,8 @@ Shape Shape::contiguous_strides() const {
 std::string Shape::to_string() const {
   std::ostringstream out;
   out << '[';
-  for (std::int64_t i = 0; i < size_; ++i) out << (i ? ", " : "") << dims_[static_cast<std::size_t>(i)];
+  for (std::int64_t i = 0; i < size_; ++i)
+    out << (i ? ", " : "") << dims_[static_cast<std::size_t>(i)];
   out << ']';
   return out.str();
 }

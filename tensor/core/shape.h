@@ -31,7 +31,9 @@ class Shape {
   const std::int64_t* end() const { return dims_.data() + size_; }
   std::int64_t* begin() { return dims_.data(); }
   std::int64_t* end() { return dims_.data() + size_; }
-  std::span<const std::int64_t> span() const { return {dims_.data(), static_cast<std::size_t>(size_)}; }
+  std::span<const std::int64_t> span() const {
+    return {dims_.data(), static_cast<std::size_t>(size_)};
+  }
   std::vector<std::int64_t> to_vector() const { return {begin(), end()}; }
 
   void push_back(std::int64_t d);

@@ -13,7 +13,8 @@ namespace {
 // Checks that a strided view stays inside its storage.
 void check_in_bounds(const Shape& shape, const Shape& strides, std::int64_t offset,
                      std::size_t element_size, const Storage& storage, const char* op) {
-  RUCCL_CHECK(offset >= 0, IndexError, op, ": expected a non-negative storage offset, got ", offset);
+  RUCCL_CHECK(offset >= 0, IndexError, op, ": expected a non-negative storage offset, got ",
+              offset);
   std::int64_t lo = offset;
   std::int64_t hi = offset;
   for (std::int64_t i = 0; i < shape.size(); ++i) {
@@ -76,8 +77,9 @@ Tensor Tensor::from_host(const void* src, const Shape& shape, DType dtype, Devic
 void Tensor::copy_to_host(void* dst) const {
   if (numel_ == 0) return;
   const Tensor c = contiguous();
-  backend_for(c.device()).copy_to_host(*c.storage_, static_cast<std::size_t>(c.offset_) * element_size(),
-                                       dst, c.nbytes());
+  backend_for(c.device())
+      .copy_to_host(*c.storage_, static_cast<std::size_t>(c.offset_) * element_size(), dst,
+                    c.nbytes());
 }
 
 Device Tensor::device() const { return storage_ ? storage_->device() : Device::cpu(); }
@@ -98,7 +100,8 @@ bool Tensor::is_contiguous() const {
 }
 
 void* Tensor::data_ptr() const {
-  RUCCL_CHECK(defined(), ValueError, "Tensor::data_ptr: expected a defined tensor, got an undefined one");
+  RUCCL_CHECK(defined(), ValueError,
+              "Tensor::data_ptr: expected a defined tensor, got an undefined one");
   return static_cast<char*>(storage_->data()) + offset_ * static_cast<std::int64_t>(element_size());
 }
 
@@ -122,8 +125,9 @@ Tensor Tensor::to(Device target) const {
   if (c.device().is_cpu()) {
     backend_for(target).copy_from_host(c.data_ptr(), *out.storage_, 0, c.nbytes());
   } else if (target.is_cpu()) {
-    backend_for(c.device()).copy_to_host(*c.storage_, static_cast<std::size_t>(c.offset_) * element_size(),
-                                         out.data_ptr(), c.nbytes());
+    backend_for(c.device())
+        .copy_to_host(*c.storage_, static_cast<std::size_t>(c.offset_) * element_size(),
+                      out.data_ptr(), c.nbytes());
   } else {
     return c.to(Device::cpu()).to(target);
   }
@@ -153,7 +157,8 @@ void Tensor::copy_(const Tensor& src) {
 }
 
 void Tensor::fill_(Scalar value) {
-  RUCCL_CHECK(defined(), ValueError, "Tensor::fill_: expected a defined tensor, got an undefined one");
+  RUCCL_CHECK(defined(), ValueError,
+              "Tensor::fill_: expected a defined tensor, got an undefined one");
   backend_for(device()).fill(*this, value);
 }
 
@@ -272,8 +277,8 @@ Tensor Tensor::narrow(std::int64_t d, std::int64_t start, std::int64_t length) c
   d = normalize_dim(d, dim(), "Tensor::narrow");
   if (start < 0) start += shape_[d];
   RUCCL_CHECK(start >= 0 && length >= 0 && start + length <= shape_[d], IndexError,
-              "Tensor::narrow: expected 0 <= start and start + length <= ", shape_[d],
-              " on dim ", d, ", got start ", start, " and length ", length);
+              "Tensor::narrow: expected 0 <= start and start + length <= ", shape_[d], " on dim ",
+              d, ", got start ", start, " and length ", length);
   Tensor t = *this;
   t.shape_[d] = length;
   t.offset_ += start * strides_[d];
@@ -301,11 +306,13 @@ Tensor Tensor::expand(const Shape& target) const {
     const std::int64_t have = j >= 0 ? shape_[j] : 1;
     std::int64_t want = target[i];
     if (want == -1) {
-      RUCCL_CHECK(j >= 0, ShapeError, "Tensor::expand: -1 is not allowed for new leading dims, got ", target);
+      RUCCL_CHECK(j >= 0, ShapeError,
+                  "Tensor::expand: -1 is not allowed for new leading dims, got ", target);
       want = have;
     }
     RUCCL_CHECK(want == have || have == 1, ShapeError, "Tensor::expand: cannot expand ", shape_,
-                " to ", target, " (dim ", i, ": expected ", have, " or a 1 to broadcast, got ", want, ")");
+                " to ", target, " (dim ", i, ": expected ", have, " or a 1 to broadcast, got ",
+                want, ")");
     t.shape_[i] = want;
     t.strides_[i] = (j >= 0 && have == want) ? strides_[j] : 0;
   }

@@ -19,7 +19,8 @@ struct StridedRun {
 
 /// Calls `kernel(StridedRun<N>)` over every element of the tensors (all of shape `shape`).
 template <int N, typename Kernel>
-void for_each_run(const Shape& shape, const std::array<const Tensor*, N>& tensors, Kernel&& kernel) {
+void for_each_run(const Shape& shape, const std::array<const Tensor*, N>& tensors,
+                  Kernel&& kernel) {
   // Geometry in bytes, dims of size 1 dropped, innermost last.
   std::array<std::array<std::int64_t, Shape::kMaxDims>, N> strides{};
   std::array<std::int64_t, Shape::kMaxDims> sizes{};
@@ -29,7 +30,8 @@ void for_each_run(const Shape& shape, const std::array<const Tensor*, N>& tensor
     if (shape[d] == 1) continue;
     sizes[nd] = shape[d];
     for (int t = 0; t < N; ++t) {
-      strides[t][nd] = tensors[t]->strides()[d] * static_cast<std::int64_t>(tensors[t]->element_size());
+      strides[t][nd] =
+          tensors[t]->strides()[d] * static_cast<std::int64_t>(tensors[t]->element_size());
     }
     ++nd;
   }
