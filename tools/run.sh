@@ -3,8 +3,8 @@
 # job. Arguments are passed to the program.  Usage: bash tools/run.sh [args...]
 set -euo pipefail
 
-# The main job: a program from examples/. Switch to train_fashion_mnist once it lands.
-MAIN_TARGET="${RUCCL_MAIN_TARGET:-tensor_demo}"
+# The main job: a program from examples/ (the data-parallel Fashion-MNIST training demo).
+MAIN_TARGET="${RUCCL_MAIN_TARGET:-train_fashion_mnist}"
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bash "$ROOT/tools/install_packages.sh"
