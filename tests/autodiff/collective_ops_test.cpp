@@ -220,30 +220,32 @@ TEST_CASE("non-contiguous inputs give the values and gradients of their contiguo
 }
 
 TEST_CASE("no differentiable collective modifies its input", "[autodiff][collective]") {
-  auto out = run_group(2, [](Communicator& comm) {
-    const Tensor original = ranked(comm.rank(), 2, 4);
-    Var x(original.clone(), true);
-    std::vector<Var> ys = {dc::all_gather(x, comm),
-                           dc::all_gather_dim(x, 1, comm),
-                           dc::reduce_scatter_sum(x, comm),
-                           dc::reduce_scatter_mean(x, comm),
-                           dc::reduce_scatter_sum_dim(x, -1, comm),
-                           dc::reduce_scatter_mean_dim(x, 1, comm),
-                           dc::all_reduce_sum(x, comm),
-                           dc::all_reduce_mean(x, comm),
-                           dc::all_reduce_max(x, comm),
-                           dc::all_reduce_min(x, comm),
-                           dc::broadcast(x, 1, comm),
-                           dc::all_to_all(x, comm)};
-    Var loss = sum(ys[0]);
-    for (std::size_t i = 1; i < ys.size(); ++i) loss = loss + sum(ys[i] * ys[i]);
-    // Writing into every result must not reach the input either.
-    for (const Var& y : ys) Tensor(y.value()).fill_(-1.0);
-    loss.backward();
-    for (const Var& y : ys) Tensor(y.value()).fill_(-2.0);
-    return ruccl::equal(x.value(), original);
-  });
-  for (int r = 0; r < 2; ++r) CHECK(out[static_cast<std::size_t>(r)].value());
+  for (int world : {1, 2}) {
+    auto out = run_group(world, [](Communicator& comm) {
+      const Tensor original = ranked(comm.rank(), 2, 4);
+      Var x(original.clone(), true);
+      std::vector<Var> ys = {dc::all_gather(x, comm),
+                             dc::all_gather_dim(x, 1, comm),
+                             dc::reduce_scatter_sum(x, comm),
+                             dc::reduce_scatter_mean(x, comm),
+                             dc::reduce_scatter_sum_dim(x, -1, comm),
+                             dc::reduce_scatter_mean_dim(x, 1, comm),
+                             dc::all_reduce_sum(x, comm),
+                             dc::all_reduce_mean(x, comm),
+                             dc::all_reduce_max(x, comm),
+                             dc::all_reduce_min(x, comm),
+                             dc::broadcast(x, comm.world_size() - 1, comm),
+                             dc::all_to_all(x, comm)};
+      Var loss = sum(ys[0]);
+      for (std::size_t i = 1; i < ys.size(); ++i) loss = loss + sum(ys[i] * ys[i]);
+      // Writing into every result must not reach the input either.
+      for (const Var& y : ys) Tensor(y.value()).fill_(-1.0);
+      loss.backward();
+      for (const Var& y : ys) Tensor(y.value()).fill_(-2.0);
+      return ruccl::equal(x.value(), original);
+    });
+    for (int r = 0; r < world; ++r) CHECK(out[static_cast<std::size_t>(r)].value());
+  }
 }
 
 TEST_CASE("broadcast accepts an undefined Var on non-roots when root's input needs no gradient",
