@@ -181,6 +181,23 @@ TEST_CASE("modules pass gradcheck with respect to inputs and parameters", "[auto
   nn::LayerNorm ln(std::vector<std::int64_t>{2, 3}, 1e-5, true, DType::F64);
   check([&](const std::vector<Var>& v) { return ln.forward(v[0]); },
         {Var(Tensor::randn({2, 2, 3}, gen, DType::F64), true)});
+  // Embedding with respect to its weight (repeated indices), Dropout with the same mask each call.
+  nn::Embedding emb(4, 3, gen, DType::F64);
+  Tensor idx = Tensor::from_vector<std::int64_t>({2, 0, 2}, {3});
+  check(
+      [&](const std::vector<Var>& v) {
+        nn::Embedding e = emb;
+        e.set_param("weight", Param(1, v[0]));
+        return e.forward(idx);
+      },
+      {emb.weight().var()});
+  nn::Dropout drop(0.5, 3);
+  check(
+      [&](const std::vector<Var>& v) {
+        drop.set_seed(3);
+        return drop.forward(v[0]);
+      },
+      {Var(Tensor::randn({8}, gen, DType::F64), true)});
   nn::GELU gelu_m;
   nn::Sigmoid sig;
   nn::ReLU relu_m;
