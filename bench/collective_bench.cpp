@@ -33,19 +33,26 @@ using Clock = std::chrono::steady_clock;
 enum class BenchOp { AllReduce, AllGather, ReduceScatter, Broadcast };
 const char* op_name(BenchOp op) {
   switch (op) {
-    case BenchOp::AllReduce: return "all_reduce";
-    case BenchOp::AllGather: return "all_gather";
-    case BenchOp::ReduceScatter: return "reduce_scatter";
-    case BenchOp::Broadcast: return "broadcast";
+    case BenchOp::AllReduce:
+      return "all_reduce";
+    case BenchOp::AllGather:
+      return "all_gather";
+    case BenchOp::ReduceScatter:
+      return "reduce_scatter";
+    case BenchOp::Broadcast:
+      return "broadcast";
   }
   return "?";
 }
 double bus_factor(BenchOp op, int n) {
   switch (op) {
-    case BenchOp::AllReduce: return 2.0 * (n - 1) / n;
+    case BenchOp::AllReduce:
+      return 2.0 * (n - 1) / n;
     case BenchOp::AllGather:
-    case BenchOp::ReduceScatter: return static_cast<double>(n - 1) / n;
-    case BenchOp::Broadcast: return 1.0;
+    case BenchOp::ReduceScatter:
+      return static_cast<double>(n - 1) / n;
+    case BenchOp::Broadcast:
+      return 1.0;
   }
   return 1.0;
 }
@@ -60,8 +67,11 @@ struct Row {
 };
 
 int iterations_for(std::size_t bytes, bool quick) {
-  int iters = bytes <= (16u << 10) ? 400 : bytes <= (256u << 10) ? 200 : bytes <= (4u << 20) ? 50
-              : bytes <= (16u << 20) ? 15 : 8;
+  int iters = bytes <= (16u << 10)    ? 400
+              : bytes <= (256u << 10) ? 200
+              : bytes <= (4u << 20)   ? 50
+              : bytes <= (16u << 20)  ? 15
+                                      : 8;
   return quick ? std::max(3, iters / 8) : iters;
 }
 
@@ -76,15 +86,20 @@ Row measure(BenchOp op, int world, std::size_t bytes, bool quick) {
     threads.emplace_back([&, r] {
       Communicator& comm = comms[static_cast<std::size_t>(r)];
       // all_gather: `bytes` is the output, so each rank contributes bytes / world.
-      const std::size_t in_bytes = op == BenchOp::AllGather ? bytes / static_cast<std::size_t>(world) : bytes;
+      const std::size_t in_bytes =
+          op == BenchOp::AllGather ? bytes / static_cast<std::size_t>(world) : bytes;
       const auto count = static_cast<std::int64_t>(in_bytes / sizeof(float));
       const Tensor in = Tensor::full({count}, 1.0 + r, DType::F32);
       auto run = [&] {
         switch (op) {
-          case BenchOp::AllReduce: return comm.all_reduce(in, ReduceOperation::Sum);
-          case BenchOp::AllGather: return comm.all_gather(in);
-          case BenchOp::ReduceScatter: return comm.reduce_scatter(in, ReduceOperation::Sum);
-          case BenchOp::Broadcast: return comm.broadcast(in, 0);
+          case BenchOp::AllReduce:
+            return comm.all_reduce(in, ReduceOperation::Sum);
+          case BenchOp::AllGather:
+            return comm.all_gather(in);
+          case BenchOp::ReduceScatter:
+            return comm.reduce_scatter(in, ReduceOperation::Sum);
+          case BenchOp::Broadcast:
+            return comm.broadcast(in, 0);
         }
         return Tensor();
       };
@@ -102,7 +117,8 @@ Row measure(BenchOp op, int world, std::size_t bytes, bool quick) {
   for (auto& t : threads) t.join();
   std::vector<double> per_iter(static_cast<std::size_t>(iters), 0.0);
   for (const auto& rank_times : times) {
-    for (std::size_t i = 0; i < per_iter.size(); ++i) per_iter[i] = std::max(per_iter[i], rank_times[i]);
+    for (std::size_t i = 0; i < per_iter.size(); ++i)
+      per_iter[i] = std::max(per_iter[i], rank_times[i]);
   }
   std::sort(per_iter.begin(), per_iter.end());
   return Row{op, world, bytes, iters, per_iter[per_iter.size() / 2], per_iter.front()};
@@ -132,7 +148,8 @@ MpiTable run_mpi(const std::string& peers, const std::vector<int>& worlds) {
   for (int w : worlds) nps += (nps.empty() ? "" : " ") + std::to_string(w);
   std::fprintf(stderr, "collective_bench: running %s/run_allreduce_mpi.sh \"%s\" (about 30 s)...\n",
                peers.c_str(), nps.c_str());
-  const std::string out = run_command("bash '" + peers + "/run_allreduce_mpi.sh' '" + nps + "' 2>&1");
+  const std::string out =
+      run_command("bash '" + peers + "/run_allreduce_mpi.sh' '" + nps + "' 2>&1");
   std::istringstream lines(out);
   std::string line;
   int world = 0;
@@ -158,9 +175,11 @@ MpiTable run_mpi(const std::string& peers, const std::vector<int>& worlds) {
 // GB/s), or 0 when membw cannot be built.
 double run_membw(const std::string& peers) {
   const std::string exe = (std::filesystem::temp_directory_path() / "ruccl_bench_membw").string();
-  std::fprintf(stderr, "collective_bench: building and running %s/membw.c (about 10 s)...\n", peers.c_str());
+  std::fprintf(stderr, "collective_bench: building and running %s/membw.c (about 10 s)...\n",
+               peers.c_str());
   run_command("gcc -O3 -march=native -fopenmp '" + peers + "/membw.c' -o '" + exe + "' 2>&1");
-  const std::string out = run_command("OMP_NUM_THREADS=2 OMP_PROC_BIND=true '" + exe + "' 64 10 2>&1");
+  const std::string out =
+      run_command("OMP_NUM_THREADS=2 OMP_PROC_BIND=true '" + exe + "' 64 10 2>&1");
   std::istringstream lines(out);
   std::string line;
   while (std::getline(lines, line)) {
@@ -178,7 +197,8 @@ std::string default_peers_dir() {
   const std::filesystem::path here = std::filesystem::path(__FILE__).parent_path();  // bench/
   for (const auto& candidate : {here / ".." / ".." / "shared" / "peers",
                                 std::filesystem::current_path() / ".." / "shared" / "peers"}) {
-    if (std::filesystem::exists(candidate / "run_allreduce_mpi.sh")) return candidate.lexically_normal().string();
+    if (std::filesystem::exists(candidate / "run_allreduce_mpi.sh"))
+      return candidate.lexically_normal().string();
   }
   return "";
 }
@@ -191,28 +211,34 @@ int main(int argc, char** argv) {
   std::string peers = default_peers_dir();
   std::vector<int> worlds = {2, 4};
   for (int a = 1; a < argc; ++a) {
-    if (!std::strcmp(argv[a], "--quick")) quick = true;
-    else if (!std::strcmp(argv[a], "--no-peers")) peers_wanted = false;
-    else if (!std::strcmp(argv[a], "--peers") && a + 1 < argc) peers = argv[++a];
+    if (!std::strcmp(argv[a], "--quick"))
+      quick = true;
+    else if (!std::strcmp(argv[a], "--no-peers"))
+      peers_wanted = false;
+    else if (!std::strcmp(argv[a], "--peers") && a + 1 < argc)
+      peers = argv[++a];
     else if (!std::strcmp(argv[a], "--worlds") && a + 1 < argc) {
       worlds.clear();
       std::istringstream f(argv[++a]);
       std::string w;
       while (std::getline(f, w, ',')) worlds.push_back(std::atoi(w.c_str()));
     } else {
-      std::fprintf(stderr, "usage: collective_bench [--quick] [--no-peers] [--peers DIR] [--worlds 2,4]\n");
+      std::fprintf(stderr,
+                   "usage: collective_bench [--quick] [--no-peers] [--peers DIR] [--worlds 2,4]\n");
       return 2;
     }
   }
-  const std::vector<std::size_t> sizes = {4u << 10,  16u << 10, 64u << 10, 256u << 10,
-                                          1u << 20,  4u << 20,  16u << 20, 64u << 20};
-  std::printf("# ruCCL in-process collectives, F32, %u hardware threads; time = median over iterations "
-              "of the max over ranks\n",
-              std::thread::hardware_concurrency());
+  const std::vector<std::size_t> sizes = {4u << 10, 16u << 10, 64u << 10, 256u << 10,
+                                          1u << 20, 4u << 20,  16u << 20, 64u << 20};
+  std::printf(
+      "# ruCCL in-process collectives, F32, %u hardware threads; time = median over iterations "
+      "of the max over ranks\n",
+      std::thread::hardware_concurrency());
   std::printf("%-15s %5s %9s %6s %11s %11s %11s %11s\n", "op", "world", "size", "iters", "time_us",
               "min_us", "algbw_GB/s", "busbw_GB/s");
   std::vector<Row> rows;
-  for (BenchOp op : {BenchOp::AllReduce, BenchOp::AllGather, BenchOp::ReduceScatter, BenchOp::Broadcast}) {
+  for (BenchOp op :
+       {BenchOp::AllReduce, BenchOp::AllGather, BenchOp::ReduceScatter, BenchOp::Broadcast}) {
     for (int world : worlds) {
       for (std::size_t bytes : sizes) {
         const Row row = measure(op, world, bytes, quick);
@@ -226,16 +252,19 @@ int main(int argc, char** argv) {
     }
   }
   if (!peers_wanted || peers.empty()) {
-    std::printf("\n# peers: skipped (%s)\n", peers.empty() ? "no ../shared/peers found; use --peers DIR"
-                                                          : "--no-peers");
+    std::printf("\n# peers: skipped (%s)\n",
+                peers.empty() ? "no ../shared/peers found; use --peers DIR" : "--no-peers");
     return 0;
   }
   const MpiTable mpi = run_mpi(peers, worlds);
   const double acc_gbs = run_membw(peers);
-  std::printf("\n# all_reduce against OpenMPI shared memory (mpirun --mca btl vader,self, same run) "
-              "and the memory-bandwidth floor\n");
-  std::printf("# floor: an in-process all-reduce must read n inputs and write n outputs, 2nS bytes, "
-              "at the 2-thread a+=b rate (%.1f GB/s here)\n", acc_gbs);
+  std::printf(
+      "\n# all_reduce against OpenMPI shared memory (mpirun --mca btl vader,self, same run) "
+      "and the memory-bandwidth floor\n");
+  std::printf(
+      "# floor: an in-process all-reduce must read n inputs and write n outputs, 2nS bytes, "
+      "at the 2-thread a+=b rate (%.1f GB/s here)\n",
+      acc_gbs);
   std::printf("%5s %9s %11s %11s %11s %11s %10s %10s %12s\n", "world", "size", "ours_us", "mpi_us",
               "ours_busbw", "mpi_busbw", "time_x", "busbw_x", "floor_us");
   for (const Row& row : rows) {
@@ -244,13 +273,16 @@ int main(int argc, char** argv) {
     if (w == mpi.end()) continue;
     const auto m = w->second.find(row.bytes);
     if (m == w->second.end()) continue;
-    const double ours_bus = static_cast<double>(row.bytes) / row.median_us / 1e3 * bus_factor(row.op, row.world);
-    const double floor_us = acc_gbs > 0 ? 2.0 * row.world * static_cast<double>(row.bytes) / (acc_gbs * 1e3) : 0;
+    const double ours_bus =
+        static_cast<double>(row.bytes) / row.median_us / 1e3 * bus_factor(row.op, row.world);
+    const double floor_us =
+        acc_gbs > 0 ? 2.0 * row.world * static_cast<double>(row.bytes) / (acc_gbs * 1e3) : 0;
     std::printf("%5d %9s %11.1f %11.1f %11.3f %11.3f %10.2f %10.2f %12.1f\n", row.world,
                 size_text(row.bytes).c_str(), row.median_us, m->second.first, ours_bus,
                 m->second.second, m->second.first / row.median_us, ours_bus / m->second.second,
                 floor_us);
   }
-  std::printf("# time_x = mpi_us / ours_us (> 1: we are faster); busbw_x = ours_busbw / mpi_busbw\n");
+  std::printf(
+      "# time_x = mpi_us / ours_us (> 1: we are faster); busbw_x = ours_busbw / mpi_busbw\n");
   return 0;
 }

@@ -17,12 +17,17 @@ enum class ShapeRule { None, Equal, FromRoot, Trailing, Sender };
 
 ShapeRule shape_rule(OpKind kind) {
   switch (kind) {
-    case OpKind::Barrier: return ShapeRule::None;
+    case OpKind::Barrier:
+      return ShapeRule::None;
     case OpKind::Broadcast:
-    case OpKind::Scatter: return ShapeRule::FromRoot;
-    case OpKind::BroadcastFromSender: return ShapeRule::Sender;
-    case OpKind::AllToAllV: return ShapeRule::Trailing;
-    default: return ShapeRule::Equal;
+    case OpKind::Scatter:
+      return ShapeRule::FromRoot;
+    case OpKind::BroadcastFromSender:
+      return ShapeRule::Sender;
+    case OpKind::AllToAllV:
+      return ShapeRule::Trailing;
+    default:
+      return ShapeRule::Equal;
   }
 }
 
@@ -55,11 +60,11 @@ std::string dtype_text(const CallRecord& r) {
 
 // Builds "what mismatch: rank 0 has X, rank 2 has Y" over the ranks in `who` (those that take
 // part in the comparison), against reference rank `ref`. Returns nullopt when all equal.
-std::optional<CollectiveError> compare(std::span<const CallRecord> all, const std::string& prefix,
-                                       CollectiveErrorKind kind, const char* what, int ref,
-                                       const std::function<bool(const CallRecord&)>& takes_part,
-                                       const std::function<bool(const CallRecord&, const CallRecord&)>& same,
-                                       const std::function<std::string(const CallRecord&)>& text) {
+std::optional<CollectiveError> compare(
+    std::span<const CallRecord> all, const std::string& prefix, CollectiveErrorKind kind,
+    const char* what, int ref, const std::function<bool(const CallRecord&)>& takes_part,
+    const std::function<bool(const CallRecord&, const CallRecord&)>& same,
+    const std::function<std::string(const CallRecord&)>& text) {
   std::vector<int> differing;
   for (int r = 0; r < static_cast<int>(all.size()); ++r) {
     if (r == ref || !takes_part(all[static_cast<std::size_t>(r)])) continue;
@@ -71,7 +76,8 @@ std::optional<CollectiveError> compare(std::span<const CallRecord> all, const st
   std::ostringstream out;
   out << prefix << what << " mismatch: rank " << ref << " has "
       << text(all[static_cast<std::size_t>(ref)]);
-  for (int r : differing) out << ", rank " << r << " has " << text(all[static_cast<std::size_t>(r)]);
+  for (int r : differing)
+    out << ", rank " << r << " has " << text(all[static_cast<std::size_t>(r)]);
   std::vector<int> ranks = differing;
   ranks.push_back(ref);
   std::sort(ranks.begin(), ranks.end());
@@ -103,8 +109,10 @@ bool all_agree(std::span<const CallRecord> all) {
     senders += r.has_tensor;
   }
   switch (rule) {
-    case ShapeRule::None: return true;
-    case ShapeRule::Sender: return senders == 1;
+    case ShapeRule::None:
+      return true;
+    case ShapeRule::Sender:
+      return senders == 1;
     case ShapeRule::Equal:
     case ShapeRule::Trailing:
       for (const CallRecord& r : all) {
@@ -174,7 +182,8 @@ std::optional<CollectiveError> check_agreement(std::span<const CallRecord> all, 
   if (uses_reduce_op(kind)) {
     if (auto e = compare(
             all, prefix, CollectiveErrorKind::ReduceOperationMismatch, "reduce operation", 0,
-            everyone, [](const CallRecord& a, const CallRecord& b) { return a.reduce_op == b.reduce_op; },
+            everyone,
+            [](const CallRecord& a, const CallRecord& b) { return a.reduce_op == b.reduce_op; },
             [](const CallRecord& r) {
               return std::string(reduce_operation_name(static_cast<ReduceOperation>(r.reduce_op)));
             })) {
@@ -193,12 +202,14 @@ std::optional<CollectiveError> check_agreement(std::span<const CallRecord> all, 
     }
     if (senders.empty()) {
       return CollectiveError(CollectiveErrorKind::NoBroadcastSender,
-                             str(prefix, "no rank passed a tensor to broadcast (expected exactly one "
-                                         "sender, got 0)"));
+                             str(prefix,
+                                 "no rank passed a tensor to broadcast (expected exactly one "
+                                 "sender, got 0)"));
     }
     if (senders.size() > 1) {
       std::ostringstream out;
-      out << prefix << "several ranks passed a tensor to broadcast (expected exactly one sender, got "
+      out << prefix
+          << "several ranks passed a tensor to broadcast (expected exactly one sender, got "
           << senders.size() << ": ranks";
       for (int r : senders) out << ' ' << r;
       out << ')';
@@ -208,8 +219,9 @@ std::optional<CollectiveError> check_agreement(std::span<const CallRecord> all, 
   }
   if (rule != ShapeRule::None) {
     ref = rule == ShapeRule::FromRoot ? first.root : 0;
-    auto takes_part = rule == ShapeRule::FromRoot ? std::function<bool(const CallRecord&)>(has_tensor)
-                                                  : std::function<bool(const CallRecord&)>(everyone);
+    auto takes_part = rule == ShapeRule::FromRoot
+                          ? std::function<bool(const CallRecord&)>(has_tensor)
+                          : std::function<bool(const CallRecord&)>(everyone);
     if (auto e = compare(
             all, prefix, CollectiveErrorKind::DTypeMismatch, "dtype", ref, takes_part,
             [](const CallRecord& a, const CallRecord& b) { return a.dtype == b.dtype; },

@@ -4,23 +4,40 @@ namespace ruccl {
 
 std::string_view collective_error_kind_name(CollectiveErrorKind kind) {
   switch (kind) {
-    case CollectiveErrorKind::InvalidConfig: return "InvalidConfig";
-    case CollectiveErrorKind::DuplicateRegistration: return "DuplicateRegistration";
-    case CollectiveErrorKind::MissingRegistration: return "MissingRegistration";
-    case CollectiveErrorKind::RegistrationParamsMismatch: return "RegistrationParamsMismatch";
-    case CollectiveErrorKind::CollectiveKindMismatch: return "CollectiveKindMismatch";
-    case CollectiveErrorKind::ShapeMismatch: return "ShapeMismatch";
-    case CollectiveErrorKind::DTypeMismatch: return "DTypeMismatch";
-    case CollectiveErrorKind::ReduceOperationMismatch: return "ReduceOperationMismatch";
-    case CollectiveErrorKind::RootMismatch: return "RootMismatch";
-    case CollectiveErrorKind::ArgumentMismatch: return "ArgumentMismatch";
-    case CollectiveErrorKind::NoBroadcastSender: return "NoBroadcastSender";
-    case CollectiveErrorKind::SeveralBroadcastSenders: return "SeveralBroadcastSenders";
-    case CollectiveErrorKind::InvalidArgument: return "InvalidArgument";
-    case CollectiveErrorKind::Timeout: return "Timeout";
-    case CollectiveErrorKind::PeerLost: return "PeerLost";
-    case CollectiveErrorKind::Aborted: return "Aborted";
-    case CollectiveErrorKind::Unsupported: return "Unsupported";
+    case CollectiveErrorKind::InvalidConfig:
+      return "InvalidConfig";
+    case CollectiveErrorKind::DuplicateRegistration:
+      return "DuplicateRegistration";
+    case CollectiveErrorKind::MissingRegistration:
+      return "MissingRegistration";
+    case CollectiveErrorKind::RegistrationParamsMismatch:
+      return "RegistrationParamsMismatch";
+    case CollectiveErrorKind::CollectiveKindMismatch:
+      return "CollectiveKindMismatch";
+    case CollectiveErrorKind::ShapeMismatch:
+      return "ShapeMismatch";
+    case CollectiveErrorKind::DTypeMismatch:
+      return "DTypeMismatch";
+    case CollectiveErrorKind::ReduceOperationMismatch:
+      return "ReduceOperationMismatch";
+    case CollectiveErrorKind::RootMismatch:
+      return "RootMismatch";
+    case CollectiveErrorKind::ArgumentMismatch:
+      return "ArgumentMismatch";
+    case CollectiveErrorKind::NoBroadcastSender:
+      return "NoBroadcastSender";
+    case CollectiveErrorKind::SeveralBroadcastSenders:
+      return "SeveralBroadcastSenders";
+    case CollectiveErrorKind::InvalidArgument:
+      return "InvalidArgument";
+    case CollectiveErrorKind::Timeout:
+      return "Timeout";
+    case CollectiveErrorKind::PeerLost:
+      return "PeerLost";
+    case CollectiveErrorKind::Aborted:
+      return "Aborted";
+    case CollectiveErrorKind::Unsupported:
+      return "Unsupported";
   }
   return "Unknown";
 }

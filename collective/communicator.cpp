@@ -61,8 +61,8 @@ Tensor Communicator::all_reduce(const Tensor& t, ReduceOperation op, const CallO
   CallScope scope = c.begin(OpKind::AllReduce, call);
   scope.record.reduce_op = static_cast<std::uint8_t>(op);
   c.describe_tensor(scope, t, "input");
-  const Algorithm algorithm = c.choose_algorithm(scope, call, c.options().all_reduce_algorithm,
-                                                 accumulated_bytes(t));
+  const Algorithm algorithm =
+      c.choose_algorithm(scope, call, c.options().all_reduce_algorithm, accumulated_bytes(t));
   c.agree(scope);
   Tensor result;
   c.run(scope, [&](const AlgorithmContext& ctx) {
@@ -72,7 +72,9 @@ Tensor Communicator::all_reduce(const Tensor& t, ReduceOperation op, const CallO
     const auto count = static_cast<std::size_t>(in.numel());
     const CommunicatorOptions& o = c.options();
     switch (algorithm) {
-      case Algorithm::Ring: ring_all_reduce(ctx, in.data_ptr(), out.data_ptr(), count, kernel); break;
+      case Algorithm::Ring:
+        ring_all_reduce(ctx, in.data_ptr(), out.data_ptr(), count, kernel);
+        break;
       case Algorithm::Tree:
         tree_all_reduce(ctx, in.data_ptr(), out.data_ptr(), count, kernel, scope.record.tree_arity);
         break;
@@ -107,11 +109,14 @@ std::optional<Tensor> Communicator::reduce(const Tensor& t, int root, ReduceOper
     const ReduceKernel kernel(in.dtype(), op);
     const auto count = static_cast<std::size_t>(in.numel());
     switch (algorithm) {
-      case Algorithm::Ring: ring_reduce(ctx, in.data_ptr(), out_ptr, count, kernel, root); break;
+      case Algorithm::Ring:
+        ring_reduce(ctx, in.data_ptr(), out_ptr, count, kernel, root);
+        break;
       case Algorithm::Tree:
         tree_reduce(ctx, in.data_ptr(), out_ptr, count, kernel, root, scope.record.tree_arity);
         break;
-      default: direct_reduce(ctx, in.data_ptr(), out_ptr, count, kernel, root);
+      default:
+        direct_reduce(ctx, in.data_ptr(), out_ptr, count, kernel, root);
     }
     if (is_root) result = reduction_output(out, t.dtype(), c.device());
   });

@@ -61,8 +61,7 @@ class Communicator {
   Tensor all_reduce(const Tensor& t, ReduceOperation op = ReduceOperation::Sum,
                     const CallOptions& call = {});
   /// Like all_reduce, but only `root` gets the result; other ranks get std::nullopt.
-  std::optional<Tensor> reduce(const Tensor& t, int root,
-                               ReduceOperation op = ReduceOperation::Sum,
+  std::optional<Tensor> reduce(const Tensor& t, int root, ReduceOperation op = ReduceOperation::Sum,
                                const CallOptions& call = {});
   /// Concatenation of every rank's `t` along axis 0 in rank order: shape [W*d0, ...]. A 0-d
   /// tensor is treated as shape [1].

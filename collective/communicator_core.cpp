@@ -18,10 +18,11 @@ CommunicatorCore::CommunicatorCore(std::unique_ptr<Transport> transport, Device 
 void CommunicatorCore::throw_if_finished(const char* label) const {
   if (!transport_->failed()) return;
   const CollectiveError first = transport_->failure();
-  throw CollectiveError(CollectiveErrorKind::Aborted,
-                        str(label, " on rank ", rank_,
-                            ": the communicator is finished after an earlier error: ", first.what()),
-                        first.ranks());
+  throw CollectiveError(
+      CollectiveErrorKind::Aborted,
+      str(label, " on rank ", rank_,
+          ": the communicator is finished after an earlier error: ", first.what()),
+      first.ranks());
 }
 
 CallScope CommunicatorCore::begin(OpKind kind, const CallOptions& call) {
@@ -74,12 +75,12 @@ void CommunicatorCore::describe_tensor(CallScope& scope, const Tensor& t, const 
   if (rec.reduce_op != CallRecord::kNone) {
     const auto op = static_cast<ReduceOperation>(rec.reduce_op);
     if (!reduce_operation_supports(op, t.dtype())) {
-      reject(scope, CollectiveErrorKind::InvalidArgument,
-             str("reduce operation ", reduce_operation_name(op), " is not valid for dtype ",
-                 t.dtype(),
-                 op == ReduceOperation::Mean ? " (Mean: floating dtypes only)"
-                 : t.dtype() == DType::Bool  ? " (Bool tensors cannot be reduced)"
-                                             : " (bitwise operations: integer dtypes only)"));
+      reject(
+          scope, CollectiveErrorKind::InvalidArgument,
+          str("reduce operation ", reduce_operation_name(op), " is not valid for dtype ", t.dtype(),
+              op == ReduceOperation::Mean ? " (Mean: floating dtypes only)"
+              : t.dtype() == DType::Bool  ? " (Bool tensors cannot be reduced)"
+                                          : " (bitwise operations: integer dtypes only)"));
     }
   }
 }
@@ -97,7 +98,7 @@ Algorithm CommunicatorCore::choose_algorithm(CallScope& scope, const CallOptions
   Algorithm a = call.algorithm != Algorithm::Auto ? call.algorithm : group_default;
   if (a == Algorithm::Auto) {
     a = transport_->zero_copy() || bytes < options_.ring_threshold_bytes ? Algorithm::Direct
-                                                                        : Algorithm::Ring;
+                                                                         : Algorithm::Ring;
   }
   int arity = 0;
   if (a == Algorithm::Tree) {

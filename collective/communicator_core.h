@@ -23,7 +23,8 @@ struct CallScope {
 
 class CommunicatorCore {
  public:
-  CommunicatorCore(std::unique_ptr<Transport> transport, Device device, CommunicatorOptions options);
+  CommunicatorCore(std::unique_ptr<Transport> transport, Device device,
+                   CommunicatorOptions options);
 
   Transport& transport() { return *transport_; }
   int rank() const { return rank_; }

@@ -28,9 +28,14 @@ Tensor empty_like_record(const CallRecord& rec) {
 void broadcast_bytes(const CallScope& scope, const AlgorithmContext& ctx, void* buf,
                      std::size_t nbytes, int root) {
   switch (static_cast<Algorithm>(scope.record.algorithm)) {
-    case Algorithm::Ring: ring_broadcast(ctx, buf, nbytes, root); break;
-    case Algorithm::Tree: tree_broadcast(ctx, buf, nbytes, root, scope.record.tree_arity); break;
-    default: direct_broadcast(ctx, buf, nbytes, root);
+    case Algorithm::Ring:
+      ring_broadcast(ctx, buf, nbytes, root);
+      break;
+    case Algorithm::Tree:
+      tree_broadcast(ctx, buf, nbytes, root, scope.record.tree_arity);
+      break;
+    default:
+      direct_broadcast(ctx, buf, nbytes, root);
   }
 }
 
@@ -100,7 +105,8 @@ Tensor Communicator::broadcast(const Tensor& t, int root, const CallOptions& cal
   return run_broadcast(c, scope, t, root);
 }
 
-Tensor Communicator::broadcast_from_sender(const std::optional<Tensor>& t, const CallOptions& call) {
+Tensor Communicator::broadcast_from_sender(const std::optional<Tensor>& t,
+                                           const CallOptions& call) {
   CommunicatorCore& c = core();
   CallScope scope = c.begin(OpKind::BroadcastFromSender, call);
   if (t.has_value()) c.describe_tensor(scope, *t, "input");
@@ -138,8 +144,8 @@ std::optional<Tensor> Communicator::gather(const Tensor& t, int root, const Call
   c.run(scope, [&](const AlgorithmContext& ctx) {
     const Tensor in = host_contiguous(t);
     const bool is_root = c.rank() == root;
-    Tensor out = is_root ? Tensor::empty(gathered_shape(in.shape(), c.world_size()), in.dtype())
-                         : Tensor();
+    Tensor out =
+        is_root ? Tensor::empty(gathered_shape(in.shape(), c.world_size()), in.dtype()) : Tensor();
     direct_gather(ctx, in.data_ptr(), is_root ? out.data_ptr() : nullptr, in.nbytes(), root);
     if (is_root) result = to_device(out, c.device());
   });
@@ -229,7 +235,8 @@ AllToAllVResult Communicator::all_to_all_v(const Tensor& t,
     out_shape[0] = std::accumulate(recv_counts.begin(), recv_counts.end(), std::int64_t{0});
     Tensor out = Tensor::empty(out_shape, in.dtype());
     std::size_t row_bytes = dtype_size(in.dtype());
-    for (std::int64_t d = 1; d < in.dim(); ++d) row_bytes *= static_cast<std::size_t>(in.shape()[d]);
+    for (std::int64_t d = 1; d < in.dim(); ++d)
+      row_bytes *= static_cast<std::size_t>(in.shape()[d]);
     std::vector<std::size_t> send_off(w), send_bytes(w), recv_off(w), recv_bytes(w);
     std::size_t s = 0, r = 0;
     for (std::size_t j = 0; j < w; ++j) {
@@ -261,11 +268,11 @@ void Communicator::send(const Tensor& t, int dst, const CallOptions& call) {
   c.throw_if_finished(label);
   check_peer(c, dst, label);
   if (!t.defined() || t.device() != c.device()) {
-    CollectiveError error(CollectiveErrorKind::InvalidArgument,
-                          str(label, " on rank ", c.rank(), ": expected a defined tensor on ",
-                              c.device().to_string(), ", got ",
-                              t.defined() ? t.device().to_string() : "an undefined tensor"),
-                          {c.rank()});
+    CollectiveError error(
+        CollectiveErrorKind::InvalidArgument,
+        str(label, " on rank ", c.rank(), ": expected a defined tensor on ", c.device().to_string(),
+            ", got ", t.defined() ? t.device().to_string() : "an undefined tensor"),
+        {c.rank()});
     c.transport().fail(error);
     throw error;
   }

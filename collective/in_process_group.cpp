@@ -12,10 +12,11 @@ std::vector<Communicator> InProcessGroup::create(int world_size, std::vector<Dev
   };
   if (world_size < 1) throw invalid(str("expected a world size >= 1, got ", world_size));
   if (!devices.empty() && static_cast<int>(devices.size()) != world_size) {
-    throw invalid(str("expected ", world_size, " devices (one per rank) or none, got ",
-                      devices.size()));
+    throw invalid(
+        str("expected ", world_size, " devices (one per rank) or none, got ", devices.size()));
   }
-  if (options.tree_arity < 2) throw invalid(str("expected tree_arity >= 2, got ", options.tree_arity));
+  if (options.tree_arity < 2)
+    throw invalid(str("expected tree_arity >= 2, got ", options.tree_arity));
   if (options.timeout.count() <= 0) {
     throw invalid(str("expected a positive timeout, got ", options.timeout.count(), " ms"));
   }

@@ -4,14 +4,22 @@ namespace ruccl {
 
 std::string_view reduce_operation_name(ReduceOperation op) {
   switch (op) {
-    case ReduceOperation::Sum: return "Sum";
-    case ReduceOperation::Mean: return "Mean";
-    case ReduceOperation::Prod: return "Prod";
-    case ReduceOperation::Min: return "Min";
-    case ReduceOperation::Max: return "Max";
-    case ReduceOperation::BitAnd: return "BitAnd";
-    case ReduceOperation::BitOr: return "BitOr";
-    case ReduceOperation::BitXor: return "BitXor";
+    case ReduceOperation::Sum:
+      return "Sum";
+    case ReduceOperation::Mean:
+      return "Mean";
+    case ReduceOperation::Prod:
+      return "Prod";
+    case ReduceOperation::Min:
+      return "Min";
+    case ReduceOperation::Max:
+      return "Max";
+    case ReduceOperation::BitAnd:
+      return "BitAnd";
+    case ReduceOperation::BitOr:
+      return "BitOr";
+    case ReduceOperation::BitXor:
+      return "BitXor";
   }
   return "Unknown";
 }
@@ -19,11 +27,14 @@ std::string_view reduce_operation_name(ReduceOperation op) {
 bool reduce_operation_supports(ReduceOperation op, DType dtype) {
   if (dtype == DType::Bool) return false;
   switch (op) {
-    case ReduceOperation::Mean: return is_floating(dtype);
+    case ReduceOperation::Mean:
+      return is_floating(dtype);
     case ReduceOperation::BitAnd:
     case ReduceOperation::BitOr:
-    case ReduceOperation::BitXor: return is_integral(dtype);
-    default: return true;
+    case ReduceOperation::BitXor:
+      return is_integral(dtype);
+    default:
+      return true;
   }
 }
 

@@ -32,8 +32,10 @@ std::string check(int r, const Tensor& v, const Tensor& t, const Tensor& sum, co
   for (std::int64_t i = 0; i < kCount; ++i) {
     const auto k = static_cast<std::size_t>(i);
     const float expected_sum = static_cast<float>(2 * i + 16);
-    if (s[k] != expected_sum) return str("rank ", r, " Sum[", i, "] = ", s[k], ", expected ", expected_sum);
-    if (m[k] != expected_sum / 4) return str("rank ", r, " Mean[", i, "] = ", m[k], ", expected ", expected_sum / 4);
+    if (s[k] != expected_sum)
+      return str("rank ", r, " Sum[", i, "] = ", s[k], ", expected ", expected_sum);
+    if (m[k] != expected_sum / 4)
+      return str("rank ", r, " Mean[", i, "] = ", m[k], ", expected ", expected_sum / 4);
     if (vv[k] != 0.25f * static_cast<float>(i) + static_cast<float>(r) || tt[k] != tb[k]) {
       return str("rank ", r, " input changed at ", i);
     }
@@ -56,7 +58,8 @@ int main(int argc, char** argv) {
     }
   }
   if (device_name != "cpu" && device_name != "cuda") {
-    std::fprintf(stderr, "all_reduce: expected --device cpu or cuda, got %s\n", device_name.c_str());
+    std::fprintf(stderr, "all_reduce: expected --device cpu or cuda, got %s\n",
+                 device_name.c_str());
     return 2;
   }
   const Device device = device_name == "cpu" ? Device::cpu() : Device::cuda(0);
@@ -70,9 +73,8 @@ int main(int argc, char** argv) {
     }
   }
 
-  const CollectiveConfig config = CollectiveConfig()
-                                      .with_num_devices(kRanks)
-                                      .with_local_all_reduce_strategy(Strategy::ring());
+  const CollectiveConfig config =
+      CollectiveConfig().with_num_devices(kRanks).with_local_all_reduce_strategy(Strategy::ring());
   std::vector<std::string> failures(kRanks);
   std::vector<std::thread> threads;
   for (int r = 0; r < kRanks; ++r) {
@@ -80,7 +82,8 @@ int main(int argc, char** argv) {
       const PeerId id(static_cast<std::uint32_t>(r));
       try {
         register_peer(id, device, config);
-        const Tensor v = Tensor::arange(0, kCount, 1, DType::F32, device) * 0.25 + static_cast<double>(r);
+        const Tensor v =
+            Tensor::arange(0, kCount, 1, DType::F32, device) * 0.25 + static_cast<double>(r);
         const Tensor t = 2.0 * v + 1.0;
         const Tensor t_before = t.clone();
         const Tensor sum = all_reduce(id, t, ReduceOperation::Sum);

@@ -92,11 +92,11 @@ void tree_broadcast(const AlgorithmContext& ctx, void* buf, std::size_t nbytes, 
 void direct_all_gather(const AlgorithmContext& ctx, const void* in, void* out,
                        std::size_t block_bytes);
 /// Root's out = the W inputs in rank order; out unused elsewhere.
-void direct_gather(const AlgorithmContext& ctx, const void* in, void* out,
-                   std::size_t block_bytes, int root);
+void direct_gather(const AlgorithmContext& ctx, const void* in, void* out, std::size_t block_bytes,
+                   int root);
 /// out (block_bytes) = block `rank` of root's `in` (W blocks); `in` unused elsewhere.
-void direct_scatter(const AlgorithmContext& ctx, const void* in, void* out,
-                    std::size_t block_bytes, int root);
+void direct_scatter(const AlgorithmContext& ctx, const void* in, void* out, std::size_t block_bytes,
+                    int root);
 /// Block j of `in` goes to rank j; out block j comes from rank j.
 void direct_all_to_all(const AlgorithmContext& ctx, const void* in, void* out,
                        std::size_t block_bytes);

@@ -81,7 +81,8 @@ void direct_all_reduce(const AlgorithmContext& ctx, const void* in, void* out, s
       },
       ctx.deadline);
   // All-gather of the folded chunks.
-  for (int p : peers) ctx.transport.isend(p, ctx.tag + 1, at(out, my_begin), my_length * es, ctx.deadline);
+  for (int p : peers)
+    ctx.transport.isend(p, ctx.tag + 1, at(out, my_begin), my_length * es, ctx.deadline);
   std::vector<std::size_t> sizes;
   for (int p : peers) sizes.push_back(chunk_size(static_cast<std::size_t>(p), count, w) * es);
   ctx.transport.recv_all_with(
@@ -140,8 +141,8 @@ void direct_reduce_scatter(const AlgorithmContext& ctx, const void* in, void* ou
   }
   const std::vector<int> peers = peers_of(ctx);
   for (int p : peers) {
-    ctx.transport.isend(p, ctx.tag, at(in, static_cast<std::size_t>(p) * length * es),
-                        length * es, ctx.deadline);
+    ctx.transport.isend(p, ctx.tag, at(in, static_cast<std::size_t>(p) * length * es), length * es,
+                        ctx.deadline);
   }
   std::vector<const void*> data(w);
   const std::vector<std::size_t> sizes(peers.size(), length * es);
@@ -191,8 +192,8 @@ void direct_all_gather(const AlgorithmContext& ctx, const void* in, void* out,
   wait_all_sends(ctx, peers);
 }
 
-void direct_gather(const AlgorithmContext& ctx, const void* in, void* out,
-                   std::size_t block_bytes, int root) {
+void direct_gather(const AlgorithmContext& ctx, const void* in, void* out, std::size_t block_bytes,
+                   int root) {
   if (ctx.rank() != root) {
     ctx.transport.isend(root, ctx.tag, in, block_bytes, ctx.deadline);
     ctx.transport.wait_send(root, ctx.deadline);
@@ -213,8 +214,8 @@ void direct_gather(const AlgorithmContext& ctx, const void* in, void* out,
       ctx.deadline);
 }
 
-void direct_scatter(const AlgorithmContext& ctx, const void* in, void* out,
-                    std::size_t block_bytes, int root) {
+void direct_scatter(const AlgorithmContext& ctx, const void* in, void* out, std::size_t block_bytes,
+                    int root) {
   if (ctx.rank() != root) {
     ctx.transport.recv_with(
         root, ctx.tag, block_bytes,
@@ -223,8 +224,8 @@ void direct_scatter(const AlgorithmContext& ctx, const void* in, void* out,
   }
   const std::vector<int> peers = peers_of(ctx);
   for (int p : peers) {
-    ctx.transport.isend(p, ctx.tag, at(in, static_cast<std::size_t>(p) * block_bytes),
-                        block_bytes, ctx.deadline);
+    ctx.transport.isend(p, ctx.tag, at(in, static_cast<std::size_t>(p) * block_bytes), block_bytes,
+                        ctx.deadline);
   }
   copy_bytes(out, at(in, static_cast<std::size_t>(root) * block_bytes), block_bytes);
   wait_all_sends(ctx, peers);
@@ -244,8 +245,8 @@ void exchange_counts(const AlgorithmContext& ctx, std::span<const std::int64_t> 
   const std::size_t mine = static_cast<std::size_t>(ctx.rank());
   const std::vector<int> peers = peers_of(ctx);
   for (int p : peers) {
-    ctx.transport.isend(p, ctx.tag, &send_counts[static_cast<std::size_t>(p)],
-                        sizeof(std::int64_t), ctx.deadline);
+    ctx.transport.isend(p, ctx.tag, &send_counts[static_cast<std::size_t>(p)], sizeof(std::int64_t),
+                        ctx.deadline);
   }
   recv_counts[mine] = send_counts[mine];
   if (peers.empty()) return;

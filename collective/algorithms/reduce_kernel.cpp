@@ -87,15 +87,23 @@ template <typename T>
 void pick(ReduceOperation op, void (*&combine)(void*, const void*, const void*, std::size_t)) {
   switch (op) {
     case ReduceOperation::Sum:
-    case ReduceOperation::Mean: combine = &combine_impl<T, SumOp>; return;
-    case ReduceOperation::Prod: combine = &combine_impl<T, ProdOp>; return;
-    case ReduceOperation::Min: combine = &combine_impl<T, MinOp>; return;
-    case ReduceOperation::Max: combine = &combine_impl<T, MaxOp>; return;
+    case ReduceOperation::Mean:
+      combine = &combine_impl<T, SumOp>;
+      return;
+    case ReduceOperation::Prod:
+      combine = &combine_impl<T, ProdOp>;
+      return;
+    case ReduceOperation::Min:
+      combine = &combine_impl<T, MinOp>;
+      return;
+    case ReduceOperation::Max:
+      combine = &combine_impl<T, MaxOp>;
+      return;
     case ReduceOperation::BitAnd:
     case ReduceOperation::BitOr:
     case ReduceOperation::BitXor:
       if constexpr (std::is_integral_v<T>) {
-        combine = op == ReduceOperation::BitAnd ? &combine_impl<T, AndOp>
+        combine = op == ReduceOperation::BitAnd  ? &combine_impl<T, AndOp>
                   : op == ReduceOperation::BitOr ? &combine_impl<T, OrOp>
                                                  : &combine_impl<T, XorOp>;
         return;
@@ -122,9 +130,14 @@ ReduceKernel::ReduceKernel(DType dtype, ReduceOperation op)
       pick<double>(op, combine_);
       if (op == ReduceOperation::Mean) finish_ = &mean_finish<double>;
       break;
-    case DType::I32: pick<std::int32_t>(op, combine_); break;
-    case DType::I64: pick<std::int64_t>(op, combine_); break;
-    default: RUCCL_ASSERT(false, "ReduceKernel: not an accumulation dtype: ", dtype);
+    case DType::I32:
+      pick<std::int32_t>(op, combine_);
+      break;
+    case DType::I64:
+      pick<std::int64_t>(op, combine_);
+      break;
+    default:
+      RUCCL_ASSERT(false, "ReduceKernel: not an accumulation dtype: ", dtype);
   }
   RUCCL_ASSERT(op != ReduceOperation::Mean || finish_ != nullptr, "Mean needs a floating dtype");
 }

@@ -134,7 +134,8 @@ void ring_broadcast(const AlgorithmContext& ctx, void* buf, std::size_t nbytes, 
     const std::uint64_t tag = ctx.tag + (s & 0x7FFF);
     if (v > 0) {
       ctx.transport.recv_with(
-          prev, tag, length, [&](const void* data, std::size_t n) { copy_bytes(at(buf, begin), data, n); },
+          prev, tag, length,
+          [&](const void* data, std::size_t n) { copy_bytes(at(buf, begin), data, n); },
           ctx.deadline);
     }
     if (v + 1 < w) ctx.transport.isend(next, tag, at(buf, begin), length, ctx.deadline);

@@ -36,8 +36,7 @@ struct TreeShape {
 
 // Gathers every rank's `bytes` of `in` at root; calls at_root(data) on root with data[rank].
 void tree_gather_raw(const AlgorithmContext& ctx, const void* in, std::size_t bytes, int root,
-                     int arity,
-                     const std::function<void(std::span<const void* const>)>& at_root) {
+                     int arity, const std::function<void(std::span<const void* const>)>& at_root) {
   const TreeShape tree{ctx.world(), root, arity};
   const int v = tree.virt(ctx.rank());
   const std::vector<int> kids = tree.children(v);

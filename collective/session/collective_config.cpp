@@ -4,18 +4,23 @@
 
 namespace ruccl {
 
-std::ostream& operator<<(std::ostream& out, PeerId id) { return out << "PeerId(" << id.value << ")"; }
+std::ostream& operator<<(std::ostream& out, PeerId id) {
+  return out << "PeerId(" << id.value << ")";
+}
 
 std::string Strategy::to_string() const {
   switch (kind_) {
-    case Kind::Centralized: return "centralized";
-    case Kind::Tree: return "tree(" + std::to_string(arity_) + ")";
-    case Kind::Ring: return "ring";
+    case Kind::Centralized:
+      return "centralized";
+    case Kind::Tree:
+      return "tree(" + std::to_string(arity_) + ")";
+    case Kind::Ring:
+      return "ring";
   }
   return "unknown";
 }
 
-#define RUCCL_CONFIG_SETTER(method, field, Type) \
+#define RUCCL_CONFIG_SETTER(method, field, Type)                \
   CollectiveConfig CollectiveConfig::method(Type value) const { \
     CollectiveConfig copy = *this;                              \
     copy.field = std::move(value);                              \
@@ -49,9 +54,9 @@ bool CollectiveConfig::is_valid() const {
   if (set != 0 && set != 4) return false;
   if (num_devices < 1 || timeout.count() <= 0) return false;
   if (num_nodes.has_value() && *num_nodes < 1) return false;
-  for (const Strategy* s : {&local_all_reduce_strategy, &local_reduce_strategy,
-                            &local_broadcast_strategy, &global_all_reduce_strategy,
-                            &global_reduce_strategy, &global_broadcast_strategy}) {
+  for (const Strategy* s :
+       {&local_all_reduce_strategy, &local_reduce_strategy, &local_broadcast_strategy,
+        &global_all_reduce_strategy, &global_reduce_strategy, &global_broadcast_strategy}) {
     if (!strategy_valid(*s)) return false;
   }
   return true;
@@ -59,7 +64,8 @@ bool CollectiveConfig::is_valid() const {
 
 std::string CollectiveConfig::to_string() const {
   std::ostringstream out;
-  out << "num_devices=" << num_devices << " local_all_reduce=" << local_all_reduce_strategy.to_string()
+  out << "num_devices=" << num_devices
+      << " local_all_reduce=" << local_all_reduce_strategy.to_string()
       << " local_reduce=" << local_reduce_strategy.to_string()
       << " local_broadcast=" << local_broadcast_strategy.to_string();
   if (num_nodes) out << " num_nodes=" << *num_nodes;

@@ -92,5 +92,7 @@ class CollectiveConfig {
 
 template <>
 struct std::hash<ruccl::PeerId> {
-  std::size_t operator()(ruccl::PeerId id) const noexcept { return std::hash<std::uint32_t>()(id.value); }
+  std::size_t operator()(ruccl::PeerId id) const noexcept {
+    return std::hash<std::uint32_t>()(id.value);
+  }
 };

@@ -19,9 +19,9 @@ namespace {
 /// One registration round and, once formed, the session it became.
 struct Session {
   CollectiveConfig config;
-  std::map<PeerId, Device> pending;        // registered so far (ordered by PeerId)
+  std::map<PeerId, Device> pending;  // registered so far (ordered by PeerId)
   bool formed = false;
-  std::map<PeerId, Communicator> comms;    // peers still in the session
+  std::map<PeerId, Communicator> comms;  // peers still in the session
   std::map<PeerId, int> ranks;
   std::optional<CollectiveError> failure;  // a failed round: every waiting peer raises it
 };
@@ -75,9 +75,12 @@ std::string ids_text(const std::map<PeerId, Device>& peers) {
 CommunicatorOptions options_from(const CollectiveConfig& config) {
   auto algorithm = [](const Strategy& s) {
     switch (s.kind()) {
-      case Strategy::Kind::Centralized: return Algorithm::Centralized;
-      case Strategy::Kind::Tree: return Algorithm::Tree;
-      case Strategy::Kind::Ring: return Algorithm::Ring;
+      case Strategy::Kind::Centralized:
+        return Algorithm::Centralized;
+      case Strategy::Kind::Tree:
+        return Algorithm::Tree;
+      case Strategy::Kind::Ring:
+        return Algorithm::Ring;
     }
     return Algorithm::Auto;
   };
@@ -101,9 +104,10 @@ void Registry::register_peer(PeerId id, Device device, const CollectiveConfig& c
   const std::string who = str("register_peer(", id, ")");
   if (!config.is_valid()) {
     CollectiveError error(CollectiveErrorKind::InvalidConfig,
-                          str(who, ": invalid CollectiveConfig (the four global parameters must be "
-                                   "all set or all unset, num_devices >= 1, tree arity >= 2, "
-                                   "timeout > 0): ",
+                          str(who,
+                              ": invalid CollectiveConfig (the four global parameters must be "
+                              "all set or all unset, num_devices >= 1, tree arity >= 2, "
+                              "timeout > 0): ",
                               config.to_string()));
     fail_round(error);
     throw error;
@@ -111,8 +115,9 @@ void Registry::register_peer(PeerId id, Device device, const CollectiveConfig& c
   if (config.is_multi_node()) {
     CollectiveError error(
         CollectiveErrorKind::Unsupported,
-        str(who, ": the multi-node (global) level needs the TCP transport, which is not built "
-                 "yet; leave num_nodes, global_address, node_address and data_service_port unset"));
+        str(who,
+            ": the multi-node (global) level needs the TCP transport, which is not built "
+            "yet; leave num_nodes, global_address, node_address and data_service_port unset"));
     fail_round(error);
     throw error;
   }
@@ -139,10 +144,10 @@ void Registry::register_peer(PeerId id, Device device, const CollectiveConfig& c
     throw error;
   }
   if (!(session->config == config)) {
-    CollectiveError error(CollectiveErrorKind::RegistrationParamsMismatch,
-                          str(who, ": config differs from the peers registered before ",
-                              ids_text(session->pending), ": expected ",
-                              session->config.to_string(), ", got ", config.to_string()));
+    CollectiveError error(
+        CollectiveErrorKind::RegistrationParamsMismatch,
+        str(who, ": config differs from the peers registered before ", ids_text(session->pending),
+            ": expected ", session->config.to_string(), ", got ", config.to_string()));
     fail_round(error);
     throw error;
   }
@@ -175,9 +180,8 @@ void Registry::register_peer(PeerId id, Device device, const CollectiveConfig& c
   (void)done;
   CollectiveError error(
       CollectiveErrorKind::Timeout,
-      str(who, ": timed out after ", config.timeout.count(), " ms waiting for ",
-          config.num_devices, " peers; only ", session->pending.size(),
-          " registered: ", ids_text(session->pending)));
+      str(who, ": timed out after ", config.timeout.count(), " ms waiting for ", config.num_devices,
+          " peers; only ", session->pending.size(), " registered: ", ids_text(session->pending)));
   fail_round(error);
   throw error;
 }
@@ -186,8 +190,9 @@ PeerHandle Registry::peer(PeerId id, const char* op) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!current_ || !current_->formed || current_->comms.count(id) == 0) {
     throw CollectiveError(CollectiveErrorKind::MissingRegistration,
-                          str(op, "(", id, "): this peer is not registered in a running session "
-                                           "(call register_peer first)"));
+                          str(op, "(", id,
+                              "): this peer is not registered in a running session "
+                              "(call register_peer first)"));
   }
   return PeerHandle{current_->comms.at(id), current_->config, current_->ranks};
 }
@@ -196,8 +201,9 @@ void Registry::finish(PeerId id) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!current_ || !current_->formed || current_->comms.count(id) == 0) {
     throw CollectiveError(CollectiveErrorKind::MissingRegistration,
-                          str("finish_collective(", id, "): this peer is not registered in a "
-                                                        "running session"));
+                          str("finish_collective(", id,
+                              "): this peer is not registered in a "
+                              "running session"));
   }
   // Dropping the communicator tells peers still waiting for this one (PeerLost, promptly).
   current_->comms.erase(id);
@@ -210,9 +216,10 @@ void Registry::reset() {
   if (current_->formed) {
     for (auto& [id, comm] : current_->comms) comm.abort("reset_collective() was called");
   } else {
-    current_->failure = CollectiveError(
-        CollectiveErrorKind::Aborted, "register_peer: reset_collective() was called while waiting "
-                                      "for peers");
+    current_->failure =
+        CollectiveError(CollectiveErrorKind::Aborted,
+                        "register_peer: reset_collective() was called while waiting "
+                        "for peers");
   }
   current_.reset();
   changed_.notify_all();

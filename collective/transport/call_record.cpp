@@ -6,17 +6,28 @@ namespace ruccl {
 
 const char* op_kind_name(OpKind kind) {
   switch (kind) {
-    case OpKind::Barrier: return "barrier";
-    case OpKind::Broadcast: return "broadcast";
-    case OpKind::BroadcastFromSender: return "broadcast";
-    case OpKind::AllReduce: return "all_reduce";
-    case OpKind::Reduce: return "reduce";
-    case OpKind::AllGather: return "all_gather";
-    case OpKind::ReduceScatter: return "reduce_scatter";
-    case OpKind::Gather: return "gather";
-    case OpKind::Scatter: return "scatter";
-    case OpKind::AllToAll: return "all_to_all";
-    case OpKind::AllToAllV: return "all_to_all_v";
+    case OpKind::Barrier:
+      return "barrier";
+    case OpKind::Broadcast:
+      return "broadcast";
+    case OpKind::BroadcastFromSender:
+      return "broadcast";
+    case OpKind::AllReduce:
+      return "all_reduce";
+    case OpKind::Reduce:
+      return "reduce";
+    case OpKind::AllGather:
+      return "all_gather";
+    case OpKind::ReduceScatter:
+      return "reduce_scatter";
+    case OpKind::Gather:
+      return "gather";
+    case OpKind::Scatter:
+      return "scatter";
+    case OpKind::AllToAll:
+      return "all_to_all";
+    case OpKind::AllToAllV:
+      return "all_to_all_v";
   }
   return "unknown";
 }

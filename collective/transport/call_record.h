@@ -9,8 +9,17 @@ namespace ruccl {
 
 /// The collectives, as they appear in fingerprints and error messages.
 enum class OpKind : std::uint8_t {
-  Barrier, Broadcast, BroadcastFromSender, AllReduce, Reduce, AllGather, ReduceScatter, Gather,
-  Scatter, AllToAll, AllToAllV
+  Barrier,
+  Broadcast,
+  BroadcastFromSender,
+  AllReduce,
+  Reduce,
+  AllGather,
+  ReduceScatter,
+  Gather,
+  Scatter,
+  AllToAll,
+  AllToAllV
 };
 
 /// "all_reduce", ...
@@ -23,20 +32,20 @@ struct CallRecord {
   static constexpr std::uint8_t kNone = 0xFF;
   static constexpr int kMessageBytes = 200;
 
-  std::uint64_t seq = 0;              ///< the call's position in this group's collective sequence
+  std::uint64_t seq = 0;  ///< the call's position in this group's collective sequence
   OpKind kind = OpKind::Barrier;
-  std::uint8_t dtype = kNone;         ///< DType, or kNone when this rank passes no tensor
-  std::uint8_t reduce_op = kNone;     ///< ReduceOperation, or kNone
-  std::uint8_t has_tensor = 0;        ///< broadcast/scatter: whether this rank passed a tensor
-  std::int32_t root = -1;             ///< root rank, or -1
-  std::int32_t ndim = -1;             ///< -1: no shape to agree on
+  std::uint8_t dtype = kNone;      ///< DType, or kNone when this rank passes no tensor
+  std::uint8_t reduce_op = kNone;  ///< ReduceOperation, or kNone
+  std::uint8_t has_tensor = 0;     ///< broadcast/scatter: whether this rank passed a tensor
+  std::int32_t root = -1;          ///< root rank, or -1
+  std::int32_t ndim = -1;          ///< -1: no shape to agree on
   std::int64_t dims[Shape::kMaxDims] = {};
-  std::uint8_t algorithm = 0;         ///< the resolved Algorithm (agreed: ranks must match)
-  std::int32_t tree_arity = 0;        ///< the resolved tree arity (0 unless Tree)
-  std::int32_t num_words = 0;         ///< CallOptions words
+  std::uint8_t algorithm = 0;   ///< the resolved Algorithm (agreed: ranks must match)
+  std::int32_t tree_arity = 0;  ///< the resolved tree arity (0 unless Tree)
+  std::int32_t num_words = 0;   ///< CallOptions words
   std::int64_t words[kMaxWords] = {};
   const char* word_names[kMaxWords] = {};  ///< string literals; only used for local messages
-  std::uint8_t error_kind = kNone;    ///< CollectiveErrorKind of this rank's local error, or kNone
+  std::uint8_t error_kind = kNone;  ///< CollectiveErrorKind of this rank's local error, or kNone
   char error_message[kMessageBytes] = {};
 
   /// The shape recorded by set_shape (ndim >= 0).

@@ -22,8 +22,8 @@ std::string call_name(const Deadline& deadline) {
 
 // Point-to-point state word: bit 63 = sending, bits 40..62 = peer, bits 0..39 = message number.
 std::uint64_t encode_p2p(bool sending, int peer, std::uint64_t number) {
-  return (static_cast<std::uint64_t>(sending) << 63) |
-         (static_cast<std::uint64_t>(peer) << 40) | (number & ((std::uint64_t{1} << 40) - 1));
+  return (static_cast<std::uint64_t>(sending) << 63) | (static_cast<std::uint64_t>(peer) << 40) |
+         (number & ((std::uint64_t{1} << 40) - 1));
 }
 struct P2PState {
   bool active;
@@ -44,7 +44,8 @@ InProcessHub::InProcessHub(int world_size)
     : world_size_(world_size),
       policy_(WaitPolicy::for_group(world_size)),
       ranks_(new RankState[static_cast<std::size_t>(world_size)]),
-      mail_(new Mailbox[static_cast<std::size_t>(world_size) * static_cast<std::size_t>(world_size)]) {}
+      mail_(new Mailbox[static_cast<std::size_t>(world_size) *
+                        static_cast<std::size_t>(world_size)]) {}
 
 void InProcessHub::fail(const CollectiveError& error) noexcept {
   {
@@ -80,17 +81,14 @@ InProcessTransport::InProcessTransport(std::shared_ptr<InProcessHub> hub, int ra
       sent_(static_cast<std::size_t>(hub_->world_size()), 0),
       received_(static_cast<std::size_t>(hub_->world_size()), 0) {}
 
-InProcessTransport::~InProcessTransport() {
-  hub_->leave(rank_);
-}
+InProcessTransport::~InProcessTransport() { hub_->leave(rank_); }
 
 void InProcessTransport::throw_failure() { throw hub_->failure(); }
 
 void InProcessTransport::begin_point_to_point(int peer, bool sending) noexcept {
   p2p_sending_ = sending;
   p2p_peer_ = peer;
-  const std::uint64_t number =
-      (sending ? sent_ : received_)[static_cast<std::size_t>(peer)] + 1;
+  const std::uint64_t number = (sending ? sent_ : received_)[static_cast<std::size_t>(peer)] + 1;
   hub_->rank_state(rank_).p2p.store(encode_p2p(sending, peer, number), std::memory_order_release);
   hub_->bell().ring();
 }
@@ -101,14 +99,12 @@ void InProcessTransport::end_point_to_point() noexcept {
 }
 
 std::string InProcessTransport::p2p_deadlock(int peer, bool in_collective) const {
-  const P2PState theirs =
-      decode_p2p(hub_->rank_state(peer).p2p.load(std::memory_order_acquire));
+  const P2PState theirs = decode_p2p(hub_->rank_state(peer).p2p.load(std::memory_order_acquire));
   if (!theirs.active || theirs.peer != rank_) return "";
   // Is the peer's call still waiting for this rank? A send waits until this rank consumed its
   // first message; a recv waits until this rank posted the message it expects.
-  const bool waits = theirs.sending
-                         ? received_[static_cast<std::size_t>(peer)] < theirs.number
-                         : sent_[static_cast<std::size_t>(peer)] < theirs.number;
+  const bool waits = theirs.sending ? received_[static_cast<std::size_t>(peer)] < theirs.number
+                                    : sent_[static_cast<std::size_t>(peer)] < theirs.number;
   if (!waits) return "";
   const char* their_call = theirs.sending ? "send" : "recv";
   if (in_collective) {
@@ -149,7 +145,9 @@ void InProcessTransport::wait_for(Ready&& ready, Missing&& missing, const Deadli
     return false;
   };
   const bool done = hub_->bell().wait(
-      [&] { return ready() || hub_->failed() || missing_gone() || (any_p2p() && !deadlock().empty()); },
+      [&] {
+        return ready() || hub_->failed() || missing_gone() || (any_p2p() && !deadlock().empty());
+      },
       deadline, hub_->policy());
   if (ready()) return;
   if (hub_->failed()) throw_failure();
@@ -176,8 +174,7 @@ void InProcessTransport::wait_for(Ready&& ready, Missing&& missing, const Deadli
   hub_->fail(CollectiveError(
       CollectiveErrorKind::Timeout,
       str(call_name(deadline), ": rank ", rank_, " timed out after ", deadline.timeout().count(),
-          " ms waiting for ", what, " from rank(s) ", rank_list(absent),
-          " that never arrived"),
+          " ms waiting for ", what, " from rank(s) ", rank_list(absent), " that never arrived"),
       absent));
   throw_failure();
 }
@@ -241,11 +238,11 @@ void InProcessTransport::check_message(int peer, const InProcessHub::Mailbox& bo
                                        std::uint64_t tag, std::size_t nbytes) {
   if (box.tag == tag && box.nbytes == nbytes) return;
   // Agreement makes this impossible for collectives; it means a protocol bug.
-  CollectiveError error(CollectiveErrorKind::CollectiveKindMismatch,
-                        str("rank ", rank_, " expected message tag ", tag, " (", nbytes,
-                            " bytes) from rank ", peer, ", got tag ", box.tag, " (", box.nbytes,
-                            " bytes)"),
-                        {std::min(rank_, peer), std::max(rank_, peer)});
+  CollectiveError error(
+      CollectiveErrorKind::CollectiveKindMismatch,
+      str("rank ", rank_, " expected message tag ", tag, " (", nbytes, " bytes) from rank ", peer,
+          ", got tag ", box.tag, " (", box.nbytes, " bytes)"),
+      {std::min(rank_, peer), std::max(rank_, peer)});
   hub_->fail(error);
   throw_failure();
 }

@@ -114,7 +114,7 @@ class InProcessTransport final : public Transport {
   int rank_;
   std::vector<std::uint64_t> sent_;      // messages posted to each peer
   std::vector<std::uint64_t> received_;  // messages consumed from each peer
-  bool p2p_sending_ = false;              // valid while my own p2p state is published
+  bool p2p_sending_ = false;             // valid while my own p2p state is published
   int p2p_peer_ = -1;
 };
 

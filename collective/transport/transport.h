@@ -32,9 +32,9 @@ template <typename R, typename... Args>
 class FunctionRef<R(Args...)> {
  public:
   template <typename F>
-    requires(!std::is_same_v<std::remove_cvref_t<F>, FunctionRef> &&
-             std::is_invocable_r_v<R, F&, Args...>)
-  FunctionRef(F&& f)  // NOLINT: implicit, like std::function
+  requires(!std::is_same_v<std::remove_cvref_t<F>, FunctionRef> &&
+           std::is_invocable_r_v<R, F&, Args...>)
+      FunctionRef(F&& f)  // NOLINT: implicit, like std::function
       : object_(const_cast<void*>(static_cast<const void*>(std::addressof(f)))),
         call_([](void* object, Args... args) -> R {
           return (*static_cast<std::remove_reference_t<F>*>(object))(std::forward<Args>(args)...);
@@ -67,7 +67,8 @@ class Transport {
   /// rank published its record with the same seq; fills `all` (size world_size, index = rank).
   /// Throws CollectiveError: Timeout (naming the ranks that never arrived), PeerLost, or the
   /// group's failure.
-  virtual void agree(const CallRecord& mine, std::span<CallRecord> all, const Deadline& deadline) = 0;
+  virtual void agree(const CallRecord& mine, std::span<CallRecord> all,
+                     const Deadline& deadline) = 0;
 
   /// Starts sending `nbytes` at `data` to `peer` with `tag` (waits only while this rank's previous
   /// message to `peer` is unconsumed). `data` must stay valid until wait_send(peer).

@@ -20,11 +20,14 @@ inline const std::vector<ReduceOperation> kAllOps = {
 /// (products stay <= 3^8; sums <= 8 * 13).
 inline std::int64_t input_value(int rank, std::int64_t i, ReduceOperation op) {
   switch (op) {
-    case ReduceOperation::Prod: return 1 + (i + rank) % 3;
+    case ReduceOperation::Prod:
+      return 1 + (i + rank) % 3;
     case ReduceOperation::BitAnd:
     case ReduceOperation::BitOr:
-    case ReduceOperation::BitXor: return (std::int64_t{1} << ((i + rank) % 5)) | (i % 4) | rank;
-    default: return (i * 5) % 7 + rank - 3;  // negative values too
+    case ReduceOperation::BitXor:
+      return (std::int64_t{1} << ((i + rank) % 5)) | (i % 4) | rank;
+    default:
+      return (i * 5) % 7 + rank - 3;  // negative values too
   }
 }
 
@@ -35,13 +38,27 @@ inline double expected_value(int world, std::int64_t i, ReduceOperation op) {
     const std::int64_t x = input_value(r, i, op);
     switch (op) {
       case ReduceOperation::Sum:
-      case ReduceOperation::Mean: acc += x; break;
-      case ReduceOperation::Prod: acc *= x; break;
-      case ReduceOperation::Min: acc = std::min(acc, x); break;
-      case ReduceOperation::Max: acc = std::max(acc, x); break;
-      case ReduceOperation::BitAnd: acc &= x; break;
-      case ReduceOperation::BitOr: acc |= x; break;
-      case ReduceOperation::BitXor: acc ^= x; break;
+      case ReduceOperation::Mean:
+        acc += x;
+        break;
+      case ReduceOperation::Prod:
+        acc *= x;
+        break;
+      case ReduceOperation::Min:
+        acc = std::min(acc, x);
+        break;
+      case ReduceOperation::Max:
+        acc = std::max(acc, x);
+        break;
+      case ReduceOperation::BitAnd:
+        acc &= x;
+        break;
+      case ReduceOperation::BitOr:
+        acc |= x;
+        break;
+      case ReduceOperation::BitXor:
+        acc ^= x;
+        break;
     }
   }
   return op == ReduceOperation::Mean ? static_cast<double>(acc) / world : static_cast<double>(acc);
@@ -55,14 +72,16 @@ inline Tensor tensor_of(const std::vector<double>& values, const Shape& shape, D
 /// Rank r's input of `count` elements for `op`, shape [count].
 inline Tensor rank_input(int rank, std::int64_t count, DType dtype, ReduceOperation op) {
   std::vector<double> v(static_cast<std::size_t>(count));
-  for (std::int64_t i = 0; i < count; ++i) v[static_cast<std::size_t>(i)] = static_cast<double>(input_value(rank, i, op));
+  for (std::int64_t i = 0; i < count; ++i)
+    v[static_cast<std::size_t>(i)] = static_cast<double>(input_value(rank, i, op));
   return tensor_of(v, Shape{count}, dtype);
 }
 
 /// The expected all-reduce of rank_input over `world` ranks.
 inline Tensor expected_reduction(int world, std::int64_t count, DType dtype, ReduceOperation op) {
   std::vector<double> v(static_cast<std::size_t>(count));
-  for (std::int64_t i = 0; i < count; ++i) v[static_cast<std::size_t>(i)] = expected_value(world, i, op);
+  for (std::int64_t i = 0; i < count; ++i)
+    v[static_cast<std::size_t>(i)] = expected_value(world, i, op);
   return tensor_of(v, Shape{count}, dtype);
 }
 

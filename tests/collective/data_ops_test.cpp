@@ -29,8 +29,8 @@ Tensor concatenated(int world, std::int64_t rows, DType dtype) {
   return tensor_of(v, Shape{rows * world, 2}, dtype);
 }
 
-const std::vector<DType> kMoveDTypes = {DType::F16, DType::BF16, DType::F32, DType::F64,
-                                        DType::I32, DType::I64};
+const std::vector<DType> kMoveDTypes = {DType::F16, DType::BF16, DType::F32,
+                                        DType::F64, DType::I32,  DType::I64};
 
 }  // namespace
 
@@ -115,8 +115,7 @@ TEST_CASE("all_gather and gather concatenate along axis 0 in rank order", "[coll
         expected_scalar.push_back(q);
       }
       REQUIRE_THAT(*got[k], TensorEqual(Tensor::from_vector<double>(expected_t, {2 * world, 2})));
-      REQUIRE_THAT(*got[k + 1],
-                   TensorEqual(tensor_of(expected_scalar, Shape{world}, DType::I32)));
+      REQUIRE_THAT(*got[k + 1], TensorEqual(tensor_of(expected_scalar, Shape{world}, DType::I32)));
     }
   }
 }
@@ -174,7 +173,8 @@ TEST_CASE("all_to_all sends block j to rank j; all_to_all_v with uneven counts",
       const auto& got = out[static_cast<std::size_t>(r)].value();
       std::vector<double> expected;
       for (int q = 0; q < world; ++q) {
-        for (int j = 2 * r; j < 2 * r + 2; ++j) expected.insert(expected.end(), {1000.0 * q + j, -1.0 * j});
+        for (int j = 2 * r; j < 2 * r + 2; ++j)
+          expected.insert(expected.end(), {1000.0 * q + j, -1.0 * j});
       }
       REQUIRE_THAT(got[0], TensorEqual(Tensor::from_vector<double>(expected, {world * 2, 2})));
       std::vector<double> expected_v;
@@ -183,7 +183,8 @@ TEST_CASE("all_to_all sends block j to rank j; all_to_all_v with uneven counts",
         std::int64_t offset = 0;  // rows rank q sends before its block for rank r
         for (int j = 0; j < r; ++j) offset += (q + j) % 3;
         const std::int64_t n = (q + r) % 3;
-        for (std::int64_t i = 0; i < n; ++i) expected_v.push_back(1000.0 * q + static_cast<double>(offset + i));
+        for (std::int64_t i = 0; i < n; ++i)
+          expected_v.push_back(1000.0 * q + static_cast<double>(offset + i));
         expected_counts.push_back(n);
       }
       REQUIRE_THAT(got[1], TensorEqual(Tensor::from_vector<double>(
@@ -218,7 +219,8 @@ TEST_CASE("send and recv move a tensor of any shape and dtype between two ranks"
       INFO("world " << world << ", rank " << r);
       const auto& got = out[static_cast<std::size_t>(r)].value();
       const int prev = (r + world - 1) % world;
-      REQUIRE_THAT(got[0], TensorEqual(block(prev, prev + 1, DType::BF16).transpose(0, 1).contiguous()));
+      REQUIRE_THAT(got[0],
+                   TensorEqual(block(prev, prev + 1, DType::BF16).transpose(0, 1).contiguous()));
       if (r == 0) REQUIRE_THAT(got[1], TensorEqual(Tensor::zeros({0, 3}, DType::I64)));
     }
   }
@@ -226,8 +228,10 @@ TEST_CASE("send and recv move a tensor of any shape and dtype between two ranks"
 
 TEST_CASE("point-to-point calls to oneself or out of range are InvalidArgument", "[collective]") {
   auto out = run_group(2, [](Communicator& comm) {
-    if (comm.rank() == 0) comm.send(Tensor::zeros({1}), 0);
-    else comm.recv(0);  // fails promptly once rank 0's error finishes the group
+    if (comm.rank() == 0)
+      comm.send(Tensor::zeros({1}), 0);
+    else
+      comm.recv(0);  // fails promptly once rank 0's error finishes the group
   });
   REQUIRE(error_kind(out[0]) == CollectiveErrorKind::InvalidArgument);
   // Rank 1 fails with the same kind if its recv was pending, or Aborted ("finished after an
@@ -253,20 +257,25 @@ TEST_CASE("send/recv that can never match raise CollectiveKindMismatch instead o
   options.timeout = std::chrono::seconds(30);  // the test fails by time if detection is missing
   const auto start = std::chrono::steady_clock::now();
   SECTION("both ranks send to each other") {
-    auto out = run_group(2, [](Communicator& comm) {
-      comm.send(Tensor::zeros({4}), 1 - comm.rank());
-    }, options);
+    auto out = run_group(
+        2, [](Communicator& comm) { comm.send(Tensor::zeros({4}), 1 - comm.rank()); }, options);
     for (auto& o : out) REQUIRE(error_kind(o) == CollectiveErrorKind::CollectiveKindMismatch);
   }
   SECTION("both ranks receive from each other") {
-    auto out = run_group(2, [](Communicator& comm) { comm.recv(1 - comm.rank()); }, options);
+    auto out = run_group(
+        2, [](Communicator& comm) { comm.recv(1 - comm.rank()); }, options);
     for (auto& o : out) REQUIRE(error_kind(o) == CollectiveErrorKind::CollectiveKindMismatch);
   }
   SECTION("one rank sends while its peer is in a collective") {
-    auto out = run_group(3, [](Communicator& comm) {
-      if (comm.rank() == 0) comm.send(Tensor::zeros({4}), 1);
-      else comm.barrier();
-    }, options);
+    auto out = run_group(
+        3,
+        [](Communicator& comm) {
+          if (comm.rank() == 0)
+            comm.send(Tensor::zeros({4}), 1);
+          else
+            comm.barrier();
+        },
+        options);
     REQUIRE(error_kind(out[0]) == CollectiveErrorKind::CollectiveKindMismatch);
     REQUIRE(error_kind(out[1]) == CollectiveErrorKind::CollectiveKindMismatch);
     // Rank 2's barrier was pending (same kind) or started after the failure (Aborted).

@@ -66,104 +66,157 @@ Tensor f32(std::vector<float> v) { return Tensor::from_vector<float>(v); }
 
 TEST_CASE("disagreeing collectives raise the matching error kind on every rank", "[collective]") {
   SECTION("different collectives") {
-    auto out = provoke(3, [](Communicator& c) {
-      if (c.rank() == 1) c.broadcast(f32({1}), 0); else c.all_reduce(f32({1}));
-    }, Kind::CollectiveKindMismatch);
+    auto out = provoke(
+        3,
+        [](Communicator& c) {
+          if (c.rank() == 1)
+            c.broadcast(f32({1}), 0);
+          else
+            c.all_reduce(f32({1}));
+        },
+        Kind::CollectiveKindMismatch);
     REQUIRE(error_ranks(out[0]) == std::vector<int>{0, 1});
     REQUIRE(out[2].message().find("rank 1 has called broadcast") != std::string::npos);
   }
   SECTION("shapes") {
-    auto out = provoke(2, [](Communicator& c) {
-      c.all_reduce(c.rank() == 0 ? f32({1, 2}) : f32({1, 2, 3}));
-    }, Kind::ShapeMismatch);
+    auto out = provoke(
+        2,
+        [](Communicator& c) {
+          c.all_reduce(c.rank() == 0 ? f32({1, 2}) : f32({1, 2, 3}));
+        },
+        Kind::ShapeMismatch);
     REQUIRE(out[1].message().find("rank 0 has [2], rank 1 has [3]") != std::string::npos);
   }
   SECTION("shapes of all_gather") {
-    provoke(3, [](Communicator& c) { c.all_gather(Tensor::zeros({c.rank() == 2 ? 2 : 1, 2})); },
-            Kind::ShapeMismatch);
+    provoke(
+        3,
+        [](Communicator& c) {
+          c.all_gather(Tensor::zeros({c.rank() == 2 ? 2 : 1, 2}));
+        },
+        Kind::ShapeMismatch);
   }
   SECTION("dtypes") {
-    provoke(2, [](Communicator& c) {
-      c.all_reduce(Tensor::zeros({4}, c.rank() == 0 ? DType::F32 : DType::F64));
-    }, Kind::DTypeMismatch);
+    provoke(
+        2,
+        [](Communicator& c) {
+          c.all_reduce(Tensor::zeros({4}, c.rank() == 0 ? DType::F32 : DType::F64));
+        },
+        Kind::DTypeMismatch);
   }
   SECTION("reduce operations") {
-    provoke(4, [](Communicator& c) {
-      c.all_reduce(f32({1}), c.rank() == 3 ? ReduceOperation::Max : ReduceOperation::Sum);
-    }, Kind::ReduceOperationMismatch);
+    provoke(
+        4,
+        [](Communicator& c) {
+          c.all_reduce(f32({1}), c.rank() == 3 ? ReduceOperation::Max : ReduceOperation::Sum);
+        },
+        Kind::ReduceOperationMismatch);
   }
   SECTION("roots") {
-    provoke(3, [](Communicator& c) { c.broadcast(f32({1}), c.rank() == 0 ? 0 : 1); },
-            Kind::RootMismatch);
+    provoke(
+        3, [](Communicator& c) { c.broadcast(f32({1}), c.rank() == 0 ? 0 : 1); },
+        Kind::RootMismatch);
   }
   SECTION("higher-layer fingerprint words") {
-    auto out = provoke(2, [](Communicator& c) {
-      c.all_gather(f32({1}), CallOptions().with_word("axis", 1).with_word("requires_grad", c.rank()));
-    }, Kind::ArgumentMismatch);
+    auto out = provoke(
+        2,
+        [](Communicator& c) {
+          c.all_gather(f32({1}),
+                       CallOptions().with_word("axis", 1).with_word("requires_grad", c.rank()));
+        },
+        Kind::ArgumentMismatch);
     REQUIRE(out[0].message().find("'requires_grad'") != std::string::npos);
   }
   SECTION("per-call algorithms") {
-    provoke(2, [](Communicator& c) {
-      c.all_reduce(f32({1}), ReduceOperation::Sum,
-                   CallOptions().with_algorithm(c.rank() == 0 ? Algorithm::Ring : Algorithm::Direct));
-    }, Kind::ArgumentMismatch);
+    provoke(
+        2,
+        [](Communicator& c) {
+          c.all_reduce(
+              f32({1}), ReduceOperation::Sum,
+              CallOptions().with_algorithm(c.rank() == 0 ? Algorithm::Ring : Algorithm::Direct));
+        },
+        Kind::ArgumentMismatch);
   }
   SECTION("no broadcast sender") {
-    provoke(3, [](Communicator& c) { c.broadcast_from_sender(std::nullopt); },
-            Kind::NoBroadcastSender);
+    provoke(
+        3, [](Communicator& c) { c.broadcast_from_sender(std::nullopt); }, Kind::NoBroadcastSender);
   }
   SECTION("several broadcast senders") {
-    auto out = provoke(3, [](Communicator& c) {
-      c.broadcast_from_sender(c.rank() == 1 ? std::nullopt : std::optional<Tensor>(f32({1})));
-    }, Kind::SeveralBroadcastSenders);
+    auto out = provoke(
+        3,
+        [](Communicator& c) {
+          c.broadcast_from_sender(c.rank() == 1 ? std::nullopt : std::optional<Tensor>(f32({1})));
+        },
+        Kind::SeveralBroadcastSenders);
     REQUIRE(error_ranks(out[1]) == std::vector<int>{0, 2});
   }
 }
 
 TEST_CASE("invalid arguments on one rank raise InvalidArgument on every rank", "[collective]") {
   SECTION("root out of range") {
-    auto out = provoke(2, [](Communicator& c) { c.reduce(f32({1}), c.rank() == 0 ? 2 : 0); },
-                       Kind::InvalidArgument);
+    auto out = provoke(
+        2, [](Communicator& c) { c.reduce(f32({1}), c.rank() == 0 ? 2 : 0); },
+        Kind::InvalidArgument);
     REQUIRE(out[1].message().find("expected a root in [0, 2), got 2") != std::string::npos);
   }
   SECTION("reduce_scatter axis 0 not divisible: [3, 2] on 2 ranks") {
-    provoke(2, [](Communicator& c) { c.reduce_scatter(Tensor::zeros({3, 2})); },
-            Kind::InvalidArgument);
+    provoke(
+        2,
+        [](Communicator& c) {
+          c.reduce_scatter(Tensor::zeros({3, 2}));
+        },
+        Kind::InvalidArgument);
   }
   SECTION("Mean of integers") {
-    provoke(2, [](Communicator& c) {
-      c.all_reduce(Tensor::zeros({2}, DType::I32), ReduceOperation::Mean);
-    }, Kind::InvalidArgument);
+    provoke(
+        2,
+        [](Communicator& c) {
+          c.all_reduce(Tensor::zeros({2}, DType::I32), ReduceOperation::Mean);
+        },
+        Kind::InvalidArgument);
   }
   SECTION("bitwise operations on floats") {
-    for (ReduceOperation op : {ReduceOperation::BitAnd, ReduceOperation::BitOr, ReduceOperation::BitXor}) {
-      provoke(2, [op](Communicator& c) { c.all_reduce(f32({1}), op); }, Kind::InvalidArgument);
+    for (ReduceOperation op :
+         {ReduceOperation::BitAnd, ReduceOperation::BitOr, ReduceOperation::BitXor}) {
+      provoke(
+          2, [op](Communicator& c) { c.all_reduce(f32({1}), op); }, Kind::InvalidArgument);
     }
   }
   SECTION("Bool tensors cannot be reduced") {
-    provoke(2, [](Communicator& c) { c.all_reduce(Tensor::zeros({2}, DType::Bool)); },
-            Kind::InvalidArgument);
+    provoke(
+        2, [](Communicator& c) { c.all_reduce(Tensor::zeros({2}, DType::Bool)); },
+        Kind::InvalidArgument);
   }
   SECTION("an undefined input on one rank") {
-    provoke(3, [](Communicator& c) { c.all_reduce(c.rank() == 1 ? Tensor() : f32({1})); },
-            Kind::InvalidArgument);
+    provoke(
+        3, [](Communicator& c) { c.all_reduce(c.rank() == 1 ? Tensor() : f32({1})); },
+        Kind::InvalidArgument);
   }
   SECTION("scatter with root's axis 0 not divisible") {
-    provoke(2, [](Communicator& c) { c.scatter(c.rank() == 0 ? f32({1, 2, 3}) : Tensor(), 0); },
-            Kind::InvalidArgument);
+    provoke(
+        2,
+        [](Communicator& c) {
+          c.scatter(c.rank() == 0 ? f32({1, 2, 3}) : Tensor(), 0);
+        },
+        Kind::InvalidArgument);
   }
   SECTION("all_to_all_v counts that do not sum to axis 0") {
-    provoke(2, [](Communicator& c) {
-      const std::vector<std::int64_t> counts = {1, c.rank() == 0 ? 2 : 1};
-      c.all_to_all_v(f32({1, 2}), counts);
-    }, Kind::InvalidArgument);
+    provoke(
+        2,
+        [](Communicator& c) {
+          const std::vector<std::int64_t> counts = {1, c.rank() == 0 ? 2 : 1};
+          c.all_to_all_v(f32({1, 2}), counts);
+        },
+        Kind::InvalidArgument);
   }
   SECTION("too many fingerprint words") {
-    provoke(2, [](Communicator& c) {
-      CallOptions call;
-      for (int i = 0; i < 5; ++i) call.with_word("w", i);
-      c.barrier(call);
-    }, Kind::InvalidArgument);
+    provoke(
+        2,
+        [](Communicator& c) {
+          CallOptions call;
+          for (int i = 0; i < 5; ++i) call.with_word("w", i);
+          c.barrier(call);
+        },
+        Kind::InvalidArgument);
   }
 }
 
@@ -188,14 +241,17 @@ TEST_CASE("a bad group configuration raises InvalidConfig", "[collective]") {
 }
 
 TEST_CASE("a deadline that expires names the ranks that never arrived", "[collective]") {
-  auto out = run_group(4, [](Communicator& comm) {
-    if (comm.rank() == 2) {
-      std::this_thread::sleep_for(300ms);  // arrives after the others gave up
-      comm.all_reduce(f32({1}));
-      return;
-    }
-    comm.all_reduce(f32({1}), ReduceOperation::Sum, CallOptions().with_timeout(50ms));
-  }, short_timeout(10s));
+  auto out = run_group(
+      4,
+      [](Communicator& comm) {
+        if (comm.rank() == 2) {
+          std::this_thread::sleep_for(300ms);  // arrives after the others gave up
+          comm.all_reduce(f32({1}));
+          return;
+        }
+        comm.all_reduce(f32({1}), ReduceOperation::Sum, CallOptions().with_timeout(50ms));
+      },
+      short_timeout(10s));
   for (int r : {0, 1, 3}) {
     INFO("rank " << r << ": " << out[static_cast<std::size_t>(r)].message());
     REQUIRE(error_kind(out[static_cast<std::size_t>(r)]) == Kind::Timeout);
@@ -216,19 +272,22 @@ TEST_CASE("abort makes pending calls on every rank fail within 100 ms with the r
                std::chrono::steady_clock::now().time_since_epoch())
         .count();
   };
-  auto out = run_group(4, [&](Communicator& comm) {
-    if (comm.rank() == 3) {
-      std::this_thread::sleep_for(150ms);  // the others are blocked (and asleep) by now
-      aborted_at = now_us();
-      comm.abort("the operator pressed stop");
-    }
-    try {
-      comm.all_reduce(f32({1}));
-    } catch (const CollectiveError&) {
-      failed_at[static_cast<std::size_t>(comm.rank())] = now_us();
-      throw;
-    }
-  }, short_timeout(30s));
+  auto out = run_group(
+      4,
+      [&](Communicator& comm) {
+        if (comm.rank() == 3) {
+          std::this_thread::sleep_for(150ms);  // the others are blocked (and asleep) by now
+          aborted_at = now_us();
+          comm.abort("the operator pressed stop");
+        }
+        try {
+          comm.all_reduce(f32({1}));
+        } catch (const CollectiveError&) {
+          failed_at[static_cast<std::size_t>(comm.rank())] = now_us();
+          throw;
+        }
+      },
+      short_timeout(30s));
   for (int r = 0; r < 4; ++r) {
     INFO("rank " << r << ": " << out[static_cast<std::size_t>(r)].message());
     REQUIRE(error_kind(out[static_cast<std::size_t>(r)]) == Kind::Aborted);
@@ -241,16 +300,19 @@ TEST_CASE("abort makes pending calls on every rank fail within 100 ms with the r
 TEST_CASE("a rank whose communicator is destroyed makes waiting peers fail with PeerLost",
           "[collective]") {
   const auto start = std::chrono::steady_clock::now();
-  auto out = run_group(3, [](Communicator& comm) {
-    if (comm.rank() == 1) {
-      comm.barrier();
-      std::this_thread::sleep_for(20ms);
-      comm = Communicator();  // leaves without the second barrier
-      return;
-    }
-    comm.barrier();
-    comm.barrier();
-  }, short_timeout(30s));
+  auto out = run_group(
+      3,
+      [](Communicator& comm) {
+        if (comm.rank() == 1) {
+          comm.barrier();
+          std::this_thread::sleep_for(20ms);
+          comm = Communicator();  // leaves without the second barrier
+          return;
+        }
+        comm.barrier();
+        comm.barrier();
+      },
+      short_timeout(30s));
   REQUIRE(std::chrono::steady_clock::now() - start < 5s);  // well before the 30 s deadline
   REQUIRE(out[1].ok());
   for (int r : {0, 2}) {
@@ -263,9 +325,8 @@ TEST_CASE("a rank whose communicator is destroyed makes waiting peers fail with 
 TEST_CASE("a rank leaving after its last call does not disturb the others", "[collective]") {
   // Rank 0 returns as soon as its broadcast is done; the others still read its data safely.
   for (int i = 0; i < 20; ++i) {
-    auto out = run_group(4, [](Communicator& comm) {
-      return comm.broadcast(Tensor::full({1000}, 7.0), 0);
-    });
+    auto out = run_group(
+        4, [](Communicator& comm) { return comm.broadcast(Tensor::full({1000}, 7.0), 0); });
     for (auto& o : out) REQUIRE(o.value().to_vector<float>() == std::vector<float>(1000, 7.0f));
   }
 }

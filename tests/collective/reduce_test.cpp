@@ -21,9 +21,9 @@ TEST_CASE("all_reduce gives the exact result for every dtype, op, world size, co
   // Every valid (dtype, op) pair under Auto; a representative subset under each other algorithm.
   const std::vector<DTypeOp> all_cases = valid_dtype_ops();
   const std::vector<DTypeOp> subset = {
-      {DType::F32, ReduceOperation::Sum},  {DType::F64, ReduceOperation::Mean},
+      {DType::F32, ReduceOperation::Sum},   {DType::F64, ReduceOperation::Mean},
       {DType::BF16, ReduceOperation::Prod}, {DType::F16, ReduceOperation::Min},
-      {DType::I32, ReduceOperation::Max},  {DType::I64, ReduceOperation::BitXor}};
+      {DType::I32, ReduceOperation::Max},   {DType::I64, ReduceOperation::BitXor}};
   for (const AlgorithmConfig& config : algorithm_configs()) {
     const std::vector<DTypeOp>& cases = std::string(config.name) == "auto" ? all_cases : subset;
     for (int world : kWorldSizes) {
@@ -48,8 +48,8 @@ TEST_CASE("all_reduce gives the exact result for every dtype, op, world size, co
         std::size_t k = 0;
         for (std::int64_t count : kCounts) {
           for (const DTypeOp& c : cases) {
-            INFO(config.name << ", world " << world << ", rank " << r << ", count " << count
-                             << ", " << c.dtype << " " << reduce_operation_name(c.op));
+            INFO(config.name << ", world " << world << ", rank " << r << ", count " << count << ", "
+                             << c.dtype << " " << reduce_operation_name(c.op));
             REQUIRE_THAT(got[k], TensorEqual(expected_reduction(world, count, c.dtype, c.op)));
             REQUIRE_THAT(got[k + 1], TensorEqual(got[k + 2]));  // input unchanged
             k += 3;
@@ -69,14 +69,14 @@ TEST_CASE("reduce gives root the exact result and the other ranks nothing", "[co
             std::vector<std::optional<Tensor>> results;
             for (int root = 0; root < world; ++root) {
               for (std::int64_t count : {std::int64_t{0}, std::int64_t{257}}) {
-                for (ReduceOperation op : {ReduceOperation::Sum, ReduceOperation::Mean,
-                                           ReduceOperation::Max}) {
-                  results.push_back(comm.reduce(rank_input(comm.rank(), count, DType::F32, op),
-                                                root, op));
+                for (ReduceOperation op :
+                     {ReduceOperation::Sum, ReduceOperation::Mean, ReduceOperation::Max}) {
+                  results.push_back(
+                      comm.reduce(rank_input(comm.rank(), count, DType::F32, op), root, op));
                 }
-                results.push_back(comm.reduce(
-                    rank_input(comm.rank(), count, DType::I64, ReduceOperation::BitXor), root,
-                    ReduceOperation::BitXor));
+                results.push_back(
+                    comm.reduce(rank_input(comm.rank(), count, DType::I64, ReduceOperation::BitXor),
+                                root, ReduceOperation::BitXor));
               }
             }
             return results;
@@ -113,8 +113,8 @@ TEST_CASE("reduce_scatter gives rank r rows [r*d0/W, (r+1)*d0/W) of the reductio
       const std::int64_t d0 = rows_per_rank * world;
       auto out = run_group(world, [&](Communicator& comm) {
         std::vector<Tensor> results;
-        for (ReduceOperation op : {ReduceOperation::Sum, ReduceOperation::Mean,
-                                   ReduceOperation::Min}) {
+        for (ReduceOperation op :
+             {ReduceOperation::Sum, ReduceOperation::Mean, ReduceOperation::Min}) {
           const Tensor in = rank_input(comm.rank(), d0 * 2, DType::F64, op).reshape({d0, 2});
           results.push_back(comm.reduce_scatter(in, op));
         }
@@ -126,10 +126,10 @@ TEST_CASE("reduce_scatter gives rank r rows [r*d0/W, (r+1)*d0/W) of the reductio
       for (int r = 0; r < world; ++r) {
         const auto& got = out[static_cast<std::size_t>(r)].value();
         std::size_t k = 0;
-        for (auto [dtype, op] : {DTypeOp{DType::F64, ReduceOperation::Sum},
-                                 DTypeOp{DType::F64, ReduceOperation::Mean},
-                                 DTypeOp{DType::F64, ReduceOperation::Min},
-                                 DTypeOp{DType::I32, ReduceOperation::BitOr}}) {
+        for (auto [dtype, op] :
+             {DTypeOp{DType::F64, ReduceOperation::Sum}, DTypeOp{DType::F64, ReduceOperation::Mean},
+              DTypeOp{DType::F64, ReduceOperation::Min},
+              DTypeOp{DType::I32, ReduceOperation::BitOr}}) {
           INFO("world " << world << ", rank " << r << ", d0 " << d0 << ", "
                         << reduce_operation_name(op));
           const Tensor full = expected_reduction(world, d0 * 2, dtype, op).reshape({d0, 2});
@@ -145,7 +145,8 @@ TEST_CASE("reduce_scatter gives rank r rows [r*d0/W, (r+1)*d0/W) of the reductio
 TEST_CASE("64-bit integers keep their width through all_reduce", "[collective]") {
   const std::int64_t big = 9007199254740993;  // 2^53 + 1: not representable as a double
   auto out = run_group(3, [&](Communicator& comm) {
-    const Tensor in = Tensor::from_vector<std::int64_t>({comm.rank() == 0 ? big : comm.rank(), -big});
+    const Tensor in =
+        Tensor::from_vector<std::int64_t>({comm.rank() == 0 ? big : comm.rank(), -big});
     return std::vector<Tensor>{comm.all_reduce(in, ReduceOperation::Sum),
                                comm.all_reduce(in, ReduceOperation::Max)};
   });
@@ -160,8 +161,7 @@ TEST_CASE("all_reduce of non-contiguous inputs reduces the viewed elements", "[c
   auto out = run_group(3, [&](Communicator& comm) {
     const double r = comm.rank();
     // [[r, 1+r, 2+r], [3+r, 4+r, 5+r]] transposed to 3x2, and a strided narrow of it.
-    const Tensor base =
-        Tensor::from_vector<double>({r, 1 + r, 2 + r, 3 + r, 4 + r, 5 + r}, {2, 3});
+    const Tensor base = Tensor::from_vector<double>({r, 1 + r, 2 + r, 3 + r, 4 + r, 5 + r}, {2, 3});
     const Tensor transposed = base.transpose(0, 1);
     return std::vector<Tensor>{comm.all_reduce(transposed, ReduceOperation::Sum),
                                comm.all_reduce(transposed.narrow(1, 1, 1), ReduceOperation::Max),
@@ -211,7 +211,8 @@ TEST_CASE("every algorithm gives bit-identical float results in the documented r
         std::uniform_real_distribution<double> mantissa(-1.0, 1.0);
         std::uniform_int_distribution<int> exponent(-20, 20);
         for (auto& v : raw) {
-          for (std::int64_t i = 0; i < count; ++i) v.push_back(std::ldexp(mantissa(gen), exponent(gen)));
+          for (std::int64_t i = 0; i < count; ++i)
+            v.push_back(std::ldexp(mantissa(gen), exponent(gen)));
         }
         std::vector<Tensor> inputs;
         for (auto& v : raw) inputs.push_back(Tensor::from_vector<double>(v).to(dtype));
@@ -272,8 +273,7 @@ TEST_CASE("all_reduce of about a million elements is exact on every rank", "[col
   }
 }
 
-TEST_CASE("ring chunks are balanced: the first n % W chunks get one more element",
-          "[collective]") {
+TEST_CASE("ring chunks are balanced: the first n % W chunks get one more element", "[collective]") {
   // Returns the chunk sizes as text ("65 64 64 64"). (Compared as strings: g++ 12 -O2 miscompiled
   // several std::vector<std::size_t> initializer lists in this function into the same values.)
   auto sizes = [](std::size_t n, std::size_t w) {

@@ -41,15 +41,17 @@ TEST_CASE("registered peers all_reduce, broadcast and reduce, then finish", "[co
       std::vector<std::optional<Tensor>> got;
       got.push_back(all_reduce(id, Tensor::full({5}, index + 1.0), ReduceOperation::Sum));
       got.push_back(all_reduce(id, Tensor::full({5}, index + 1.0), ReduceOperation::Mean));
-      got.push_back(broadcast(id, index == peers - 1 ? std::optional<Tensor>(Tensor::full({2}, 42.0))
-                                                     : std::nullopt));
-      got.push_back(reduce(id, Tensor::full({3}, 2.0, DType::I64), ReduceOperation::Prod, peer_id(0)));
+      got.push_back(broadcast(
+          id, index == peers - 1 ? std::optional<Tensor>(Tensor::full({2}, 42.0)) : std::nullopt));
+      got.push_back(
+          reduce(id, Tensor::full({3}, 2.0, DType::I64), ReduceOperation::Prod, peer_id(0)));
       finish_collective(id);
       return got;
     });
     for (int i = 0; i < peers; ++i) {
       const int index = peers - 1 - i;
-      INFO(peers << " peers, peer index " << index << ": " << out[static_cast<std::size_t>(i)].message());
+      INFO(peers << " peers, peer index " << index << ": "
+                 << out[static_cast<std::size_t>(i)].message());
       const auto& got = out[static_cast<std::size_t>(i)].value();
       const double sum = peers * (peers + 1) / 2.0;
       REQUIRE_THAT(*got[0], TensorEqual(Tensor::full({5}, sum)));
@@ -73,16 +75,19 @@ TEST_CASE("every session strategy gives bit-identical results", "[collective]") 
     inputs.push_back(Tensor::from_vector<float>(v));
   }
   std::vector<Tensor> results;
-  for (Strategy s : {Strategy::centralized(), Strategy::tree(2), Strategy::tree(3), Strategy::ring()}) {
+  for (Strategy s :
+       {Strategy::centralized(), Strategy::tree(2), Strategy::tree(3), Strategy::ring()}) {
     const CollectiveConfig config = config_for(peers)
                                         .with_local_all_reduce_strategy(s)
                                         .with_local_reduce_strategy(s)
                                         .with_local_broadcast_strategy(s);
     auto out = run_ranks(peers, [&](int i) {
       register_peer(PeerId(i), Device::cpu(), config);
-      std::vector<Tensor> got{all_reduce(PeerId(i), inputs[static_cast<std::size_t>(i)], ReduceOperation::Sum),
-                              all_reduce(PeerId(i), inputs[static_cast<std::size_t>(i)], ReduceOperation::Mean)};
-      auto r = reduce(PeerId(i), inputs[static_cast<std::size_t>(i)], ReduceOperation::Sum, PeerId(2));
+      std::vector<Tensor> got{
+          all_reduce(PeerId(i), inputs[static_cast<std::size_t>(i)], ReduceOperation::Sum),
+          all_reduce(PeerId(i), inputs[static_cast<std::size_t>(i)], ReduceOperation::Mean)};
+      auto r =
+          reduce(PeerId(i), inputs[static_cast<std::size_t>(i)], ReduceOperation::Sum, PeerId(2));
       if (r) got.push_back(*r);
       got.push_back(broadcast(PeerId(i), i == 1 ? std::optional<Tensor>(inputs[1]) : std::nullopt));
       finish_collective(PeerId(i));
@@ -105,8 +110,9 @@ TEST_CASE("registration errors reach every registering peer", "[collective]") {
   SECTION("mismatching configs") {
     auto out = run_ranks(2, [](int i) {
       if (i == 1) std::this_thread::sleep_for(20ms);  // peer 0 is already waiting
-      register_peer(PeerId(i), Device::cpu(),
-                    i == 0 ? config_for(2) : config_for(2).with_local_all_reduce_strategy(Strategy::ring()));
+      register_peer(
+          PeerId(i), Device::cpu(),
+          i == 0 ? config_for(2) : config_for(2).with_local_all_reduce_strategy(Strategy::ring()));
     });
     for (auto& o : out) REQUIRE(error_kind(o) == Kind::RegistrationParamsMismatch);
   }
@@ -118,7 +124,8 @@ TEST_CASE("registration errors reach every registering peer", "[collective]") {
     for (auto& o : out) REQUIRE(error_kind(o) == Kind::DuplicateRegistration);
   }
   SECTION("an invalid config: global parameters partly set") {
-    const CollectiveConfig bad = config_for(2).with_num_nodes(2).with_global_address("127.0.0.1:9000");
+    const CollectiveConfig bad =
+        config_for(2).with_num_nodes(2).with_global_address("127.0.0.1:9000");
     REQUIRE_FALSE(bad.is_valid());
     auto out = run_ranks(2, [&](int i) {
       if (i == 1) std::this_thread::sleep_for(20ms);
@@ -161,8 +168,9 @@ TEST_CASE("session calls by unregistered peers raise MissingRegistration", "[col
   REQUIRE(kind_of([] { all_reduce(PeerId(99), Tensor::zeros({1}), ReduceOperation::Sum); }) ==
           Kind::MissingRegistration);
   REQUIRE(kind_of([] { broadcast(PeerId(99), std::nullopt); }) == Kind::MissingRegistration);
-  REQUIRE(kind_of([] { reduce(PeerId(99), Tensor::zeros({1}), ReduceOperation::Sum, PeerId(0)); }) ==
-          Kind::MissingRegistration);
+  REQUIRE(kind_of([] {
+            reduce(PeerId(99), Tensor::zeros({1}), ReduceOperation::Sum, PeerId(0));
+          }) == Kind::MissingRegistration);
   REQUIRE(kind_of([] { finish_collective(PeerId(99)); }) == Kind::MissingRegistration);
 }
 
@@ -192,7 +200,8 @@ TEST_CASE("a failed session operation raises its error on every caller", "[colle
   SECTION("reduce operations") {
     auto out = run_ranks(2, [](int i) {
       register_peer(PeerId(i), Device::cpu(), config_for(2));
-      all_reduce(PeerId(i), Tensor::zeros({2}), i == 0 ? ReduceOperation::Sum : ReduceOperation::Max);
+      all_reduce(PeerId(i), Tensor::zeros({2}),
+                 i == 0 ? ReduceOperation::Sum : ReduceOperation::Max);
     });
     for (auto& o : out) REQUIRE(error_kind(o) == Kind::ReduceOperationMismatch);
   }

@@ -49,9 +49,7 @@ class RankOutcome {
     return std::get<T>(state_);
   }
   /// The exception the rank threw (null when it returned).
-  std::exception_ptr error() const {
-    return ok() ? nullptr : std::get<std::exception_ptr>(state_);
-  }
+  std::exception_ptr error() const { return ok() ? nullptr : std::get<std::exception_ptr>(state_); }
   /// The thrown exception's what(), or "" when the rank returned (or threw a non-std exception).
   std::string message() const {
     if (ok()) return "";
@@ -106,8 +104,9 @@ std::vector<RankOutcome<RankValue<Fn, int>>> run_ranks(int world, Fn fn) {
 /// Builds an in-process group of `world` ranks and runs fn(comm) on one thread per rank (comm is
 /// that rank's Communicator, destroyed when its thread ends). Joins, returns each outcome.
 template <typename Fn>
-std::vector<RankOutcome<RankValue<Fn, Communicator&>>> run_group(
-    int world, Fn fn, CommunicatorOptions options = {}, std::vector<Device> devices = {}) {
+std::vector<RankOutcome<RankValue<Fn, Communicator&>>> run_group(int world, Fn fn,
+                                                                 CommunicatorOptions options = {},
+                                                                 std::vector<Device> devices = {}) {
   std::vector<Communicator> comms = InProcessGroup::create(world, std::move(devices), options);
   return run_ranks(world, [&](int r) {
     Communicator comm = std::move(comms[static_cast<std::size_t>(r)]);
