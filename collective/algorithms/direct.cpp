@@ -1,6 +1,6 @@
 // Direct algorithms: every rank talks to every peer at once (pairwise messages). In process the
 // messages are read in place, so these move the fewest bytes; see docs/collectives.md.
-#include <vector>
+#include "collective/algorithms/rank_vector.h"
 
 #include "collective/algorithms/algorithm.h"
 
@@ -13,16 +13,15 @@ const unsigned char* at(const void* p, std::size_t offset) {
 }
 unsigned char* at(void* p, std::size_t offset) { return static_cast<unsigned char*>(p) + offset; }
 
-std::vector<int> peers_of(const AlgorithmContext& ctx) {
-  std::vector<int> peers;
-  peers.reserve(static_cast<std::size_t>(ctx.world()));
+RankVector<int> peers_of(const AlgorithmContext& ctx) {
+  RankVector<int> peers;
   for (int p = 0; p < ctx.world(); ++p) {
     if (p != ctx.rank()) peers.push_back(p);
   }
   return peers;
 }
 
-void wait_all_sends(const AlgorithmContext& ctx, const std::vector<int>& peers) {
+void wait_all_sends(const AlgorithmContext& ctx, const RankVector<int>& peers) {
   for (int p : peers) ctx.transport.wait_send(p, ctx.deadline);
 }
 
@@ -39,12 +38,12 @@ void direct_all_reduce(const AlgorithmContext& ctx, const void* in, void* out, s
     kernel.finish(out, count, 1);
     return;
   }
-  const std::vector<int> peers = peers_of(ctx);
-  std::vector<const void*> data(w);
+  const RankVector<int> peers = peers_of(ctx);
+  RankVector<const void*> data(w);
   if (count * es <= fold_all_bytes) {
     // One exchange: everybody folds everything.
     for (int p : peers) ctx.transport.isend(p, ctx.tag, in, count * es, ctx.deadline);
-    const std::vector<std::size_t> sizes(peers.size(), count * es);
+    const RankVector<std::size_t> sizes(peers.size(), count * es);
     ctx.transport.recv_all_with(
         peers, ctx.tag, sizes,
         [&](std::span<const void* const> received) {
@@ -68,7 +67,7 @@ void direct_all_reduce(const AlgorithmContext& ctx, const void* in, void* out, s
     ctx.transport.isend(p, ctx.tag, at(in, chunk_begin(q, count, w) * es),
                         chunk_size(q, count, w) * es, ctx.deadline);
   }
-  const std::vector<std::size_t> my_sizes(peers.size(), my_length * es);
+  const RankVector<std::size_t> my_sizes(peers.size(), my_length * es);
   ctx.transport.recv_all_with(
       peers, ctx.tag, my_sizes,
       [&](std::span<const void* const> received) {
@@ -83,7 +82,7 @@ void direct_all_reduce(const AlgorithmContext& ctx, const void* in, void* out, s
   // All-gather of the folded chunks.
   for (int p : peers)
     ctx.transport.isend(p, ctx.tag + 1, at(out, my_begin), my_length * es, ctx.deadline);
-  std::vector<std::size_t> sizes;
+  RankVector<std::size_t> sizes;
   for (int p : peers) sizes.push_back(chunk_size(static_cast<std::size_t>(p), count, w) * es);
   ctx.transport.recv_all_with(
       peers, ctx.tag + 1, sizes,
@@ -111,9 +110,9 @@ void direct_reduce(const AlgorithmContext& ctx, const void* in, void* out, std::
     kernel.finish(out, count, 1);
     return;
   }
-  const std::vector<int> peers = peers_of(ctx);
-  std::vector<const void*> data(static_cast<std::size_t>(world));
-  const std::vector<std::size_t> sizes(peers.size(), count * es);
+  const RankVector<int> peers = peers_of(ctx);
+  RankVector<const void*> data(static_cast<std::size_t>(world));
+  const RankVector<std::size_t> sizes(peers.size(), count * es);
   ctx.transport.recv_all_with(
       peers, ctx.tag, sizes,
       [&](std::span<const void* const> received) {
@@ -139,13 +138,13 @@ void direct_reduce_scatter(const AlgorithmContext& ctx, const void* in, void* ou
     kernel.finish(out, count, 1);
     return;
   }
-  const std::vector<int> peers = peers_of(ctx);
+  const RankVector<int> peers = peers_of(ctx);
   for (int p : peers) {
     ctx.transport.isend(p, ctx.tag, at(in, static_cast<std::size_t>(p) * length * es), length * es,
                         ctx.deadline);
   }
-  std::vector<const void*> data(w);
-  const std::vector<std::size_t> sizes(peers.size(), length * es);
+  RankVector<const void*> data(w);
+  const RankVector<std::size_t> sizes(peers.size(), length * es);
   ctx.transport.recv_all_with(
       peers, ctx.tag, sizes,
       [&](std::span<const void* const> received) {
@@ -163,7 +162,7 @@ void direct_reduce_scatter(const AlgorithmContext& ctx, const void* in, void* ou
 void direct_broadcast(const AlgorithmContext& ctx, void* buf, std::size_t nbytes, int root) {
   if (ctx.world() == 1) return;
   if (ctx.rank() == root) {
-    const std::vector<int> peers = peers_of(ctx);
+    const RankVector<int> peers = peers_of(ctx);
     for (int p : peers) ctx.transport.isend(p, ctx.tag, buf, nbytes, ctx.deadline);
     wait_all_sends(ctx, peers);
     return;
@@ -175,11 +174,11 @@ void direct_broadcast(const AlgorithmContext& ctx, void* buf, std::size_t nbytes
 
 void direct_all_gather(const AlgorithmContext& ctx, const void* in, void* out,
                        std::size_t block_bytes) {
-  const std::vector<int> peers = peers_of(ctx);
+  const RankVector<int> peers = peers_of(ctx);
   for (int p : peers) ctx.transport.isend(p, ctx.tag, in, block_bytes, ctx.deadline);
   copy_bytes(at(out, static_cast<std::size_t>(ctx.rank()) * block_bytes), in, block_bytes);
   if (peers.empty()) return;
-  const std::vector<std::size_t> sizes(peers.size(), block_bytes);
+  const RankVector<std::size_t> sizes(peers.size(), block_bytes);
   ctx.transport.recv_all_with(
       peers, ctx.tag, sizes,
       [&](std::span<const void* const> received) {
@@ -200,9 +199,9 @@ void direct_gather(const AlgorithmContext& ctx, const void* in, void* out, std::
     return;
   }
   copy_bytes(at(out, static_cast<std::size_t>(root) * block_bytes), in, block_bytes);
-  const std::vector<int> peers = peers_of(ctx);
+  const RankVector<int> peers = peers_of(ctx);
   if (peers.empty()) return;
-  const std::vector<std::size_t> sizes(peers.size(), block_bytes);
+  const RankVector<std::size_t> sizes(peers.size(), block_bytes);
   ctx.transport.recv_all_with(
       peers, ctx.tag, sizes,
       [&](std::span<const void* const> received) {
@@ -222,7 +221,7 @@ void direct_scatter(const AlgorithmContext& ctx, const void* in, void* out, std:
         [&](const void* data, std::size_t n) { copy_bytes(out, data, n); }, ctx.deadline);
     return;
   }
-  const std::vector<int> peers = peers_of(ctx);
+  const RankVector<int> peers = peers_of(ctx);
   for (int p : peers) {
     ctx.transport.isend(p, ctx.tag, at(in, static_cast<std::size_t>(p) * block_bytes), block_bytes,
                         ctx.deadline);
@@ -234,23 +233,23 @@ void direct_scatter(const AlgorithmContext& ctx, const void* in, void* out, std:
 void direct_all_to_all(const AlgorithmContext& ctx, const void* in, void* out,
                        std::size_t block_bytes) {
   const std::size_t w = static_cast<std::size_t>(ctx.world());
-  std::vector<std::size_t> offsets(w);
+  RankVector<std::size_t> offsets(w);
   for (std::size_t j = 0; j < w; ++j) offsets[j] = j * block_bytes;
-  const std::vector<std::size_t> bytes(w, block_bytes);
+  const RankVector<std::size_t> bytes(w, block_bytes);
   direct_all_to_all_v(ctx, in, offsets, bytes, out, offsets, bytes);
 }
 
 void exchange_counts(const AlgorithmContext& ctx, std::span<const std::int64_t> send_counts,
                      std::span<std::int64_t> recv_counts) {
   const std::size_t mine = static_cast<std::size_t>(ctx.rank());
-  const std::vector<int> peers = peers_of(ctx);
+  const RankVector<int> peers = peers_of(ctx);
   for (int p : peers) {
     ctx.transport.isend(p, ctx.tag, &send_counts[static_cast<std::size_t>(p)], sizeof(std::int64_t),
                         ctx.deadline);
   }
   recv_counts[mine] = send_counts[mine];
   if (peers.empty()) return;
-  const std::vector<std::size_t> sizes(peers.size(), sizeof(std::int64_t));
+  const RankVector<std::size_t> sizes(peers.size(), sizeof(std::int64_t));
   ctx.transport.recv_all_with(
       peers, ctx.tag, sizes,
       [&](std::span<const void* const> received) {
@@ -269,14 +268,14 @@ void direct_all_to_all_v(const AlgorithmContext& ctx, const void* in,
                          std::span<const std::size_t> recv_offsets,
                          std::span<const std::size_t> recv_bytes) {
   const std::size_t mine = static_cast<std::size_t>(ctx.rank());
-  const std::vector<int> peers = peers_of(ctx);
+  const RankVector<int> peers = peers_of(ctx);
   for (int p : peers) {
     const auto q = static_cast<std::size_t>(p);
     ctx.transport.isend(p, ctx.tag, at(in, send_offsets[q]), send_bytes[q], ctx.deadline);
   }
   copy_bytes(at(out, recv_offsets[mine]), at(in, send_offsets[mine]), send_bytes[mine]);
   if (peers.empty()) return;
-  std::vector<std::size_t> sizes;
+  RankVector<std::size_t> sizes;
   for (int p : peers) sizes.push_back(recv_bytes[static_cast<std::size_t>(p)]);
   ctx.transport.recv_all_with(
       peers, ctx.tag, sizes,
