@@ -272,6 +272,32 @@ TEST_CASE("large elementwise ops give the same result on one and two threads", "
   CHECK(v[299999] == 599998 + 999);  // a[299][999] * 2 + b[999]
 }
 
+TEST_CASE("large outputs written with streaming stores hold the right values", "[tensor]") {
+  // Rows of 2^20 + 3 floats (over the 4 MiB streaming threshold, on one thread) cut from rows of
+  // 2^20 + 5: the second output row starts off a cache line, exercising the unaligned head and the
+  // tail. Compared element by element (a matcher would copy 8 MiB twice more).
+  const std::int64_t n = (std::int64_t{1} << 20) + 3;
+  const Tensor x = iota({2, n + 2}).narrow(1, 0, n);
+  const int saved = cpu::num_threads();
+  cpu::set_num_threads(1);
+  const std::vector<float> tripled = (x * 2 + x).to_vector<float>();
+  const std::vector<float> negated = (-x).to_vector<float>();
+  cpu::set_num_threads(saved);
+  REQUIRE(tripled.size() == static_cast<std::size_t>(2 * n));
+  std::int64_t bad = -1;
+  for (std::int64_t r = 0; r < 2 && bad < 0; ++r) {
+    for (std::int64_t i = 0; i < n; ++i) {
+      const float v = static_cast<float>(r * (n + 2) + i);
+      const auto k = static_cast<std::size_t>(r * n + i);
+      if (tripled[k] != 3 * v || negated[k] != -v) {
+        bad = r * n + i;
+        break;
+      }
+    }
+  }
+  CHECK(bad == -1);  // the first wrong flat index otherwise
+}
+
 TEST_CASE("elementwise ops reject bad dtypes, shapes and devices with clear errors", "[tensor]") {
   const Tensor i = Tensor::from_vector<std::int32_t>({1, 2});
   const Tensor b = boolean({true, false});

@@ -141,15 +141,12 @@ TEST_CASE("a sum of 16M floats is accurate and the same on one and two threads",
   const double exact = static_cast<double>(0.1f) * static_cast<double>(n);
   cpu::set_num_threads(1);
   const Tensor one = sum(x);
-  const Tensor outer = sum(x.reshape({4096, 4096}), 0);
   cpu::set_num_threads(2);
   const Tensor two = sum(x);
-  const Tensor outer2 = sum(x.reshape({4096, 4096}), 0);
   cpu::set_num_threads(saved);
+  // A float running sum would be off by percents (it stalls where 0.1 is below half an ulp).
   CHECK(std::fabs(one.item<float>() - exact) <= 1e-7 * exact);
   CHECK_THAT(two, TensorEqual(one));  // bit-identical
-  CHECK_THAT(outer2, TensorEqual(outer));
-  CHECK_THAT(outer, TensorNear(Tensor::full({4096}, 4096 * 0.1f), 1e-6, 0));
 }
 
 TEST_CASE("large reductions of every layout are exact and agree across thread counts", "[tensor]") {
