@@ -1,5 +1,6 @@
 #include "optim/data_parallel.h"
 
+#include <Eigen/Core>
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -45,9 +46,9 @@ void agree(Communicator& comm, const ReplicaDescription& local, std::int64_t ext
 /// t /= total, elementwise in F32 (t is the all_reduce result, which this rank owns).
 void divide_in_place(Tensor& t, double total) {
   if (t.device().is_cpu() && t.is_contiguous() && t.dtype() == DType::F32) {
-    float* p = t.data<float>();
-    const auto w = static_cast<float>(total);
-    for (std::int64_t i = 0, n = t.numel(); i < n; ++i) p[i] = p[i] / w;
+    // Eigen's explicit SIMD: the plain loop stays scalar at -O2 (GCC's very-cheap vectoriser).
+    Eigen::Map<Eigen::ArrayXf>(t.data<float>(), static_cast<Eigen::Index>(t.numel())) /=
+        static_cast<float>(total);
   } else {
     t = div(t, Scalar(total));
   }

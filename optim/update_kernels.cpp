@@ -23,19 +23,34 @@ void sgd_loop(T* p, const T* g, T* buf, bool first, std::int64_t n, double lr_d,
   const T one_minus_damp = static_cast<T>(1.0 - o.dampening);
   const T neg_lr = static_cast<T>(-lr_d);
   const bool has_wd = o.weight_decay != 0.0;
-  if (o.momentum == 0.0) {
-    for (std::int64_t i = 0; i < n; ++i) {
-      const T d = has_wd ? g[i] + wd * p[i] : g[i];
-      p[i] = p[i] + neg_lr * d;
+  // Eigen array expressions over L1-sized chunks (explicit SIMD; see adam_loop).
+  using Array = Eigen::Array<T, Eigen::Dynamic, 1>;
+  constexpr std::int64_t kChunk = 1024;
+  Eigen::Array<T, kChunk, 1> d_buffer;
+  for (std::int64_t start = 0; start < n; start += kChunk) {
+    const Eigen::Index len = static_cast<Eigen::Index>(std::min(kChunk, n - start));
+    Eigen::Map<Array> P(p + start, len);
+    Eigen::Map<const Array> G(g + start, len);
+    auto D = d_buffer.head(len);
+    if (has_wd) {
+      D = G + wd * P;  // d_p = grad.add(param, alpha=wd)
+    } else {
+      D = G;
     }
-    return;
-  }
-  for (std::int64_t i = 0; i < n; ++i) {
-    T d = has_wd ? g[i] + wd * p[i] : g[i];
-    const T b = first ? d : buf[i] * m + one_minus_damp * d;
-    buf[i] = b;
-    d = o.nesterov ? d + m * b : b;
-    p[i] = p[i] + neg_lr * d;
+    if (o.momentum != 0.0) {
+      Eigen::Map<Array> B(buf + start, len);
+      if (first) {
+        B = D;  // buf = clone(d_p)
+      } else {
+        B = B * m + one_minus_damp * D;  // buf.mul_(m).add_(d_p, alpha=1 - dampening)
+      }
+      if (o.nesterov) {
+        D = D + m * B;  // d_p = d_p.add(buf, alpha=m)
+      } else {
+        D = B;
+      }
+    }
+    P = P + neg_lr * D;  // param.add_(d_p, alpha=-lr)
   }
 }
 

@@ -157,10 +157,10 @@ class ConsoleObserver : public fm::TrainObserver {
     std::cout << "  " << std::setprecision(0) << r.samples_per_second << " samples/s  "
               << std::setprecision(1) << r.elapsed_seconds << " s" << std::endl;
     if (csv_.is_open()) {
-      csv_ << r.epoch << "," << r.steps << "," << std::setprecision(6) << r.train_loss << ","
-           << r.test_accuracy << "," << std::setprecision(3) << r.train_seconds << ","
-           << std::setprecision(0) << r.samples_per_second << "," << std::setprecision(3)
-           << r.elapsed_seconds << std::endl;
+      csv_ << r.epoch << "," << r.steps << "," << std::fixed << std::setprecision(6) << r.train_loss
+           << "," << std::setprecision(4) << r.test_accuracy << "," << std::setprecision(3)
+           << r.train_seconds << "," << std::setprecision(0) << r.samples_per_second << ","
+           << std::setprecision(3) << r.elapsed_seconds << std::endl;
     }
   }
 
