@@ -20,8 +20,13 @@ WaitPolicy WaitPolicy::for_group(int world_size) {
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   WaitPolicy policy;
   if (static_cast<unsigned>(world_size) > cores) {
-    policy.spin = std::chrono::microseconds(2);
+    policy.spin = std::chrono::microseconds(1);
     policy.yield = std::chrono::milliseconds(1);
+  } else {
+    // A hand-off between running ranks takes well under a microsecond; a peer that takes longer
+    // may share this core (the scheduler put both here) and needs the CPU: yield, then sleep.
+    policy.spin = std::chrono::microseconds(5);
+    policy.yield = std::chrono::microseconds(100);
   }
   return policy;
 }

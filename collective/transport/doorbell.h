@@ -2,10 +2,11 @@
 // Doorbell: spin-then-block waiting for in-process ranks.
 //
 // Waking a blocked thread costs about 40 us on these machines, a spin hand-off about 0.1 us
-// (../shared/peers/ANCHORS.md §6). So a waiter first spins (with the CPU's pause hint), then,
-// when the group has more ranks than cores, yields so the ranks it waits for can run, and finally
-// sleeps on a futex until a publisher rings the bell or the deadline passes. Publishers only pay
-// for the wake-up system call when somebody sleeps.
+// (../shared/peers/ANCHORS.md §6). So a waiter first spins (with the CPU's pause hint), then spins
+// with sched_yield so that ranks it waits for that share its core (more ranks than cores, or the
+// scheduler placed two ranks on one core) can run, and finally sleeps on a futex until a
+// publisher rings the bell or the deadline passes. Publishers only pay for the wake-up system
+// call when somebody sleeps.
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -14,12 +15,14 @@
 
 namespace ruccl {
 
-/// How long a waiter spins and yields before it sleeps.
+/// How long a waiter spins, then spins with sched_yield, before it sleeps.
 struct WaitPolicy {
-  std::chrono::nanoseconds spin{std::chrono::microseconds(50)};
-  std::chrono::nanoseconds yield{std::chrono::microseconds(0)};
+  std::chrono::nanoseconds spin{std::chrono::microseconds(5)};
+  std::chrono::nanoseconds yield{std::chrono::microseconds(100)};
 
-  /// Spin 50 us when every rank has a core; otherwise spin 2 us, then yield for up to 1 ms.
+  /// Every rank has a core: spin 5 us, then yield for up to 100 us (a peer the scheduler put on
+  /// this core gets to run at once), then sleep. More ranks than cores: spin 1 us, yield up to
+  /// 1 ms, then sleep.
   static WaitPolicy for_group(int world_size);
 };
 
