@@ -6,6 +6,8 @@
 #include <map>
 #include <sstream>
 
+#include "tensor/serialize/bounded_input_archive.h"
+
 namespace ruccl::optim {
 namespace {
 
@@ -74,9 +76,8 @@ std::string ReplicaDescription::encode() const {
 }
 
 ReplicaDescription ReplicaDescription::decode(const std::string& bytes) {
-  std::istringstream in(bytes);
   ReplicaDescription d;
-  cereal::PortableBinaryInputArchive archive(in);
+  BoundedInputArchive archive(bytes);
   archive(d);
   return d;
 }

@@ -13,6 +13,7 @@
 #include "autodiff/grad_mode.h"
 #include "optim/checkpoint_error.h"
 #include "optim/record_file.h"
+#include "tensor/serialize/bounded_input_archive.h"
 
 namespace ruccl::optim {
 
@@ -65,16 +66,16 @@ TrainingRecord TrainingRecord::parse_payload(const std::string& payload,
   TrainingRecord r;
   std::string kind;
   try {
-    std::istringstream in(payload);
-    cereal::PortableBinaryInputArchive archive(in);
+    BoundedInputArchive archive(payload);
     archive(kind);
     if (kind != kPayloadKind) {
       throw CheckpointError(str("checkpoint ", origin, ": expected a '", kPayloadKind,
                                 "' payload, got '", kind.substr(0, 64), "'"));
     }
     archive(r.params_, r.optimizer_, r.scheduler_, r.accumulator_, r.caller_);
-    if (in.peek() != std::char_traits<char>::eof()) {
-      throw CheckpointError(str("checkpoint ", origin, ": unexpected bytes after the record"));
+    if (archive.remaining() != 0) {
+      throw CheckpointError(str("checkpoint ", origin, ": ", archive.remaining(),
+                                " unexpected bytes after the record"));
     }
   } catch (const CheckpointError&) {
     throw;
