@@ -9,6 +9,7 @@
 #include "tensor/ops/elementwise.h"
 #include "tensor/ops/index.h"
 #include "tensor/ops/reduce.h"
+#include "tensor/ops/shape_ops.h"
 
 namespace ruccl::autodiff {
 
@@ -77,7 +78,48 @@ Var extremum_all(const Var& x, bool is_max) {
                   });
 }
 
+// The product of every element along `d` except the one at each position: prefix products times
+// suffix products, one slice at a time (no division, so zeros in `x` are exact).
+Tensor products_of_others(const Tensor& x, std::int64_t d) {
+  const std::int64_t n = x.shape()[d];
+  if (n == 0) return Tensor::zeros(x.shape(), x.dtype(), x.device());
+  std::vector<Tensor> prefix(static_cast<std::size_t>(n));
+  Shape slice = x.shape();
+  slice[d] = 1;
+  Tensor running = Tensor::ones(slice, x.dtype(), x.device());
+  for (std::int64_t i = 0; i < n; ++i) {
+    prefix[static_cast<std::size_t>(i)] = running;
+    running = ruccl::mul(running, x.narrow(d, i, 1));
+  }
+  running = Tensor::ones(slice, x.dtype(), x.device());
+  for (std::int64_t i = n - 1; i >= 0; --i) {
+    Tensor& p = prefix[static_cast<std::size_t>(i)];
+    p = ruccl::mul(p, running);
+    running = ruccl::mul(running, x.narrow(d, i, 1));
+  }
+  return ruccl::cat(prefix, d);
+}
+
 }  // namespace
+
+Var prod(const Var& x, std::int64_t dim, bool keepdim) {
+  const std::int64_t d = normalize_dim(dim, x.dim(), "prod");
+  Tensor out = ruccl::prod(x.value(), d, keepdim);
+  return make_var(
+      std::move(out), "prod", {x}, [sx = x.value(), d](const Tensor& g, GradInputs& grads) {
+        Tensor spread_g = spread(g, sx.shape(), {d});
+        grads[0] = ruccl::mul(spread_g, products_of_others(sx, d)).to(grads.input_dtype(0));
+      });
+}
+
+Var prod(const Var& x) {
+  Tensor out = ruccl::prod(x.value());
+  return make_var(std::move(out), "prod", {x},
+                  [sx = x.value()](const Tensor& g, GradInputs& grads) {
+                    const Tensor flat = sx.reshape({sx.numel()});
+                    grads[0] = ruccl::mul(g, products_of_others(flat, 0)).reshape(sx.shape());
+                  });
+}
 
 Var sum(const Var& x, const std::vector<std::int64_t>& dims, bool keepdim) {
   return reduce_sum(x, dims, keepdim, false);

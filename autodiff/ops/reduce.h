@@ -15,6 +15,11 @@ Var sum(const Var& x);
 Var mean(const Var& x, const std::vector<std::int64_t>& dims, bool keepdim = false);
 Var mean(const Var& x, std::int64_t dim, bool keepdim = false);
 Var mean(const Var& x);
+/// Product along `dim`. Backward: each element gets g times the product of the others, computed
+/// as prefix and suffix products (exact with zeros in the input, unlike g * out / x).
+Var prod(const Var& x, std::int64_t dim, bool keepdim = false);
+/// Product of every element (0-d); backward as prod(dim) over the flattened input.
+Var prod(const Var& x);
 /// Largest value along `dim`. The whole gradient goes to the element argmax picks (the first
 /// maximum on ties), as PyTorch's max(dim).
 Var max(const Var& x, std::int64_t dim, bool keepdim = false);

@@ -118,6 +118,19 @@ TEST_CASE("reductions pass gradcheck over dims, with and without keepdim", "[aut
   check([](const std::vector<Var>& v) { return max(v[0], -1, true); }, {x});
   check([](const std::vector<Var>& v) { return min(v[0], 0); }, {x});
   check([](const std::vector<Var>& v) { return max(v[0]); }, {x});
+  check([](const std::vector<Var>& v) { return prod(v[0], 1); }, {x});
+  check([](const std::vector<Var>& v) { return prod(v[0], -2, true); }, {x});
+  check([](const std::vector<Var>& v) { return prod(v[0]); }, {x});
+  // prod is a polynomial: exact gradients with one zero or two zeros in a row, and an empty dim.
+  Var zeros = leaf(f64({2, 0, 3, 0.5, 0, 0}, {2, 3}));
+  check([](const std::vector<Var>& v) { return prod(v[0], 1); }, {zeros});
+  check([](const std::vector<Var>& v) { return prod(v[0], 0); }, {zeros});
+  Var p = leaf(f64({2, 0, 3}));
+  prod(p).backward();
+  CHECK_THAT(p.grad(), TensorEqual(f64({0, 6, 0})));
+  Var empty = leaf(Tensor::zeros({2, 0}, DType::F64));
+  sum(prod(empty, 1)).backward();
+  CHECK(empty.grad().shape() == Shape{2, 0});
   check([](const std::vector<Var>& v) { return min(v[0]); }, {x});
   check([](const std::vector<Var>& v) { return var(v[0], {2}); }, {x});
   check([](const std::vector<Var>& v) { return var(v[0], {0, 1}, 0, true); }, {x});
