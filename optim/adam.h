@@ -27,7 +27,8 @@ class Adam : public Optimizer {
 /// AdamW exactly as torch.optim.AdamW (1.13): decoupled weight decay (param *= 1 − lr·wd before
 /// the Adam update). Its default weight decay is torch's 1e-2.
 ///
-///   AdamW adamw(adamw_defaults());
+///   AdamW adamw;                                       // AdamW::defaults()
+///   AdamW custom{AdamOptions{0.9, 0.99, 1e-8, 0.05}};  // betas, eps, weight decay
 class AdamW : public Optimizer {
  public:
   explicit AdamW(AdamOptions options = defaults());

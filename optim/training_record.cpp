@@ -178,11 +178,24 @@ void TrainingRecord::restore(nn::Module& model, Optimizer* optimizer, LrSchedule
     values.emplace_back(p, recorded.at(id)->value.to_tensor(p.value().device()));
   }
   autodiff::NoGradGuard no_grad;
-  if (optimizer != nullptr) optimizer->load_state(*optimizer_);
-  if (scheduler != nullptr) scheduler->load_state(*scheduler_);
-  if (accumulator != nullptr) {
-    const Device device = named.empty() ? Device::cpu() : named.front().second.value().device();
-    accumulator->load_state(*accumulator_, device);
+  // The states' own load_state checks more (buffer counts, dtypes); should one refuse, the ones
+  // already loaded get their previous state back, so a failed restore changes nothing.
+  const Device device = named.empty() ? Device::cpu() : named.front().second.value().device();
+  const std::optional<OptimizerState> old_optimizer =
+      optimizer != nullptr ? std::optional(optimizer->state()) : std::nullopt;
+  const std::optional<SchedulerState> old_scheduler =
+      scheduler != nullptr ? std::optional(scheduler->state()) : std::nullopt;
+  int loaded = 0;
+  try {
+    if (optimizer != nullptr) optimizer->load_state(*optimizer_);
+    ++loaded;
+    if (scheduler != nullptr) scheduler->load_state(*scheduler_);
+    ++loaded;
+    if (accumulator != nullptr) accumulator->load_state(*accumulator_, device);
+  } catch (...) {
+    if (loaded >= 2 && scheduler != nullptr) scheduler->load_state(*old_scheduler);
+    if (loaded >= 1 && optimizer != nullptr) optimizer->load_state(*old_optimizer);
+    throw;
   }
   for (auto& [p, v] : values) p.set_value(v);
 }

@@ -201,7 +201,7 @@ Shape infer_shape(const Shape& requested, std::int64_t numel, const Shape& from,
 // Walks groups of old dims that multiply to groups of new dims (as PyTorch's computeStride).
 bool view_strides(const Shape& shape, const Shape& strides, const Shape& target, Shape& out) {
   out = target;
-  if (shape.numel() == 0) {
+  if (shape.numel() <= 1) {  // no element or one (a 0-d tensor too): any strides address it
     out = target.contiguous_strides();
     return true;
   }

@@ -2,6 +2,8 @@
 // changes.
 #include <catch2/catch.hpp>
 
+#include <cstring>
+
 #include <filesystem>
 #include <fstream>
 
@@ -216,5 +218,27 @@ TEST_CASE("restore refuses a record that does not match, changing nothing", "[op
     CHECK(adamw.steps(1) == 0);
     model_only.restore(*other);  // the model alone restores
     REQUIRE_THAT(other->parameters()[0].value(), TensorEqual(run.model->parameters()[0].value()));
+  }
+  SECTION("a state that refuses to load after another loaded: the loaded one is rolled back") {
+    // The scheduler's step count, set to -1 inside an otherwise valid payload: the optimizer's
+    // state loads first, then the scheduler refuses; the optimizer must get its old state back.
+    std::string payload = record.serialize_payload();
+    const std::string kind = "warmup_cosine";
+    const std::size_t at = payload.find(kind);
+    REQUIRE(at != std::string::npos);
+    std::uint64_t count = 0;
+    std::memcpy(&count, payload.data() + at + kind.size(), sizeof count);
+    const std::int64_t minus_one = -1;
+    std::memcpy(payload.data() + at + kind.size() + 8 + 8 * count, &minus_one, sizeof minus_one);
+    const TrainingRecord damaged = TrainingRecord::parse_payload(payload, "memory");
+    auto other = make_mlp(7);
+    AdamW adamw{AdamOptions{0.9, 0.99, 1e-8, 0.05}};
+    WarmupCosineLr schedule{0.01, 2, 10};
+    CHECK_THROWS_WITH(damaged.restore(*other, &adamw, &schedule),
+                      Catch::Contains("expected a step count >= 0, got -1"));
+    CHECK(adamw.steps(1) == 0);
+    CHECK(adamw.state().slots.empty());
+    CHECK(schedule.state().steps == 0);
+    check_untouched(*other, 7);
   }
 }

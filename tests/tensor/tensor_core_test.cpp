@@ -260,6 +260,13 @@ TEST_CASE("reshape and contiguous copy only when the strides require it", "[tens
   const Tensor big = Tensor::arange(0, 12).reshape({4, 3});
   REQUIRE(big.narrow(0, 1, 2).reshape({6}).storage() == big.storage());
   REQUIRE(big.narrow(1, 0, 2).reshape({8}).storage() != big.storage());
+  // A single element (a 0-d tensor, or one element strided anywhere) views as any shape of numel 1.
+  const Tensor s = Tensor::scalar(7.0f);
+  REQUIRE(s.view({1, 1}).storage() == s.storage());
+  REQUIRE(s.reshape({1}).item<float>() == 7.0f);
+  REQUIRE(s.view({1}).view({}).dim() == 0);
+  const Tensor one = big.select(1, 2).narrow(0, 3, 1);  // [1], stride 3, offset 11
+  REQUIRE(one.view({1, 1, 1}).item<std::int64_t>() == 11);
   // clone always copies.
   REQUIRE(x.clone().storage() != x.storage());
   REQUIRE_THAT(x.clone(), TensorEqual(x));
