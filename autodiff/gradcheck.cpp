@@ -7,35 +7,14 @@
 #include <sstream>
 
 #include "autodiff/grad_mode.h"
+#include "autodiff/gradcheck_detail.h"
 #include "tensor/ops/elementwise.h"
 
 namespace ruccl::autodiff {
 
 namespace {
 
-std::string multi_index(std::int64_t flat, const Shape& shape) {
-  std::vector<std::int64_t> idx(static_cast<std::size_t>(shape.size()));
-  for (std::int64_t d = shape.size() - 1; d >= 0; --d) {
-    const std::int64_t n = shape[d] > 0 ? shape[d] : 1;
-    idx[static_cast<std::size_t>(d)] = flat % n;
-    flat /= n;
-  }
-  std::ostringstream out;
-  out << '[';
-  for (std::size_t i = 0; i < idx.size(); ++i) out << (i ? ", " : "") << idx[i];
-  out << ']';
-  return out.str();
-}
-
-std::vector<double> values_f64(const Tensor& t) { return t.to(DType::F64).to_vector<double>(); }
-
-// Fresh leaves with the inputs' values (same tensors, so the same strides) and requires_grad.
-std::vector<Var> fresh_leaves(const std::vector<Var>& inputs) {
-  std::vector<Var> out;
-  out.reserve(inputs.size());
-  for (const Var& v : inputs) out.emplace_back(v.value(), v.requires_grad());
-  return out;
-}
+using namespace gradcheck_detail;
 
 Var call(const GradcheckFn& fn, const std::vector<Var>& in) {
   Var y = fn(in);
@@ -123,21 +102,18 @@ GradcheckReport gradcheck(const GradcheckFn& fn, const std::vector<Var>& inputs,
         const auto ju = static_cast<std::size_t>(j);
         const double numeric = (plus[ju] - minus[ju]) / (2.0 * options.eps);
         const double a = analytic[i][ju * n_in + k];
-        const double abs_err = std::fabs(a - numeric);
-        const double allowed = options.atol + options.rtol * std::fabs(numeric);
-        const double excess =
-            std::isnan(abs_err) ? std::numeric_limits<double>::infinity() : abs_err / allowed;
-        if (excess > worst_excess) {
-          worst_excess = excess;
+        const ElementError e = compare_element(a, numeric, options);
+        if (e.excess > worst_excess) {
+          worst_excess = e.excess;
           report.input = i;
           report.element = static_cast<std::int64_t>(k);
           report.output_element = j;
           report.analytic = a;
           report.numeric = numeric;
-          report.abs_error = abs_err;
-          report.rel_error = abs_err / std::max(std::fabs(numeric), 1e-300);
+          report.abs_error = e.abs_error;
+          report.rel_error = e.rel_error;
         }
-        if (excess > 1.0) report.ok = false;
+        if (e.excess > 1.0) report.ok = false;
       }
     }
   }

@@ -5,5 +5,6 @@
 #include "collective/communicator.h"
 #include "collective/in_process_group.h"
 #include "collective/reduce_operation.h"
+#include "collective/run_ranks.h"
 #include "collective/session/collective_config.h"
 #include "collective/session/session.h"

@@ -8,15 +8,18 @@
 #include <exception>
 #include <limits>
 #include <sstream>
-#include <thread>
 
 #include "autodiff/grad_mode.h"
+#include "autodiff/gradcheck_detail.h"
 #include "collective/collective_error.h"
 #include "collective/in_process_group.h"
+#include "collective/run_ranks.h"
 
 namespace ruccl::autodiff::collective {
 
 namespace {
+
+using namespace gradcheck_detail;
 
 // One input element that the numeric pass moves: rank, input, flat index.
 struct Probe {
@@ -33,30 +36,6 @@ struct RankResult {
   std::vector<std::vector<double>> numeric;
   std::string violation;  // a contract failure found on this rank ("" when none)
 };
-
-std::string multi_index(std::int64_t flat, const Shape& shape) {
-  std::vector<std::int64_t> idx(static_cast<std::size_t>(shape.size()));
-  for (std::int64_t d = shape.size() - 1; d >= 0; --d) {
-    const std::int64_t n = shape[d] > 0 ? shape[d] : 1;
-    idx[static_cast<std::size_t>(d)] = flat % n;
-    flat /= n;
-  }
-  std::ostringstream out;
-  out << '[';
-  for (std::size_t i = 0; i < idx.size(); ++i) out << (i ? ", " : "") << idx[i];
-  out << ']';
-  return out.str();
-}
-
-std::vector<double> values_f64(const Tensor& t) { return t.to(DType::F64).to_vector<double>(); }
-
-// Fresh leaves holding the inputs' tensors (same strides) and requires_grad flags.
-std::vector<Var> fresh_leaves(const std::vector<Var>& inputs) {
-  std::vector<Var> out;
-  out.reserve(inputs.size());
-  for (const Var& v : inputs) out.emplace_back(v.value(), v.requires_grad());
-  return out;
-}
 
 Var call(const DistributedGradcheckFn& fn, Communicator& comm, const std::vector<Var>& in) {
   Var y = fn(comm, in);
@@ -146,26 +125,6 @@ void numeric_pass(Communicator& comm, const DistributedGradcheckFn& fn,
   }
 }
 
-// The exception to report: the first rank's own error rather than the Aborted / PeerLost errors
-// it caused elsewhere.
-std::exception_ptr root_cause(const std::vector<std::exception_ptr>& errors) {
-  std::exception_ptr first;
-  for (const std::exception_ptr& e : errors) {
-    if (!e) continue;
-    if (!first) first = e;
-    try {
-      std::rethrow_exception(e);
-    } catch (const CollectiveError& ce) {
-      if (ce.kind() != CollectiveErrorKind::Aborted && ce.kind() != CollectiveErrorKind::PeerLost) {
-        return e;
-      }
-    } catch (...) {
-      return e;
-    }
-  }
-  return first;
-}
-
 }  // namespace
 
 DistributedGradcheckReport distributed_gradcheck(const DistributedGradcheckFn& fn,
@@ -191,29 +150,12 @@ DistributedGradcheckReport distributed_gradcheck(const DistributedGradcheckFn& f
 
   // One thread per rank; each owns its Communicator, so a rank that finishes early releases its
   // endpoint and peers still waiting on it fail promptly (PeerLost) instead of at the deadline.
-  std::vector<Communicator> comms = InProcessGroup::create(world, {}, options.communicator);
   std::vector<RankResult> results(static_cast<std::size_t>(world));
-  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(world));
-  std::vector<std::thread> threads;
-  threads.reserve(static_cast<std::size_t>(world));
-  for (int r = 0; r < world; ++r) {
-    threads.emplace_back([&, r] {
-      const auto ru = static_cast<std::size_t>(r);
-      Communicator comm = std::move(comms[ru]);
-      try {
-        analytic_pass(comm, fn, inputs[ru], options.gradcheck, results[ru]);
-        numeric_pass(comm, fn, inputs[ru], probes, options.gradcheck.eps, results[ru]);
-      } catch (const std::exception& e) {
-        errors[ru] = std::current_exception();
-        comm.abort(str("distributed_gradcheck: rank ", r, " failed: ", e.what()));
-      } catch (...) {
-        errors[ru] = std::current_exception();
-        comm.abort(str("distributed_gradcheck: rank ", r, " failed"));
-      }
-    });
-  }
-  for (std::thread& t : threads) t.join();
-  if (std::exception_ptr e = root_cause(errors)) std::rethrow_exception(e);
+  run_ranks(InProcessGroup::create(world, {}, options.communicator), [&](Communicator& comm) {
+    const auto r = static_cast<std::size_t>(comm.rank());
+    analytic_pass(comm, fn, inputs[r], options.gradcheck, results[r]);
+    numeric_pass(comm, fn, inputs[r], probes, options.gradcheck.eps, results[r]);
+  });
 
   DistributedGradcheckReport report;
   for (int r = 0; r < world; ++r) {
@@ -235,12 +177,9 @@ DistributedGradcheckReport distributed_gradcheck(const DistributedGradcheckFn& f
             results[static_cast<std::size_t>(probe.rank)].analytic[o][probe.input];
         const double a = grad.empty() ? 0.0 : grad[static_cast<std::size_t>(probe.element)];
         const double numeric = out_rank.numeric[p][static_cast<std::size_t>(j)];
-        const double abs_err = std::fabs(a - numeric);
-        const double allowed = options.gradcheck.atol + options.gradcheck.rtol * std::fabs(numeric);
-        const double excess =
-            std::isnan(abs_err) ? std::numeric_limits<double>::infinity() : abs_err / allowed;
-        if (excess > worst_excess) {
-          worst_excess = excess;
+        const ElementError e = compare_element(a, numeric, options.gradcheck);
+        if (e.excess > worst_excess) {
+          worst_excess = e.excess;
           report.input_rank = probe.rank;
           report.input = probe.input;
           report.element = probe.element;
@@ -248,10 +187,10 @@ DistributedGradcheckReport distributed_gradcheck(const DistributedGradcheckFn& f
           report.output_element = j;
           report.analytic = a;
           report.numeric = numeric;
-          report.abs_error = abs_err;
-          report.rel_error = abs_err / std::max(std::fabs(numeric), 1e-300);
+          report.abs_error = e.abs_error;
+          report.rel_error = e.rel_error;
         }
-        if (excess > 1.0) report.ok = false;
+        if (e.excess > 1.0) report.ok = false;
       }
     }
   }

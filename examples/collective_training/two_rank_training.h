@@ -10,19 +10,18 @@
 //   after step 1: (w0, w1, b) = [0.53125, 0.0, 0.40625]
 //   after step 2: (w0, w1, b) = [0.5390625, 0.15625, 0.5078125]
 #include <array>
-#include <exception>
 #include <filesystem>
 #include <memory>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "autodiff/nn/linear.h"
 #include "autodiff/nn/loss.h"
 #include "collective/in_process_group.h"
+#include "collective/run_ranks.h"
 #include "optim/checkpoint_error.h"
 #include "optim/gradients_params.h"
 #include "optim/rank_agreement.h"
@@ -159,7 +158,7 @@ inline RankReport resume_rank(Communicator& comm, const std::filesystem::path& d
   return report;
 }
 
-/// Runs both ranks on threads and joins them; rethrows the lowest rank's exception if any rank
+/// Runs both ranks on threads (run_ranks) and joins them; rethrows the root cause if any rank
 /// failed. `run` refuses an existing DIR (std::runtime_error naming it) and creates it.
 inline std::array<RankReport, kWorld> run_two_ranks(Mode mode, const std::filesystem::path& dir,
                                                     Device device) {
@@ -173,37 +172,11 @@ inline std::array<RankReport, kWorld> run_two_ranks(Mode mode, const std::filesy
     }
     std::filesystem::create_directories(dir);
   }
-  std::vector<Communicator> comms = InProcessGroup::create(kWorld, {device, device});
   std::array<RankReport, kWorld> reports;
-  std::array<std::exception_ptr, kWorld> errors;
-  std::vector<std::thread> threads;
-  for (int r = 0; r < kWorld; ++r) {
-    threads.emplace_back([&, r] {
-      try {
-        Communicator& comm = comms[static_cast<std::size_t>(r)];
-        reports[static_cast<std::size_t>(r)] =
-            mode == Mode::Run ? run_rank(comm, dir) : resume_rank(comm, dir);
-      } catch (...) {
-        errors[static_cast<std::size_t>(r)] = std::current_exception();
-        comms[static_cast<std::size_t>(r)].abort("rank " + std::to_string(r) + " failed");
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  // The root cause first: a rank's own error before the Aborted errors it caused elsewhere.
-  for (const bool skip_aborted : {true, false}) {
-    for (const auto& e : errors) {
-      if (!e) continue;
-      try {
-        std::rethrow_exception(e);
-      } catch (const CollectiveError& c) {
-        if (!(skip_aborted && c.kind() == CollectiveErrorKind::Aborted)) throw;
-      }
-    }
-  }
-  for (const auto& e : errors) {
-    if (e) std::rethrow_exception(e);
-  }
+  run_ranks(InProcessGroup::create(kWorld, {device, device}), [&](Communicator& comm) {
+    reports[static_cast<std::size_t>(comm.rank())] =
+        mode == Mode::Run ? run_rank(comm, dir) : resume_rank(comm, dir);
+  });
   return reports;
 }
 

@@ -9,7 +9,6 @@
 #include <array>
 #include <chrono>
 #include <cstdint>
-#include <exception>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -23,6 +22,7 @@
 #include "autodiff/nn/loss.h"
 #include "autodiff/nn/sequential.h"
 #include "collective/in_process_group.h"
+#include "collective/run_ranks.h"
 #include "examples/train_fashion_mnist/idx_dataset.h"
 #include "optim/adam.h"
 #include "optim/checkpoint_error.h"
@@ -305,36 +305,11 @@ inline TrainResult train(const Dataset& train, const Dataset& test, const TrainO
   cpu::set_num_threads(options.threads_per_rank > 0
                            ? options.threads_per_rank
                            : std::max(1, static_cast<int>(cores) / options.ranks));
-  std::vector<Communicator> comms = InProcessGroup::create(options.ranks);
   std::vector<TrainResult> results(static_cast<std::size_t>(options.ranks));
-  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(options.ranks));
-  std::vector<std::thread> threads;
-  for (int r = 0; r < options.ranks; ++r) {
-    threads.emplace_back([&, r] {
-      const auto i = static_cast<std::size_t>(r);
-      try {
-        results[i] = detail::train_rank(comms[i], train, test, options, observer);
-      } catch (...) {
-        errors[i] = std::current_exception();
-        comms[i].abort(str("rank ", r, " failed"));
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  // The root cause first: a rank's own error before the Aborted errors it caused elsewhere.
-  for (const bool skip_aborted : {true, false}) {
-    for (const auto& e : errors) {
-      if (!e) continue;
-      try {
-        std::rethrow_exception(e);
-      } catch (const CollectiveError& c) {
-        if (!(skip_aborted && c.kind() == CollectiveErrorKind::Aborted)) throw;
-      }
-    }
-  }
-  for (const auto& e : errors) {
-    if (e) std::rethrow_exception(e);
-  }
+  run_ranks(InProcessGroup::create(options.ranks), [&](Communicator& comm) {
+    const auto r = static_cast<std::size_t>(comm.rank());
+    results[r] = detail::train_rank(comm, train, test, options, observer);
+  });
   return results[0];
 }
 
