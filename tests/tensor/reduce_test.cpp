@@ -159,6 +159,11 @@ TEST_CASE("large reductions of every layout are exact and agree across thread co
   const Tensor cube = make({64, 40, 50});  // splits kept dims across threads
   const Tensor tall = make({200000, 3});   // only tiny kept dims: fixed blocks of rows
   const Tensor flat = make({1 << 17});
+  // Random (non-integer) values, so that any change of summation order would show: reducing outer
+  // rows into a contiguous row (whole-row blocks), and a row too wide for partials (kept split).
+  Generator gen(11);
+  const Tensor rows = Tensor::rand({3000, 100}, gen);
+  const Tensor wide = Tensor::rand({40, 5000}, gen);
   const int saved = cpu::num_threads();
   std::vector<Tensor> results[2];
   for (int threads : {1, 2}) {
@@ -176,6 +181,9 @@ TEST_CASE("large reductions of every layout are exact and agree across thread co
     r.push_back(softmax(cube, 1));
     r.push_back(log_softmax(tall, 1));
     r.push_back(cube * 2 + cube.narrow(2, 0, 1));
+    r.push_back(sum(rows, 0));
+    r.push_back(mean(rows, 0, true));
+    r.push_back(sum(wide, 0));
   }
   cpu::set_num_threads(saved);
   for (std::size_t k = 0; k < results[0].size(); ++k) {
