@@ -1,5 +1,9 @@
 #include "optim/update_kernels.h"
 
+// g++ 12 warns "'__Y' may be used uninitialized" inside its own avx512fintrin.h when Eigen's
+// AVX-512 sqrt is inlined here: a false positive of the intrinsics header (GCC bug 105593).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
 #include <Eigen/Core>
 #include <algorithm>
 #include <cmath>

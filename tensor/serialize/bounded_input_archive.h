@@ -113,9 +113,9 @@ void CEREAL_LOAD_FUNCTION_NAME(BoundedInputArchive& ar, cereal::SizeTag<T>& t) {
 
 template <class T>
 void CEREAL_LOAD_FUNCTION_NAME(BoundedInputArchive& ar, cereal::BinaryData<T>& bd) {
-  using Element = std::remove_pointer_t<T>;
-  constexpr std::size_t element_size =
-      std::is_void_v<std::remove_cv_t<Element>> ? 1 : sizeof(Element);
+  using Element = std::remove_cv_t<std::remove_pointer_t<T>>;
+  std::size_t element_size = 1;  // raw bytes (void*): never swapped
+  if constexpr (!std::is_void_v<Element>) element_size = sizeof(Element);
   ar.read(bd.data, static_cast<std::size_t>(bd.size), element_size);
 }
 
