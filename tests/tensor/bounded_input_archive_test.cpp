@@ -72,7 +72,8 @@ TEST_CASE("BoundedInputArchive refuses a count or a read the remaining bytes can
     CHECK_THROWS_AS(ar(v), cereal::Exception);
   }
   // No byte-order flag at all, and a flag that is neither 0 nor 1.
-  CHECK_THROWS_WITH(BoundedInputArchive(std::string_view()), Catch::Contains("expected 1 more bytes, only 0 remain"));
+  CHECK_THROWS_WITH(BoundedInputArchive(std::string_view()),
+                    Catch::Contains("expected 1 more bytes, only 0 remain"));
   CHECK_THROWS_WITH(BoundedInputArchive(std::string_view("\x07", 1)),
                     Catch::Contains("byte-order flag of 0 or 1, got 7"));
   // Trailing bytes are the caller's to judge.
