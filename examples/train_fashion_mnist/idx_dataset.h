@@ -68,8 +68,14 @@ inline std::string read_gzip(const std::filesystem::path& path) {
   gzFile file = gzopen(path.c_str(), "rb");
   if (file == nullptr) fail(path, "the file cannot be opened");
   gzbuffer(file, 1 << 18);
+  // The trailer is untrusted: no more than deflate's best ratio (about 1032:1) could produce.
+  std::size_t compressed = 0;
+  {
+    std::error_code size_ec;
+    compressed = static_cast<std::size_t>(std::filesystem::file_size(path, size_ec));
+  }
   std::string out;
-  out.resize(std::min<std::size_t>(expected, std::size_t{1} << 30) + 1);
+  out.resize(std::min<std::size_t>({expected, compressed * 1032, std::size_t{1} << 30}) + 1);
   std::size_t used = 0;
   while (true) {
     if (used == out.size()) out.resize(out.size() * 2);

@@ -195,6 +195,18 @@ TEST_CASE("restore refuses a record that does not match, changing nothing", "[op
     other->assign_param_ids(1);
     check_untouched(*other, 7);
   }
+  SECTION("another dtype names the parameter and both dtypes") {
+    Generator gen(7);
+    auto other = std::make_shared<nn::Sequential>(std::vector<std::shared_ptr<nn::Module>>{
+        std::make_shared<nn::Linear>(4, 5, gen, true, DType::F64), std::make_shared<nn::ReLU>(),
+        std::make_shared<nn::Linear>(5, 2, gen, true, DType::F64)});
+    other->assign_param_ids(1);
+    const Tensor before = other->parameters()[0].value().clone();
+    CHECK_THROWS_WITH(loaded.restore(*other),
+                      Catch::Contains("r.ckpt") && Catch::Contains("parameter '0.weight'") &&
+                          Catch::Contains("expected dtype F64, the record has F32"));
+    REQUIRE_THAT(other->parameters()[0].value(), TensorEqual(before));
+  }
   SECTION("a frozen parameter") {
     auto other = make_mlp(7);
     other->param("2.bias").set_trainable(false);
