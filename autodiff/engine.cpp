@@ -78,21 +78,54 @@ Var record_impl(Tensor value, std::shared_ptr<Node> node, const Inputs& inputs, 
 const Var& deref(const VarRef& r) { return r.get(); }
 const Var& same(const Var& v) { return v; }
 
-// A gradient that may be stored as a leaf's .grad: contiguous and not shared with any other
-// tensor (pass-through rules hand the same tensor to several inputs), so in-place updates of the
-// stored gradient (optimizers) cannot corrupt anything else.
-Tensor owned(Tensor g) {
+// Whether t's elements tile one block of its storage exactly: no element reached twice and no
+// gaps (PyTorch's is_non_overlapping_and_dense). True for any permutation of a contiguous tensor
+// (transpose, permute); false for expand (stride 0), narrow and other strided slices (gaps).
+bool non_overlapping_and_dense(const Tensor& t) {
+  std::vector<std::int64_t> dims(static_cast<std::size_t>(t.dim()));
+  for (std::size_t d = 0; d < dims.size(); ++d) dims[d] = static_cast<std::int64_t>(d);
+  std::stable_sort(dims.begin(), dims.end(),
+                   [&](std::int64_t a, std::int64_t b) { return t.strides()[a] < t.strides()[b]; });
+  std::int64_t expected = 1;
+  for (std::int64_t d : dims) {
+    if (t.shape()[d] == 1) continue;  // a size-1 dim's stride is never used
+    if (t.strides()[d] != expected) return false;
+    expected *= t.shape()[d];
+  }
+  return true;
+}
+
+// PyTorch's AccumulateGrad layout contract. A leaf whose value is non-contiguous but dense
+// (transposed, permuted) stores its gradient with exactly the value's strides, so that an
+// elementwise update of value by grad walks both in the same order; any other leaf (contiguous,
+// or with overlaps or gaps) stores a contiguous gradient. An empty value needs no layout.
+bool keeps_value_layout(const Tensor& value) {
+  return value.numel() > 0 && !value.is_contiguous() && non_overlapping_and_dense(value);
+}
+
+// `g` made fit to be stored as a leaf's .grad: in the layout above, and not sharing storage with
+// any other tensor (pass-through rules hand the same tensor to several inputs), so in-place
+// updates of the stored gradient (optimizers) cannot corrupt anything else. Copies only when `g`
+// does not already qualify.
+Tensor stored_gradient(Tensor g, const Tensor& value) {
+  if (keeps_value_layout(value)) {
+    if (g.strides() == value.strides() && g.storage().use_count() == 1) return g;
+    // value's strides span exactly numel elements from offset 0 (it is dense): allocate those
+    // elements and view them with value's strides.
+    Tensor out = Tensor::empty(Shape{value.numel()}, g.dtype(), g.device())
+                     .as_strided(value.shape(), value.strides(), 0);
+    out.copy_(g);
+    return out;
+  }
   if (!g.is_contiguous() || g.storage().use_count() > 1) return g.clone();
   return g;
 }
 
 void accumulate_leaf(VarImpl& leaf, Tensor g) {
   if (!leaf.requires_grad) return;  // frozen after the graph was recorded
-  if (!leaf.grad.defined()) {
-    leaf.grad = owned(std::move(g));
-  } else {
-    leaf.grad = ruccl::add(leaf.grad, g);
-  }
+  // Out of place: the stored gradient may be shared with the caller (set_grad).
+  if (leaf.grad.defined()) g = ruccl::add(leaf.grad, g);
+  leaf.grad = stored_gradient(std::move(g), leaf.value);
 }
 
 bool later(const std::shared_ptr<Node>& a, const std::shared_ptr<Node>& b) {

@@ -11,6 +11,9 @@
 //
 // Gradients. A node runs once, with the sum of the gradients its consumers sent it; a leaf
 // requiring grad accumulates (adds) into Var::grad() across backward calls until zero_grad().
+// The stored gradient owns its memory and follows PyTorch's layout contract: the value's exact
+// strides when the value is non-contiguous but dense (a transposed or permuted tensor), else
+// contiguous (a contiguous value, or one with overlaps or gaps: expand, narrow).
 // Without retain_graph each node's saved tensors and edges are released right after it runs, and
 // a later backward reaching it throws AutodiffError.
 //

@@ -1,6 +1,6 @@
 #pragma once
 // Differentiable collectives: Communicator collectives as tape nodes whose backward is the
-// collective that mirrors the forward (docs/autodiff.md §8 derives each rule).
+// collective that mirrors the forward (docs/autodiff.md §9 derives each rule).
 //
 // Gradient convention: the objective is the SUM of the per-rank losses, F = sum_r L_r. Each
 // backward is the linear transpose of its forward:
@@ -37,8 +37,9 @@
 //   loss.backward();                                 // w1_shard.grad() is this rank's slice
 //
 // Every op accepts non-contiguous and empty inputs, returns a new tensor (the input is never
-// modified) and gives the input's gradient in the input's shape and dtype. The dtype must be one
-// the Communicator moves (floating, I32, I64); gradients need a floating dtype.
+// modified) and gives the input's gradient in the input's shape and dtype (a leaf's stored
+// gradient also keeps a transposed or permuted input's strides: autodiff/engine.h). The dtype
+// must be one the Communicator moves (floating, I32, I64); gradients need a floating dtype.
 #include <cstdint>
 
 #include "autodiff/var.h"

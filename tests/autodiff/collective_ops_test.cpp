@@ -191,8 +191,10 @@ TEST_CASE("empty and 0-d inputs work forward and backward", "[autodiff][collecti
   }
 }
 
-TEST_CASE("non-contiguous inputs give the values and gradients of their contiguous copies",
-          "[autodiff][collective]") {
+TEST_CASE(
+    "non-contiguous inputs give the values and gradients of their contiguous copies, gradients "
+    "in the input's layout",
+    "[autodiff][collective]") {
   auto run = [](bool strided) {
     return run_group(2, [strided](Communicator& comm) {
       Tensor view = ranked(comm.rank(), 2, 4).transpose(0, 1);  // [4, 2], strides [1, 4]
@@ -215,7 +217,9 @@ TEST_CASE("non-contiguous inputs give the values and gradients of their contiguo
       INFO("result " << i);
       CHECK_THAT(s[i], TensorEqual(c[i]));
     }
-    CHECK(s[4].shape() == Shape{4, 2});  // the gradient comes back in the input's shape
+    CHECK(s[4].shape() == Shape{4, 2});    // the gradient comes back in the input's shape...
+    CHECK(s[4].strides() == Shape{1, 4});  // ...and layout: the transposed input's strides
+    CHECK(c[4].is_contiguous());
   }
 }
 

@@ -1,5 +1,5 @@
-// The tape and the engine: seeds, accumulation, retain_graph, NoGradGuard, errors, ordering,
-// custom ops, and threads.
+// The tape and the engine: seeds, accumulation, the stored gradient's layout, retain_graph,
+// NoGradGuard, errors, ordering, custom ops, and threads.
 #include <catch2/catch.hpp>
 
 #include <exception>
@@ -19,6 +19,7 @@ using ruccl::testing::TensorNear;
 namespace {
 
 Tensor f64(std::vector<double> v) { return Tensor::from_vector<double>(v); }
+Tensor f64(std::vector<double> v, const Shape& s) { return Tensor::from_vector<double>(v, s); }
 
 // An identity op that logs its name when its backward runs.
 Var tap(const Var& x, std::string name, std::vector<std::string>& log) {
@@ -63,6 +64,44 @@ TEST_CASE("a stored gradient owns its memory even when a rule passes one tensor 
   add(a, b).backward(f64({1, 1}));
   REQUIRE(a.grad().is_contiguous());
   CHECK(a.grad().storage() != b.grad().storage());
+}
+
+TEST_CASE("a dense non-contiguous leaf keeps its gradient in its own layout, across passes",
+          "[autodiff]") {
+  // PyTorch's AccumulateGrad contract: a transposed or permuted leaf gets a gradient with its
+  // strides; a leaf with gaps (narrow) or overlaps (expand) gets a contiguous one.
+  Var t(f64({1, 2, 3, 4, 5, 6}, {2, 3}).transpose(0, 1), true);  // [3, 2], strides [1, 3]
+  REQUIRE(t.value().strides() == Shape{1, 3});
+  Tensor w = f64({1, 2, 3, 4, 5, 6}, {3, 2});
+  sum(mul(mul(t, t), Var(w))).backward();  // 2 t w
+  CHECK(t.grad().strides() == t.value().strides());
+  CHECK_THAT(t.grad(), TensorEqual(f64({2, 16, 12, 40, 30, 72}, {3, 2})));
+  sum(mul(t, Var(w))).backward();  // + w: the sum keeps the layout
+  CHECK(t.grad().strides() == t.value().strides());
+  CHECK_THAT(t.grad(), TensorEqual(f64({3, 18, 15, 44, 35, 78}, {3, 2})));
+  CHECK(t.grad().storage() != t.value().storage());
+
+  // A rule that hands one tensor to both inputs: each stored gradient owns its memory.
+  Var u(f64({1, 2, 3, 4, 5, 6}, {2, 3}).transpose(0, 1), true);
+  Var v(f64({1, 2, 3, 4, 5, 6}, {2, 3}).transpose(0, 1), true);
+  add(u, v).backward(f64({1, 2, 3, 4, 5, 6}, {3, 2}));
+  CHECK(u.grad().strides() == Shape{1, 3});
+  CHECK(u.grad().storage() != v.grad().storage());
+  CHECK_THAT(v.grad(), TensorEqual(f64({1, 2, 3, 4, 5, 6}, {3, 2})));
+
+  Var p(Tensor::arange(0, 24, 1, DType::F64).reshape({2, 3, 4}).permute({2, 0, 1}), true);
+  sum(mul(p, p)).backward();
+  CHECK(p.grad().strides() == p.value().strides());  // [1, 12, 4]
+  CHECK_THAT(p.grad(), TensorEqual(ruccl::mul(p.value(), 2.0)));
+
+  Var gaps(f64({1, 2, 3, 4, 5, 6}, {2, 3}).narrow(1, 0, 2), true);  // strides [3, 1]: a gap
+  Var overlaps(f64({1, 2}, {2, 1}).expand({2, 3}), true);           // stride 0
+  sum(mul(gaps, gaps)).backward();
+  sum(mul(overlaps, 3.0)).backward();
+  CHECK(gaps.grad().is_contiguous());
+  CHECK_THAT(gaps.grad(), TensorEqual(f64({2, 4, 8, 10}, {2, 2})));
+  CHECK(overlaps.grad().is_contiguous());
+  CHECK_THAT(overlaps.grad(), TensorEqual(Tensor::full({2, 3}, 3.0, DType::F64)));
 }
 
 TEST_CASE("a non-scalar root needs a seed of its own shape", "[autodiff]") {
