@@ -1,8 +1,15 @@
 // Differentiable collectives are collectives: every rank must agree on shape, dtype, root, axis
 // and whether a gradient is wanted, in forward and in backward. Each disagreement must raise
 // CollectiveError on every rank (never hang, never compute something wrong), and errors inside
-// backward must come out of backward().
+// backward must come out of backward(). And ranks whose local graphs differ still issue their
+// backward collectives in one order (creation order), where a graph walk would not.
 #include <catch2/catch.hpp>
+
+#include <deque>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
 
 #include "autodiff/autodiff.h"
 #include "autodiff/collective/collective.h"
@@ -40,6 +47,69 @@ void require_everywhere(const std::vector<testing::RankOutcome<T>>& out, Collect
 }
 
 Tensor f64(const Shape& s, double v) { return Tensor::full(s, v, DType::F64); }
+Tensor f64(std::vector<double> v) { return Tensor::from_vector<double>(v); }
+
+// Two orders a backward engine could take instead of creation order, both valid topological
+// orders that depend on the graph's shape:
+// - BreadthFirst: Kahn's algorithm with a FIFO queue (a node is queued once all its consumers ran);
+// - DepthFirst: the reverse of a depth-first post-order that visits inputs in input order.
+enum class Walk { BreadthFirst, DepthFirst };
+
+void post_order(const Node* n, std::set<const Node*>& seen, std::vector<const Node*>& out) {
+  if (!seen.insert(n).second) return;
+  for (const Edge& e : n->edges()) {
+    if (e.node) post_order(e.node.get(), seen, out);
+  }
+  out.push_back(n);
+}
+
+std::vector<const Node*> walk_order(const Var& root, Walk walk) {
+  std::set<const Node*> seen;
+  std::vector<const Node*> order;
+  post_order(root.grad_fn().get(), seen, order);
+  if (walk == Walk::DepthFirst) return {order.rbegin(), order.rend()};
+  std::map<const Node*, int> consumers;
+  for (const Node* n : order) {
+    for (const Edge& e : n->edges()) {
+      if (e.node) ++consumers[e.node.get()];
+    }
+  }
+  std::vector<const Node*> out;
+  std::deque<const Node*> ready = {root.grad_fn().get()};
+  while (!ready.empty()) {
+    const Node* n = ready.front();
+    ready.pop_front();
+    out.push_back(n);
+    for (const Edge& e : n->edges()) {
+      if (e.node && --consumers[e.node.get()] == 0) ready.push_back(e.node.get());
+    }
+  }
+  return out;
+}
+
+// Which of the nodes of `a` and `b` a walk from `root` runs first: 'a' or 'b'.
+char first_reached(const Var& root, Walk walk, const Var& a, const Var& b) {
+  for (const Node* n : walk_order(root, walk)) {
+    if (n == a.grad_fn().get()) return 'a';
+    if (n == b.grad_fn().get()) return 'b';
+  }
+  return '-';
+}
+
+// What each rank saw: its loss and gradients, and which collective each graph walk reaches first.
+struct OrderResult {
+  Tensor loss, grad_x, grad_y;
+  char breadth_first = '-', depth_first = '-';
+  std::vector<std::string> issued;  // the order the engine issued the backward collectives
+};
+
+// An identity op that logs `name` when its backward runs.
+Var tap(const Var& x, const char* name, std::vector<std::string>& log) {
+  return make_var(x.value(), "tap", {x}, [name, &log](const Tensor& g, GradInputs& grads) {
+    log.emplace_back(name);
+    grads[0] = g;
+  });
+}
 
 }  // namespace
 
@@ -177,4 +247,90 @@ TEST_CASE("an error inside a backward collective comes out of backward() on ever
   });
   require_everywhere(out, CollectiveErrorKind::Aborted);
   CHECK(out[0].message().find("rank 1 gives up") != std::string::npos);
+}
+
+// Issue 5 §3: ranks whose local graphs differ. Both ranks create a = all_reduce_sum(x) then
+// b = all_reduce_sum(y) (same op, shape and dtype), but rank 0 puts its extra local ops on a's
+// branch and rank 1 on b's, and rank 1 adds b's term first. A graph walk would reach the two
+// collective nodes in opposite orders on the two ranks (checked below on the recorded graphs), so
+// rank 0's backward all_reduce for b would meet rank 1's for a: the calls are indistinguishable
+// (same op, shape and dtype), so no error would be raised, but both ranks would sum the wrong
+// gradients and the closed-form values below would fail. The engine's creation order issues b's
+// then a's on both ranks.
+TEST_CASE("two like collectives consumed in different local orders give closed-form gradients",
+          "[autodiff][collective]") {
+  auto out = run_group(2, [](Communicator& comm) {
+    const int r = comm.rank();
+    Var x(r == 0 ? f64({1, 2}) : f64({3, -1}), true);       // a = [4, 1]
+    Var y(r == 0 ? f64({0.5, 1}) : f64({-2, 0.25}), true);  // b = [-1.5, 1.25]
+    Var a = dc::all_reduce_sum(x, comm);
+    Var b = dc::all_reduce_sum(y, comm);
+    // L_0 = 3 sum(a^2) + sum(b); L_1 = 2 sum(b^2) + 5 sum(a).
+    Var loss = r == 0 ? sum(mul(mul(a, a), 3.0)) + sum(b) : sum(mul(mul(b, b), 2.0)) + sum(a * 5.0);
+    OrderResult res;
+    res.breadth_first = first_reached(loss, Walk::BreadthFirst, a, b);
+    res.depth_first = first_reached(loss, Walk::DepthFirst, a, b);
+    loss.backward();
+    res.loss = loss.value();
+    res.grad_x = x.grad();
+    res.grad_y = y.grad();
+    return res;
+  });
+  for (std::size_t r = 0; r < 2; ++r) {
+    INFO("rank " << r << ": " << out[r].message());
+    REQUIRE(out[r].ok());  // no CollectiveError
+    // F = L_0 + L_1: dF/dx_r = 6a + 5 = [29, 11], dF/dy_r = 1 + 4b = [-5, 6] on both ranks.
+    CHECK_THAT(out[r].value().grad_x, TensorEqual(f64({29, 11})));
+    CHECK_THAT(out[r].value().grad_y, TensorEqual(f64({-5, 6})));
+  }
+  CHECK_THAT(out[0].value().loss, TensorEqual(Tensor::scalar(50.75, DType::F64)));
+  CHECK_THAT(out[1].value().loss, TensorEqual(Tensor::scalar(32.625, DType::F64)));
+  // The test can tell the orders apart: both graph walks disagree between the ranks.
+  CHECK(out[0].value().breadth_first == 'b');
+  CHECK(out[1].value().breadth_first == 'a');
+  CHECK(out[0].value().depth_first == 'b');
+  CHECK(out[1].value().depth_first == 'a');
+}
+
+// This test fails under any engine that orders by graph walk (breadth- or depth-first, see
+// Walk): the two collectives now differ in kind (all_reduce_sum and all_gather), and on these
+// graphs both walks reach all_gather's node first on rank 0 and all_reduce_sum's first on rank 1
+// (asserted below). Such an engine would issue reduce_scatter (all_gather's backward) on rank 0
+// while rank 1 issues all_reduce: CollectiveKindMismatch out of backward() on both ranks, and the
+// logged order would differ. Creation order issues all_gather's backward, then all_reduce's, on
+// every rank, whatever the local graphs look like.
+TEST_CASE("backward issues collectives in reverse creation order where graph walks would disagree",
+          "[autodiff][collective]") {
+  auto out = run_group(2, [](Communicator& comm) {
+    const int r = comm.rank();
+    OrderResult res;
+    Var x(r == 0 ? f64({1, 2}) : f64({3, -1}), true);
+    Var y(r == 0 ? f64({0.5, 1}) : f64({-2, 0.25}), true);
+    // A tap's only consumer is the collective recorded right after it, so the tap's backward runs
+    // right after that collective's: the log is the order of the backward collectives.
+    Var a = dc::all_reduce_sum(tap(x, "all_reduce_sum", res.issued), comm);  // [4, 1]
+    Var b = dc::all_gather(tap(y, "all_gather", res.issued), comm);          // [0.5, 1, -2, 0.25]
+    // L_0 = sum(a^2) / 2 + sum(b * w), w = [1, 2, 3, 4]; L_1 = sum(b^2) / 2 + sum(a).
+    Var loss = r == 0 ? sum(mul(mul(a, a), 0.5)) + sum(b * Var(f64({1, 2, 3, 4})))
+                      : sum(mul(mul(b, b), 0.5)) + sum(a);
+    res.breadth_first = first_reached(loss, Walk::BreadthFirst, a, b);
+    res.depth_first = first_reached(loss, Walk::DepthFirst, a, b);
+    loss.backward();
+    res.grad_x = x.grad();
+    res.grad_y = y.grad();
+    return res;
+  });
+  for (std::size_t r = 0; r < 2; ++r) {
+    INFO("rank " << r << ": " << out[r].message());
+    REQUIRE(out[r].ok());
+    CHECK(out[r].value().issued == std::vector<std::string>{"all_gather", "all_reduce_sum"});
+    // dF/da = a + 1 = [5, 2]; dF/db = w + b = [1.5, 3, 1, 4.25], block r to rank r.
+    CHECK_THAT(out[r].value().grad_x, TensorEqual(f64({5, 2})));
+  }
+  CHECK_THAT(out[0].value().grad_y, TensorEqual(f64({1.5, 3})));
+  CHECK_THAT(out[1].value().grad_y, TensorEqual(f64({1, 4.25})));
+  CHECK(out[0].value().breadth_first == 'b');
+  CHECK(out[1].value().breadth_first == 'a');
+  CHECK(out[0].value().depth_first == 'b');
+  CHECK(out[1].value().depth_first == 'a');
 }

@@ -178,9 +178,18 @@ TEST_CASE("modules pass gradcheck with respect to inputs and parameters", "[auto
         return m->forward(v[0]);
       },
       inputs);
+  // LayerNorm with respect to its input, weight and bias (non-trivial values: not ones and zeros).
   nn::LayerNorm ln(std::vector<std::int64_t>{2, 3}, 1e-5, true, DType::F64);
-  check([&](const std::vector<Var>& v) { return ln.forward(v[0]); },
-        {Var(Tensor::randn({2, 2, 3}, gen, DType::F64), true)});
+  ln.weight().set_value(Tensor::randn({2, 3}, gen, DType::F64));
+  ln.bias().set_value(Tensor::randn({2, 3}, gen, DType::F64));
+  check(
+      [&](const std::vector<Var>& v) {
+        nn::LayerNorm m = ln;
+        m.set_param("weight", Param(1, v[1]));
+        m.set_param("bias", Param(2, v[2]));
+        return m.forward(v[0]);
+      },
+      {Var(Tensor::randn({2, 2, 3}, gen, DType::F64), true), ln.weight().var(), ln.bias().var()});
   // Embedding with respect to its weight (repeated indices), Dropout with the same mask each call.
   nn::Embedding emb(4, 3, gen, DType::F64);
   Tensor idx = Tensor::from_vector<std::int64_t>({2, 0, 2}, {3});
@@ -286,4 +295,64 @@ TEST_CASE("initialisers draw within their documented bounds and spreads", "[auto
   CHECK(nn::init::calculate_gain(nn::init::Nonlinearity::Tanh) == Approx(5.0 / 3.0));
   CHECK(nn::init::fan_in_out({8, 4, 3, 3}) == std::pair<std::int64_t, std::int64_t>{36, 72});
   CHECK_THROWS_AS(nn::init::fan_in_out({}), ValueError);
+}
+
+namespace {
+
+// Sample mean and (population) variance of a tensor's values.
+std::pair<double, double> moments(const Tensor& t) {
+  const std::vector<double> v = t.to_vector<double>();
+  double sum = 0.0;
+  for (double e : v) sum += e;
+  const double mean = sum / static_cast<double>(v.size());
+  double sq = 0.0;
+  for (double e : v) sq += (e - mean) * (e - mean);
+  return {mean, sq / static_cast<double>(v.size())};
+}
+
+}  // namespace
+
+TEST_CASE("xavier_normal_ and kaiming_uniform_ follow their formulas and are reproducible by seed",
+          "[autodiff]") {
+  // n = 60,000 samples of a [200, 300] weight: fan_in 300, fan_out 200. Tolerances are 5 standard
+  // errors: the sample mean's is sd / sqrt(n); the sample variance's, relative to the variance,
+  // is sqrt(2 / n) = 0.58% for a normal and sqrt(4/5 / n) = 0.37% for a uniform.
+  const double n = 60000.0;
+  auto draw = [](std::uint64_t seed, auto init) {
+    Generator gen(seed);
+    Param w(Tensor::zeros({200, 300}, DType::F64));
+    init(w, gen);
+    return w.value();
+  };
+  auto xavier = [](Param& w, Generator& g) { nn::init::xavier_normal_(w, g, 0.5); };
+  const Tensor xn = draw(21, xavier);
+  CHECK_THAT(draw(21, xavier), TensorEqual(xn));
+  CHECK_FALSE(ruccl::equal(draw(22, xavier), xn));
+  const double sd = 0.5 * std::sqrt(2.0 / 500.0);  // gain * sqrt(2 / (fan_in + fan_out))
+  std::pair<double, double> m = moments(xn);
+  CHECK(std::fabs(m.first) < 5.0 * sd / std::sqrt(n));
+  CHECK(m.second == Approx(sd * sd).epsilon(5.0 * std::sqrt(2.0 / n)));
+
+  // Defaults (a = 0, fan_in, leaky_relu): gain sqrt(2), bound sqrt(3) * gain / sqrt(fan_in).
+  auto kaiming = [](Param& w, Generator& g) { nn::init::kaiming_uniform_(w, g); };
+  const Tensor ku = draw(23, kaiming);
+  CHECK_THAT(draw(23, kaiming), TensorEqual(ku));
+  CHECK_FALSE(ruccl::equal(draw(24, kaiming), ku));
+  const double bound = std::sqrt(6.0 / 300.0);
+  m = moments(ku);
+  CHECK(ruccl::max(ruccl::abs(ku)).item<double>() <= bound);
+  // P(all 60,000 |samples| < 0.999 bound) = 0.999^60000 < 1e-26.
+  CHECK(ruccl::max(ruccl::abs(ku)).item<double>() > 0.999 * bound);
+  CHECK(std::fabs(m.first) < 5.0 * bound / std::sqrt(3.0 * n));
+  CHECK(m.second == Approx(bound * bound / 3.0).epsilon(5.0 * std::sqrt(0.8 / n)));
+
+  // a = sqrt(5) (torch's Linear) and fan_out: gain sqrt(2 / 6), bound 1 / sqrt(fan_out).
+  const Tensor kf = draw(25, [](Param& w, Generator& g) {
+    nn::init::kaiming_uniform_(w, g, std::sqrt(5.0), nn::init::FanMode::FanOut);
+  });
+  const double bound_out = 1.0 / std::sqrt(200.0);
+  CHECK(ruccl::max(ruccl::abs(kf)).item<double>() <= bound_out);
+  CHECK(ruccl::max(ruccl::abs(kf)).item<double>() > 0.999 * bound_out);
+  CHECK(moments(kf).second ==
+        Approx(bound_out * bound_out / 3.0).epsilon(5.0 * std::sqrt(0.8 / n)));
 }

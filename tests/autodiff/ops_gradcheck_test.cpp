@@ -30,6 +30,12 @@ Tensor positive(const Shape& shape, Generator& gen) {
 }
 Var leaf(Tensor t) { return Var(std::move(t), true); }
 
+// A leaf holding a non-contiguous view (the test fails if it is not one).
+Var strided(const Tensor& view) {
+  REQUIRE_FALSE(view.is_contiguous());
+  return Var(view, true);
+}
+
 void check(const Fn& fn, const std::vector<Var>& inputs) {
   GradcheckReport r = gradcheck(fn, inputs);
   INFO(r.message);
@@ -104,6 +110,84 @@ TEST_CASE("ops on non-contiguous inputs pass gradcheck", "[autodiff]") {
   check([](const std::vector<Var>& v) { return sum(v[0], 1); }, {t});
   check([](const std::vector<Var>& v) { return softmax(v[0], 0); }, {t});
   check([](const std::vector<Var>& v) { return reshape(v[0], {12}); }, {t});
+}
+
+TEST_CASE("binary broadcasting ops pass gradcheck on transposed and narrowed inputs",
+          "[autodiff]") {
+  Generator gen(10);
+  Var t = strided(away_from_zero({4, 3}, gen).transpose(0, 1));  // [3, 4], strides [1, 3]
+  Var n = strided(away_from_zero({3, 6}, gen).narrow(1, 1, 4));  // [3, 4], strides [6, 1]
+  Var row = strided(away_from_zero({4, 2}, gen).select(1, 0));   // [4], stride 2
+  Var col = strided(positive({3, 2}, gen).narrow(1, 1, 1));      // [3, 1], strides [2, 1]
+  check([](const std::vector<Var>& v) { return add(v[0], v[1]); }, {t, row});
+  check([](const std::vector<Var>& v) { return sub(v[0], v[1]); }, {n, col});
+  check([](const std::vector<Var>& v) { return mul(v[0], v[1]); }, {row, col});
+  check([](const std::vector<Var>& v) { return mul(v[0], v[1]); }, {t, n});
+  check([](const std::vector<Var>& v) { return div(v[0], v[1]); }, {t, col});
+  check([](const std::vector<Var>& v) { return pow(v[1], v[0]); }, {n, col});
+  check([](const std::vector<Var>& v) { return maximum(v[0], v[1]); }, {t, n});
+  check([](const std::vector<Var>& v) { return minimum(v[0], v[1]); }, {n, row});
+}
+
+TEST_CASE("shape, index and loss ops pass gradcheck on transposed and narrowed inputs",
+          "[autodiff]") {
+  Generator gen(11);
+  Var x = strided(away_from_zero({4, 3, 2}, gen).permute({2, 1, 0}));  // [2, 3, 4], [1, 2, 6]
+  Var y = strided(away_from_zero({2, 3, 4}, gen).narrow(1, 1, 1));     // [2, 1, 4], [12, 4, 1]
+  Var z = strided(away_from_zero({2, 3, 6}, gen).narrow(2, 1, 4));     // [2, 3, 4], [18, 6, 1]
+  check([](const std::vector<Var>& v) { return reshape(v[0], {6, -1}); }, {x});
+  check([](const std::vector<Var>& v) { return transpose(v[0], 0, 2); }, {z});
+  check([](const std::vector<Var>& v) { return permute(v[0], {2, 0, 1}); }, {x});
+  check([](const std::vector<Var>& v) { return narrow(v[0], 2, 1, 2); }, {x});
+  check([](const std::vector<Var>& v) { return expand(v[0], {3, 2, 5, 4}); }, {y});
+  check([](const std::vector<Var>& v) { return squeeze(v[0], 1); }, {y});
+  check([](const std::vector<Var>& v) { return unsqueeze(v[0], -1); }, {x});
+  check([](const std::vector<Var>& v) { return flatten(v[0], 1); }, {z});
+  check([](const std::vector<Var>& v) { return contiguous(v[0]); }, {x});
+  check([](const std::vector<Var>& v) { return cat({v[0], v[1], v[0]}, 1); }, {x, y});
+  check([](const std::vector<Var>& v) { return stack({v[0], v[1], v[0]}, -1); }, {x, z});
+  check(
+      [](const std::vector<Var>& v) {
+        std::vector<Var> p = split(v[0], 3, 2);  // pieces 3 and 1
+        std::vector<Var> q = chunk(v[1], 2, -1);
+        return add(sum(mul(p[0], p[0])), sum(mul(mul(q[0], q[1]), p[1])));
+      },
+      {x, z});
+
+  Var t = strided(away_from_zero({4, 3}, gen).transpose(0, 1));  // [3, 4]
+  Var n = strided(away_from_zero({3, 5}, gen).narrow(1, 1, 4));  // [3, 4], strides [5, 1]
+  Tensor rows = Tensor::from_vector<std::int64_t>({2, 0, 2, 2});
+  Tensor cols = Tensor::from_vector<std::int64_t>({3, 3, 0, 1, 1, 2}, {2, 3});
+  check([&](const std::vector<Var>& v) { return index_select(v[0], 0, rows); }, {t});
+  check(
+      [&](const std::vector<Var>& v) {
+        return index_select(v[0], 1, Tensor::from_vector<std::int64_t>({1, 1, 3}));
+      },
+      {n});
+  check([&](const std::vector<Var>& v) { return gather(v[0], 1, cols); }, {t});
+  check(
+      [&](const std::vector<Var>& v) {
+        return gather(v[0], 0, Tensor::from_vector<std::int64_t>({2, 2, 0, 1, 0, 2}, {2, 3}));
+      },
+      {n});
+  Tensor cond = Tensor::from_vector<bool>({true, false, false, true, true, false}, {2, 3});
+  check([&](const std::vector<Var>& v) { return where(cond, v[0], v[1]); },
+        {strided(away_from_zero({3, 2}, gen).transpose(0, 1)),
+         strided(away_from_zero({3, 2}, gen).select(1, 1))});
+
+  Var logits = strided(away_from_zero({4, 5}, gen).transpose(0, 1));  // [5, 4]
+  Tensor targets = Tensor::from_vector<std::int64_t>({0, 3, 3, 1, 2});
+  check([&](const std::vector<Var>& v) { return cross_entropy(v[0], targets); }, {logits});
+  check([&](const std::vector<Var>& v) { return cross_entropy(v[0], targets, Reduction::Sum); },
+        {logits});
+  check(
+      [&](const std::vector<Var>& v) { return cross_entropy(v[0], Tensor::scalar(2, DType::I64)); },
+      {strided(away_from_zero({4, 2}, gen).select(1, 1))});
+  Var pred = strided(away_from_zero({3, 4}, gen).narrow(1, 1, 2));    // [3, 2]
+  Var target = strided(away_from_zero({2, 3}, gen).transpose(0, 1));  // [3, 2]
+  check([](const std::vector<Var>& v) { return mse_loss(v[0], v[1]); }, {pred, target});
+  check([](const std::vector<Var>& v) { return mse_loss(v[0], v[1], Reduction::Sum); },
+        {pred, target});
 }
 
 TEST_CASE("reductions pass gradcheck over dims, with and without keepdim", "[autodiff]") {
