@@ -4,7 +4,7 @@
 //
 // The function runs on N in-process ranks (one thread each, one Communicator each). Rank r maps
 // its inputs x_r to its output L_r (a loss, or any floating tensor). The global objective is the
-// sum over ranks (docs/autodiff.md §8), so what backward must produce on rank r is
+// sum over ranks (docs/autodiff.md §9), so what backward must produce on rank r is
 // d (sum_s L_s) / d x_r. The check is stronger than that: it compares the whole cross-rank
 // Jacobian d L_s[j] / d x_r[k], for every pair of ranks (s, r), against central differences in
 // float64:
