@@ -121,8 +121,8 @@ GradcheckReport gradcheck(const GradcheckFn& fn, const std::vector<Var>& inputs,
     std::ostringstream out;
     out.precision(10);
     out << (report.ok ? "ok; worst: " : "gradcheck failed: ") << "input " << report.input
-        << " element " << multi_index(report.element, inputs[report.input].shape())
-        << ", output element " << multi_index(report.output_element, out_shape) << ": analytic "
+        << " element " << unravel_index(report.element, inputs[report.input].shape())
+        << ", output element " << unravel_index(report.output_element, out_shape) << ": analytic "
         << report.analytic << ", numeric " << report.numeric << ", abs error " << report.abs_error
         << ", rel error " << report.rel_error << " (allowed " << options.atol << " + "
         << options.rtol << " * |numeric|)";

@@ -3,23 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <sstream>
 
 namespace ruccl::autodiff::gradcheck_detail {
-
-std::string multi_index(std::int64_t flat, const Shape& shape) {
-  std::vector<std::int64_t> idx(static_cast<std::size_t>(shape.size()));
-  for (std::int64_t d = shape.size() - 1; d >= 0; --d) {
-    const std::int64_t n = shape[d] > 0 ? shape[d] : 1;
-    idx[static_cast<std::size_t>(d)] = flat % n;
-    flat /= n;
-  }
-  std::ostringstream out;
-  out << '[';
-  for (std::size_t i = 0; i < idx.size(); ++i) out << (i ? ", " : "") << idx[i];
-  out << ']';
-  return out.str();
-}
 
 std::vector<double> values_f64(const Tensor& t) { return t.to(DType::F64).to_vector<double>(); }
 

@@ -9,9 +9,6 @@
 
 namespace ruccl::autodiff::gradcheck_detail {
 
-/// "[i, j, k]": the multi-index of flat (row-major) index `flat` in `shape`.
-std::string multi_index(std::int64_t flat, const Shape& shape);
-
 /// The elements of `t` as doubles, row-major.
 std::vector<double> values_f64(const Tensor& t);
 

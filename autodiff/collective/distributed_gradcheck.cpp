@@ -201,10 +201,10 @@ DistributedGradcheckReport distributed_gradcheck(const DistributedGradcheckFn& f
     out.precision(10);
     out << (report.ok ? "ok; worst: " : "distributed_gradcheck failed: ") << "d (rank "
         << report.output_rank << " output element "
-        << multi_index(report.output_element,
-                       results[static_cast<std::size_t>(report.output_rank)].out_shape)
+        << unravel_index(report.output_element,
+                         results[static_cast<std::size_t>(report.output_rank)].out_shape)
         << ") / d (rank " << report.input_rank << " input " << report.input << " element "
-        << multi_index(report.element, in_shape) << "): analytic " << report.analytic
+        << unravel_index(report.element, in_shape) << "): analytic " << report.analytic
         << ", numeric " << report.numeric << ", abs error " << report.abs_error << ", rel error "
         << report.rel_error << " (allowed " << options.gradcheck.atol << " + "
         << options.gradcheck.rtol << " * |numeric|)";

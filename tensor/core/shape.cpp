@@ -104,4 +104,14 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
   return out;
 }
 
+std::string unravel_index(std::int64_t flat, const Shape& shape) {
+  Shape index = shape;
+  for (std::int64_t d = shape.size() - 1; d >= 0; --d) {
+    const std::int64_t n = shape[d] > 0 ? shape[d] : 1;
+    index[d] = flat % n;
+    flat /= n;
+  }
+  return index.to_string();
+}
+
 }  // namespace ruccl

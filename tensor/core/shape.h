@@ -58,6 +58,10 @@ class Shape {
 
 std::ostream& operator<<(std::ostream& out, const Shape& shape);
 
+/// "[1, 0, 2]": the multi-index of row-major element `flat` of `shape` (for messages; a zero-size
+/// dim counts as size 1).
+std::string unravel_index(std::int64_t flat, const Shape& shape);
+
 /// Turns a possibly negative `dim` of an `ndim`-dimensional tensor into [0, ndim); throws
 /// IndexError naming `op` when it is out of range.
 std::int64_t normalize_dim(std::int64_t dim, std::int64_t ndim, const char* op);

@@ -11,16 +11,6 @@ namespace ruccl {
 
 namespace {
 
-// "[1, 2]": the multi-index of row-major element `flat` of `shape`.
-std::string position(std::int64_t flat, const Shape& shape) {
-  std::vector<std::int64_t> index(static_cast<std::size_t>(shape.size()));
-  for (std::int64_t d = shape.size() - 1; d >= 0; --d) {
-    index[static_cast<std::size_t>(d)] = flat % shape[d];
-    flat /= shape[d];
-  }
-  return Shape(index).to_string();
-}
-
 void check_defined(const Tensor& t, const char* op, const char* what) {
   RUCCL_CHECK(t.defined(), ValueError, op, ": expected a defined ", what,
               ", got an undefined tensor");
@@ -54,7 +44,7 @@ void check_bounds(const Tensor& index, std::int64_t bound, const char* op, std::
   for_each_index(index, [&](std::int64_t v, std::int64_t i) {
     RUCCL_CHECK(v >= 0 && v < bound, IndexError, op, ": expected every index in [0, ", bound,
                 ") for dim ", dim, " of shape ", of, ", got ", v, " at position ",
-                position(i, index.shape()));
+                unravel_index(i, index.shape()));
   });
 }
 
@@ -168,7 +158,7 @@ Tensor one_hot(const Tensor& indices, std::int64_t num_classes) {
   }
   for_each_index(indices, [&](std::int64_t v, std::int64_t i) {
     RUCCL_CHECK(v >= 0 && v < num_classes, IndexError, "one_hot: expected every index in [0, ",
-                num_classes, "), got ", v, " at position ", position(i, indices.shape()));
+                num_classes, "), got ", v, " at position ", unravel_index(i, indices.shape()));
   });
   Shape shape = indices.shape();
   shape.push_back(num_classes);

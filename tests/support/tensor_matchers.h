@@ -23,21 +23,6 @@
 
 namespace ruccl::testing {
 
-/// "[1, 0, 2]": the multi-index of row-major element `flat` of `shape`.
-inline std::string unravel_index(std::int64_t flat, const Shape& shape) {
-  std::vector<std::int64_t> index(static_cast<std::size_t>(shape.size()));
-  for (std::int64_t d = shape.size() - 1; d >= 0; --d) {
-    const std::int64_t n = shape[d] > 0 ? shape[d] : 1;
-    index[static_cast<std::size_t>(d)] = flat % n;
-    flat /= n;
-  }
-  std::ostringstream out;
-  out << '[';
-  for (std::size_t i = 0; i < index.size(); ++i) out << (i ? ", " : "") << index[i];
-  out << ']';
-  return out.str();
-}
-
 /// The elements of `t` as doubles in row-major order (any dtype, any strides).
 inline std::vector<double> tensor_values_f64(const Tensor& t) {
   return t.to(DType::F64).to_vector<double>();
