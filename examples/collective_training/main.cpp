@@ -30,7 +30,15 @@ int main(int argc, char** argv) {
   const ct::Mode mode = std::strcmp(argv[1], "run") == 0 ? ct::Mode::Run : ct::Mode::Resume;
   ruccl::Device device = ruccl::Device::cpu();
 #if RUCCL_WITH_CUDA
-  if (ruccl::cuda::cuda_available()) device = ruccl::Device::cuda(0);
+  // Both ranks on the default CUDA device once a GPU and the CUDA tensor backend are there.
+  if (ruccl::cuda::cuda_available()) {
+    if (ruccl::has_backend(ruccl::DeviceType::CUDA)) {
+      device = ruccl::Device::cuda(0);
+    } else {
+      std::cout << "collective_training: a GPU is present but this build has no CUDA tensor "
+                   "backend yet; running on the CPU\n";
+    }
+  }
 #endif
   try {
     const auto reports = ct::run_two_ranks(mode, argv[2], device);

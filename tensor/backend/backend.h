@@ -137,5 +137,7 @@ class Backend {
 Backend& backend_for(Device device);
 /// Installs the backend for a device type (the CUDA layer registers itself at start-up).
 void register_backend(DeviceType type, Backend* backend);
+/// Whether a backend for `type` is installed (the CPU one always is).
+bool has_backend(DeviceType type);
 
 }  // namespace ruccl

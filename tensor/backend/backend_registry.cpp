@@ -26,6 +26,10 @@ Backend& backend_for(Device device) {
   return *b;
 }
 
+bool has_backend(DeviceType type) {
+  return registry()[static_cast<std::size_t>(type)].load(std::memory_order_acquire) != nullptr;
+}
+
 void register_backend(DeviceType type, Backend* backend) {
   registry()[static_cast<std::size_t>(type)].store(backend, std::memory_order_release);
 }

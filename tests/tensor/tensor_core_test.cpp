@@ -375,7 +375,10 @@ TEST_CASE("the stub backend throws not implemented naming itself and the op", "[
     }
     ~Registration() { register_backend(DeviceType::CUDA, previous); }
   };
+  const bool cuda_before = has_backend(DeviceType::CUDA);
+  REQUIRE(has_backend(DeviceType::CPU));
   auto registration = std::make_unique<Registration>(&stub);
+  REQUIRE(has_backend(DeviceType::CUDA));
   REQUIRE(&backend_for(Device::cuda(0)) == &stub);
   REQUIRE_THROWS_MATCHES(Tensor::zeros({2}, DType::F32, Device::cuda(0)), NotImplementedError,
                          Catch::Message("not implemented: stub::allocate"));
@@ -393,4 +396,5 @@ TEST_CASE("the stub backend throws not implemented naming itself and the op", "[
   registration.reset();
   REQUIRE(&backend_for(Device::cpu()) != &stub);
   if (!had_cuda) REQUIRE_THROWS_AS(backend_for(Device::cuda(0)), DeviceError);
+  REQUIRE(has_backend(DeviceType::CUDA) == cuda_before);
 }
