@@ -6,6 +6,7 @@
 
 #include "examples/collective_training/two_rank_training.h"
 #include "ruccl/config.h"
+#include "tensor/backend/backend.h"
 #if RUCCL_WITH_CUDA
 #include "cuda/core/device.h"
 #endif
