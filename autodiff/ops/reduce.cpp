@@ -2,6 +2,7 @@
 #include "autodiff/ops/reduce.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "autodiff/node.h"
 #include "autodiff/ops/elementwise.h"
@@ -78,11 +79,40 @@ Var extremum_all(const Var& x, bool is_max) {
                   });
 }
 
+// Along a dim longer than this, products_of_others works in two levels (blocks of about sqrt(n)),
+// so that its slice-at-a-time passes issue O(sqrt(n)) tensor ops instead of O(n).
+constexpr std::int64_t kDirectOthers = 64;
+
 // The product of every element along `d` except the one at each position: prefix products times
 // suffix products, one slice at a time (no division, so zeros in `x` are exact).
 Tensor products_of_others(const Tensor& x, std::int64_t d) {
   const std::int64_t n = x.shape()[d];
   if (n == 0) return Tensor::zeros(x.shape(), x.dtype(), x.device());
+  if (n > kDirectOthers) {
+    // Pad d with ones to a x b, view it as [.., a, b, ..]: the others of an element are the others
+    // inside its block times the products of the other blocks.
+    const auto b = static_cast<std::int64_t>(std::ceil(std::sqrt(static_cast<double>(n))));
+    const std::int64_t a = (n + b - 1) / b;
+    Tensor padded = x;
+    if (a * b > n) {
+      Shape pad = x.shape();
+      pad[d] = a * b - n;
+      padded = ruccl::cat({x, Tensor::ones(pad, x.dtype(), x.device())}, d);
+    }
+    std::vector<std::int64_t> split;
+    for (std::int64_t i = 0; i < padded.dim(); ++i) {
+      if (i == d) {
+        split.push_back(a);
+        split.push_back(b);
+      } else {
+        split.push_back(padded.shape()[i]);
+      }
+    }
+    const Tensor blocks = padded.reshape(Shape(split));
+    const Tensor within = products_of_others(blocks, d + 1);
+    const Tensor across = products_of_others(ruccl::prod(blocks, d + 1, /*keepdim=*/true), d);
+    return ruccl::mul(within, across).reshape(padded.shape()).narrow(d, 0, n);
+  }
   std::vector<Tensor> prefix(static_cast<std::size_t>(n));
   Shape slice = x.shape();
   slice[d] = 1;

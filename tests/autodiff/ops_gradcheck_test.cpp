@@ -362,3 +362,32 @@ TEST_CASE("sum_to undoes broadcasting and rejects shapes that do not broadcast",
   CHECK_THROWS_AS(sum_to(g, {2, 4}), ShapeError);
   CHECK_THROWS_AS(sum_to(g, {1, 2, 3, 4}), ShapeError);
 }
+
+TEST_CASE("prod along a long dim (two-level backward) is exact with and without zeros",
+          "[autodiff]") {
+  // 100 elements of 1.01 with a zero at 37: only element 37 gets a gradient, 1.01^99.
+  std::vector<double> v(100, 1.01);
+  v[37] = 0.0;
+  Var z = leaf(f64(v));
+  prod(z).backward();
+  std::vector<double> expected(100, 0.0);
+  expected[37] = std::pow(1.01, 99);
+  CHECK_THAT(z.grad(), ruccl::testing::TensorNear(f64(expected), 1e-12, 1e-12));
+  // Without zeros, element i gets prod / x_i; 101 elements pad the 11 x 10 blocks with ones.
+  std::vector<double> w(101);
+  for (std::size_t i = 0; i < w.size(); ++i) w[i] = 0.9 + 0.002 * static_cast<double>(i);
+  Var x = leaf(f64(w));
+  prod(x).backward();
+  double total = 1.0;
+  for (double e : w) total *= e;
+  std::vector<double> others(w.size());
+  for (std::size_t i = 0; i < w.size(); ++i) others[i] = total / w[i];
+  CHECK_THAT(x.grad(), ruccl::testing::TensorNear(f64(others), 1e-12, 1e-12));
+  // Against finite differences, along either dim of a [2, 70] input with a zero in each row.
+  Generator gen(21);
+  Tensor t = ruccl::add(ruccl::mul(Tensor::rand({2, 70}, gen, DType::F64), 0.2), 0.9);
+  t.narrow(1, 5, 1).fill_(0.0);
+  Var y = leaf(t);
+  check([](const std::vector<Var>& in) { return prod(in[0], 1); }, {y});
+  check([](const std::vector<Var>& in) { return prod(in[0], 0); }, {leaf(t.transpose(0, 1))});
+}
