@@ -4,12 +4,15 @@
 // OPENBLAS_CORETYPE=SkylakeX for that command only: Debian's OpenBLAS 0.3.21 misdetects newer
 // CPUs and would otherwise use its SSE3 kernels). Prints a markdown table.
 //
-// Usage: gemm_bench [--sizes 256,512,1024,2048] [--threads 1,2] [--peers DIR] [--no-peer]
+// Usage: gemm_bench [--sizes 256,512,1024,2048] [--threads 1,2] [--rounds 3] [--peers DIR]
+//                   [--no-peer]
 // The peer folder defaults to $RUCCL_PEERS_DIR, else the first of ../shared/peers,
 // ../../shared/peers, /work/shared/peers that holds gemm_openblas.c. Timing follows the peer:
 // reps chosen so each size runs about a second (5..200), median reported. Two figures of ours:
 // matmul_out(a, b, out) into a reused output (what the peer does with C) and matmul(a, b), which
-// allocates its result every call (fresh pages: page faults included).
+// allocates its result every call (fresh pages: page faults included). Ours and the peer alternate
+// for `--rounds` rounds and the table shows medians over the rounds: the project's virtual machines
+// have slow spells of seconds that would otherwise land on one side only.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -121,6 +124,7 @@ int main(int argc, char** argv) {
   std::vector<int> thread_counts = {1, 2};
   std::string peers_flag;
   bool with_peer = true;
+  int rounds = 3;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--sizes" && i + 1 < argc) {
@@ -129,12 +133,14 @@ int main(int argc, char** argv) {
       thread_counts = parse_list(argv[++i]);
     } else if (arg == "--peers" && i + 1 < argc) {
       peers_flag = argv[++i];
+    } else if (arg == "--rounds" && i + 1 < argc) {
+      rounds = std::max(1, std::stoi(argv[++i]));
     } else if (arg == "--no-peer") {
       with_peer = false;
     } else {
       std::fprintf(stderr,
-                   "usage: gemm_bench [--sizes 256,512,...] [--threads 1,2] [--peers DIR] "
-                   "[--no-peer]\n");
+                   "usage: gemm_bench [--sizes 256,512,...] [--threads 1,2] [--rounds 3] "
+                   "[--peers DIR] [--no-peer]\n");
       return 2;
     }
   }
@@ -150,37 +156,54 @@ int main(int argc, char** argv) {
 
   struct Row {
     int n, threads;
-    double ours, fresh, peer;
+    double ours, fresh, peer, ratio;
   };
   std::vector<Row> rows;
   std::string core = "n/a";
+  // Ours and the peer alternate `rounds` times, so that a slow spell of the (shared, virtual)
+  // machine hits both; each figure is the median over rounds, and so is the ratio.
+  const auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0.0 : v[v.size() / 2];
+  };
   for (int threads : thread_counts) {
     ruccl::cpu::set_num_threads(threads);
-    std::map<int, double> measured;
-    std::map<int, double> fresh;
-    for (int n : sizes) {
-      measured[n] = ours(n, true);
-      fresh[n] = ours(n, false);
-      std::fprintf(stderr, "# ruccl  threads=%d n=%d %.1f GFLOP/s (matmul: %.1f)\n", threads, n,
-                   measured[n], fresh[n]);
+    std::map<int, std::vector<double>> measured, fresh, theirs, ratios;
+    for (int round = 0; round < rounds; ++round) {
+      for (int n : sizes) {
+        measured[n].push_back(ours(n, true));
+        fresh[n].push_back(ours(n, false));
+        std::fprintf(stderr, "# round %d ruccl threads=%d n=%d %.1f GFLOP/s (matmul: %.1f)\n",
+                     round, threads, n, measured[n].back(), fresh[n].back());
+      }
+      if (binary.empty()) continue;
+      const std::map<int, double> peer_round = peer(binary, threads, sizes, core);
+      for (int n : sizes) {
+        const auto it = peer_round.find(n);
+        if (it == peer_round.end()) continue;
+        theirs[n].push_back(it->second);
+        ratios[n].push_back(measured[n].back() / it->second);
+        std::fprintf(stderr, "# round %d openblas threads=%d n=%d %.1f GFLOP/s\n", round, threads,
+                     n, it->second);
+      }
     }
-    const std::map<int, double> theirs =
-        binary.empty() ? std::map<int, double>{} : peer(binary, threads, sizes, core);
     for (int n : sizes) {
-      const auto it = theirs.find(n);
-      rows.push_back({n, threads, measured[n], fresh[n], it == theirs.end() ? 0.0 : it->second});
+      rows.push_back({n, threads, median(measured[n]), median(fresh[n]), median(theirs[n]),
+                      median(ratios[n])});
     }
   }
 
-  std::printf("sgemm, square n x n, float32, GFLOP/s = 2 n^3 / median time (OpenBLAS core: %s)\n\n",
-              core.c_str());
+  std::printf(
+      "sgemm, square n x n, float32, GFLOP/s = 2 n^3 / median time, median of %d alternating "
+      "rounds (OpenBLAS core: %s)\n\n",
+      rounds, core.c_str());
   std::printf(
       "| n | threads | ruccl matmul_out | OpenBLAS | ratio | ruccl matmul (allocating) | ratio "
       "|\n|---:|---:|---:|---:|---:|---:|---:|\n");
   for (const Row& r : rows) {
     if (r.peer > 0) {
       std::printf("| %d | %d | %.1f | %.1f | %.2f | %.1f | %.2f |\n", r.n, r.threads, r.ours,
-                  r.peer, r.ours / r.peer, r.fresh, r.fresh / r.peer);
+                  r.peer, r.ratio, r.fresh, r.fresh / r.peer);
     } else {
       std::printf("| %d | %d | %.1f | n/a | n/a | %.1f | n/a |\n", r.n, r.threads, r.ours, r.fresh);
     }

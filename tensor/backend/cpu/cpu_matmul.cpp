@@ -21,9 +21,11 @@
 #include <atomic>
 #include <cstring>
 #include <thread>
+#include <type_traits>
 
 #include "tensor/backend/cpu/cpu_backend.h"
 #include "tensor/backend/cpu/cpu_parallel.h"
+#include "tensor/backend/cpu/cpu_sgemm.h"
 #include "tensor/core/tensor.h"
 
 namespace ruccl::cpu {
@@ -136,6 +138,16 @@ void gemm_serial(Index m, Index n, Index k, const T* a, Index lda, const T* b, I
 template <typename T, int AOrder, int BOrder>
 void gemm(Index m, Index n, Index k, const T* a, Index lda, const T* b, Index ldb, T* c, Index ldc,
           int threads) {
+  if constexpr (std::is_same_v<T, float> && kHasSgemmKernel) {
+    if (m > 1 && n > 1 && m + n + k >= EIGEN_GEMM_TO_COEFFBASED_THRESHOLD) {
+      const auto ref = [](const T* p, Index ld, bool row_major) {
+        return row_major ? MatrixRef{p, ld, 1} : MatrixRef{p, 1, ld};
+      };
+      sgemm(m, n, k, ref(a, lda, AOrder == Eigen::RowMajor), ref(b, ldb, BOrder == Eigen::RowMajor),
+            c, ldc, threads);
+      return;
+    }
+  }
   const std::int64_t macs = m * n * k;
   const bool split_rows = m >= n;
   const Index extent = split_rows ? m : n;

@@ -1,0 +1,264 @@
+// ruCCL's float32 GEMM for AVX-512 (see cpu_sgemm.h), written after the GotoBLAS/BLIS design:
+//
+//   for each K super-block (packed B at most kPackedBCap floats):
+//     pack B[k0:k0+kk, :] into 32-column panels, kc rows per block        (all threads share it)
+//     per thread, over its band of C's rows (or columns):
+//       for each mc-row block, for each kc block:
+//         pack A[ic:ic+mc, pc:pc+kc] into 12-row panels                    (L2-resident, private)
+//         for each 32-column panel of B (kc x 32, L1-resident):
+//           for each 12-row panel of A: micro-kernel C[12, 32] (+)= A_panel * B_panel
+//
+// Why not Eigen's GEMM for float: its AVX-512 kernel is 48 x 4 (three vectors of the streamed
+// operand per k step feed only four columns), so it needs 16 bytes from L2 per FMA; this 12 x 32
+// tile keeps 24 accumulators in registers and loads 2 vectors + 12 broadcasts per 24 FMAs, the
+// streamed A panel costing about 2 bytes per FMA. And the threads share one packed B instead of
+// each packing all of it (docs/performance.md has the measurements).
+//
+// Every C element sums its products in k order, block by block, whatever the thread split: the
+// result does not depend on the thread count.
+#include "tensor/backend/cpu/cpu_sgemm.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "tensor/backend/cpu/cpu_parallel.h"
+#include "tensor/core/error.h"
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
+namespace ruccl::cpu {
+
+#if defined(__AVX512F__)
+
+namespace {
+
+constexpr std::int64_t kMr = 12;   // rows of the micro-tile (12 x 2 accumulators of 16 floats)
+constexpr std::int64_t kNr = 32;   // columns of the micro-tile: two AVX-512 vectors
+constexpr std::int64_t kKc = 256;  // depth of a block: a B panel is 32 KiB (L1 is 32-48 KiB)
+constexpr std::int64_t kMc = 192;  // rows of a packed A block: 192 KiB, L2-resident
+/// Largest packed B (floats, 16 MiB): beyond it K is walked in super-blocks.
+constexpr std::int64_t kPackedBCap = std::int64_t{4} << 20;
+/// Below this many multiply-adds a product runs on one thread.
+constexpr std::int64_t kParallelMinMacs = std::int64_t{1} << 21;
+
+/// A float buffer of the calling thread, grown on demand and kept for the thread's lifetime (fresh
+/// buffers per call would cost page faults). `Slot` tells the packed A and B buffers apart.
+template <int Slot>
+float* thread_buffer(std::int64_t floats) {
+  struct Buffer {
+    float* data = nullptr;
+    std::int64_t capacity = 0;
+    ~Buffer() { std::free(data); }
+  };
+  thread_local Buffer buffer;
+  if (buffer.capacity < floats) {
+    std::free(buffer.data);
+    buffer.capacity = 0;
+    const std::size_t bytes = (static_cast<std::size_t>(floats) * sizeof(float) + 63) / 64 * 64;
+    buffer.data = static_cast<float*>(std::aligned_alloc(64, bytes));
+    if (buffer.data == nullptr) throw std::bad_alloc();
+    buffer.capacity = floats;
+  }
+  return buffer.data;
+}
+
+/// Packs rows [i0, i0 + mc) x depth [p0, p0 + kc) of A as 12-row panels: panel r holds, for each
+/// k, its 12 rows' values contiguously (rows past the matrix are zeros).
+void pack_a(const MatrixRef& a, std::int64_t m, std::int64_t i0, std::int64_t mc, std::int64_t p0,
+            std::int64_t kc, float* dst) {
+  for (std::int64_t ir = 0; ir < mc; ir += kMr) {
+    const std::int64_t rows = std::min(kMr, m - i0 - ir);
+    float* d = dst + ir * kc;
+    const float* base = a.data + (i0 + ir) * a.row_stride + p0 * a.col_stride;
+    if (rows == kMr && a.col_stride == 1) {  // row-major A: 12 rows read side by side
+      for (std::int64_t k = 0; k < kc; ++k) {
+        for (std::int64_t i = 0; i < kMr; ++i) d[k * kMr + i] = base[i * a.row_stride + k];
+      }
+      continue;
+    }
+    for (std::int64_t k = 0; k < kc; ++k) {
+      const float* s = base + k * a.col_stride;
+      for (std::int64_t i = 0; i < rows; ++i) d[k * kMr + i] = s[i * a.row_stride];
+      for (std::int64_t i = rows; i < kMr; ++i) d[k * kMr + i] = 0.0f;
+    }
+  }
+}
+
+/// Packs depth [p0, p0 + kc) x columns [j0, j0 + 32) of B as one panel: for each k, 32 columns
+/// contiguously (columns past the matrix are zeros).
+void pack_b(const MatrixRef& b, std::int64_t n, std::int64_t p0, std::int64_t kc, std::int64_t j0,
+            float* dst) {
+  const std::int64_t cols = std::min(kNr, n - j0);
+  const float* base = b.data + p0 * b.row_stride + j0 * b.col_stride;
+  if (cols == kNr && b.col_stride == 1) {  // row-major B: a plain copy of each row's 32 floats
+    for (std::int64_t k = 0; k < kc; ++k) {
+      const float* s = base + k * b.row_stride;
+      _mm512_store_ps(dst + k * kNr, _mm512_loadu_ps(s));
+      _mm512_store_ps(dst + k * kNr + 16, _mm512_loadu_ps(s + 16));
+    }
+    return;
+  }
+  if (cols < kNr) std::memset(dst, 0, static_cast<std::size_t>(kc * kNr) * sizeof(float));
+  for (std::int64_t j = 0; j < cols; ++j) {  // column by column: contiguous reads when B^T is
+    const float* s = base + j * b.col_stride;
+    for (std::int64_t k = 0; k < kc; ++k) dst[k * kNr + j] = s[k * b.row_stride];
+  }
+}
+
+/// C[12, 32] (leading dimension ldc) = (C +) A_panel * B_panel over kc steps.
+template <bool kAccumulate>
+void micro_kernel(std::int64_t kc, const float* a, const float* b, float* c, std::int64_t ldc) {
+  __m512 acc[kMr][2];
+#pragma GCC unroll 12
+  for (int i = 0; i < kMr; ++i) {
+    acc[i][0] = _mm512_setzero_ps();
+    acc[i][1] = _mm512_setzero_ps();
+    _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc + 31), _MM_HINT_T0);
+  }
+  for (std::int64_t k = 0; k < kc; ++k) {
+    const __m512 b0 = _mm512_load_ps(b);
+    const __m512 b1 = _mm512_load_ps(b + 16);
+#pragma GCC unroll 12
+    for (int i = 0; i < kMr; ++i) {
+      const __m512 ai = _mm512_set1_ps(a[i]);
+      acc[i][0] = _mm512_fmadd_ps(ai, b0, acc[i][0]);
+      acc[i][1] = _mm512_fmadd_ps(ai, b1, acc[i][1]);
+    }
+    a += kMr;
+    b += kNr;
+  }
+#pragma GCC unroll 12
+  for (int i = 0; i < kMr; ++i) {
+    float* row = c + i * ldc;
+    if (kAccumulate) {
+      acc[i][0] = _mm512_add_ps(acc[i][0], _mm512_loadu_ps(row));
+      acc[i][1] = _mm512_add_ps(acc[i][1], _mm512_loadu_ps(row + 16));
+    }
+    _mm512_storeu_ps(row, acc[i][0]);
+    _mm512_storeu_ps(row + 16, acc[i][1]);
+  }
+}
+
+/// One micro-tile of C with `rows` x `cols` valid entries (a full tile runs in place; an edge tile
+/// goes through a local buffer).
+void tile(std::int64_t kc, const float* a, const float* b, float* c, std::int64_t ldc,
+          std::int64_t rows, std::int64_t cols, bool accumulate) {
+  if (rows == kMr && cols == kNr) {
+    if (accumulate) {
+      micro_kernel<true>(kc, a, b, c, ldc);
+    } else {
+      micro_kernel<false>(kc, a, b, c, ldc);
+    }
+    return;
+  }
+  alignas(64) float local[kMr * kNr];
+  micro_kernel<false>(kc, a, b, local, kNr);
+  for (std::int64_t i = 0; i < rows; ++i) {
+    float* row = c + i * ldc;
+    const float* src = local + i * kNr;
+    for (std::int64_t j = 0; j < cols; ++j) row[j] = accumulate ? row[j] + src[j] : src[j];
+  }
+}
+
+/// The product's shape and operands, and its packed B for the current K super-block.
+struct Problem {
+  std::int64_t m, n, k;
+  MatrixRef a, b;
+  float* c;
+  std::int64_t ldc;
+  std::int64_t padded_n;  // n rounded up to whole panels
+  std::int64_t k0, kk;    // the K super-block: depth [k0, k0 + kk)
+  const float* packed_b;  // kk x padded_n, block p (kc rows) at p * padded_n
+};
+
+/// C[rows r0:r1, panels q0:q1] (+)= A[r0:r1, k0:k0+kk] * packed B, on the calling thread.
+void compute_block(const Problem& pr, std::int64_t r0, std::int64_t r1, std::int64_t q0,
+                   std::int64_t q1) {
+  float* packed_a = thread_buffer<1>(kMc * kKc);
+  for (std::int64_t ic = r0; ic < r1; ic += kMc) {
+    const std::int64_t mc = std::min(kMc, r1 - ic);
+    for (std::int64_t p = 0; p < pr.kk; p += kKc) {
+      const std::int64_t kc = std::min(kKc, pr.kk - p);
+      const bool accumulate = pr.k0 + p > 0;
+      pack_a(pr.a, pr.m, ic, mc, pr.k0 + p, kc, packed_a);
+      const float* block_b = pr.packed_b + p * pr.padded_n;
+      for (std::int64_t q = q0; q < q1; ++q) {
+        const float* panel_b = block_b + q * kNr * kc;
+        const std::int64_t cols = std::min(kNr, pr.n - q * kNr);
+        for (std::int64_t ir = 0; ir < mc; ir += kMr) {
+          tile(kc, packed_a + ir * kc, panel_b, pr.c + (ic + ir) * pr.ldc + q * kNr, pr.ldc,
+               std::min(kMr, r1 - ic - ir), cols, accumulate);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void sgemm(std::int64_t m, std::int64_t n, std::int64_t k, MatrixRef a, MatrixRef b, float* c,
+           std::int64_t ldc, int threads) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    for (std::int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.0f);
+    return;
+  }
+  const std::int64_t panels = (n + kNr - 1) / kNr;
+  Problem pr{m, n, k, a, b, c, ldc, panels * kNr, 0, 0, nullptr};
+  if (m * n * k < kParallelMinMacs) threads = 1;
+  // The threads' share of C: bands of rows (multiples of the micro-tile), or of column panels when
+  // there are too few rows.
+  std::int64_t row_band = m;
+  std::int64_t panel_band = panels;
+  std::int64_t tasks = 1;
+  if (threads > 1 && m >= threads * 4 * kMr) {
+    row_band = ((m + threads - 1) / threads + kMr - 1) / kMr * kMr;
+    tasks = (m + row_band - 1) / row_band;
+  } else if (threads > 1 && panels >= 2) {
+    panel_band = (panels + threads - 1) / threads;
+    tasks = (panels + panel_band - 1) / panel_band;
+  }
+  const int workers = static_cast<int>(std::min<std::int64_t>(threads, tasks));
+  const std::int64_t super_k = std::max(kKc, kPackedBCap / pr.padded_n / kKc * kKc);
+  float* packed_b = thread_buffer<0>(std::min(k, super_k) * pr.padded_n);
+  pr.packed_b = packed_b;
+  for (pr.k0 = 0; pr.k0 < k; pr.k0 += super_k) {
+    pr.kk = std::min(super_k, k - pr.k0);
+    const auto pack = [&](std::int64_t q) {
+      for (std::int64_t p = 0; p < pr.kk; p += kKc) {
+        const std::int64_t kc = std::min(kKc, pr.kk - p);
+        pack_b(b, n, pr.k0 + p, kc, q * kNr, packed_b + p * pr.padded_n + q * kNr * kc);
+      }
+    };
+    const auto compute = [&](std::int64_t t) {
+      if (panel_band == panels) {
+        compute_block(pr, t * row_band, std::min(m, (t + 1) * row_band), 0, panels);
+      } else {
+        compute_block(pr, 0, m, t * panel_band, std::min(panels, (t + 1) * panel_band));
+      }
+    };
+    if (workers > 1) {
+      parallel_for(panels, workers, pack);
+      parallel_for(tasks, workers, compute);
+    } else {
+      for (std::int64_t q = 0; q < panels; ++q) pack(q);
+      compute(0);
+    }
+  }
+}
+
+#else  // no AVX-512: cpu_matmul.cpp never calls this
+
+void sgemm(std::int64_t, std::int64_t, std::int64_t, MatrixRef, MatrixRef, float*, std::int64_t,
+           int) {
+  throw NotImplementedError("not implemented: cpu::sgemm needs a build with AVX-512 (-march)");
+}
+
+#endif
+
+}  // namespace ruccl::cpu
