@@ -1,11 +1,11 @@
 // ruCCL's float32 GEMM for AVX-512 (see cpu_sgemm.h), written after the GotoBLAS/BLIS design:
 //
 //   for each K super-block (packed B at most kPackedBCap floats):
-//     pack B[k0:k0+kk, :] into 32-column panels, kc rows per block        (all threads share it)
-//     per thread, over its band of C's rows (or columns):
+//     per thread, over its band of C's rows (or of its column panels):
 //       for each mc-row block, for each kc block:
 //         pack A[ic:ic+mc, pc:pc+kc] into 12-row panels                    (L2-resident, private)
 //         for each 32-column panel of B (kc x 32, L1-resident):
+//           on first use by any thread, pack it                             (shared by threads)
 //           for each 12-row panel of A: micro-kernel C[12, 32] (+)= A_panel * B_panel
 //
 // Why not Eigen's GEMM for float: its AVX-512 kernel is 48 x 4 (three vectors of the streamed
@@ -19,8 +19,10 @@
 #include "tensor/backend/cpu/cpu_sgemm.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <new>
 
 #include "tensor/backend/cpu/cpu_parallel.h"
@@ -28,6 +30,7 @@
 
 #if defined(__AVX512F__)
 #include <immintrin.h>
+#define RUCCL_CPU_PAUSE() _mm_pause()
 #endif
 
 namespace ruccl::cpu {
@@ -144,6 +147,11 @@ void micro_kernel(std::int64_t kc, const float* a, const float* b, float* c, std
   }
 }
 
+using PanelState = std::atomic<std::uint8_t>;
+constexpr std::uint8_t kUnpacked = 0;
+constexpr std::uint8_t kPacking = 1;
+constexpr std::uint8_t kPacked = 2;
+
 /// One micro-tile of C with `rows` x `cols` valid entries (a full tile runs in place; an edge tile
 /// goes through a local buffer).
 void tile(std::int64_t kc, const float* a, const float* b, float* c, std::int64_t ldc,
@@ -171,24 +179,47 @@ struct Problem {
   MatrixRef a, b;
   float* c;
   std::int64_t ldc;
-  std::int64_t padded_n;  // n rounded up to whole panels
-  std::int64_t k0, kk;    // the K super-block: depth [k0, k0 + kk)
-  const float* packed_b;  // kk x padded_n, block p (kc rows) at p * padded_n
+  std::int64_t panels;  // 32-column panels of B and C
+  std::int64_t k0, kk;  // the K super-block: depth [k0, k0 + kk)
+  float* packed_b;      // kk x (32 * panels), block p (kc rows) at p * 32 * panels
+  PanelState* state;    // per (kc block, panel) of the super-block, row-major
 };
 
-/// C[rows r0:r1, panels q0:q1] (+)= A[r0:r1, k0:k0+kk] * packed B, on the calling thread.
+/// Panel q of K block p of the packed B, packed by whichever thread asks first. Packing on first
+/// use keeps the panel in L1 for the micro-kernels that follow; a thread that finds the panel
+/// being packed by another waits for it (a claimed panel is always being packed, so no thread
+/// ever waits on a thread that waits).
+const float* packed_panel(const Problem& pr, std::int64_t p, std::int64_t q, std::int64_t kc) {
+  float* panel = pr.packed_b + p * kNr * pr.panels + q * kNr * kc;
+  PanelState& state = pr.state[(p / kKc) * pr.panels + q];
+  std::uint8_t seen = state.load(std::memory_order_acquire);
+  if (seen == kPacked) return panel;
+  if (seen == kUnpacked &&
+      state.compare_exchange_strong(seen, kPacking, std::memory_order_acquire)) {
+    pack_b(pr.b, pr.n, pr.k0 + p, kc, q * kNr, panel);
+    state.store(kPacked, std::memory_order_release);
+    return panel;
+  }
+  while (state.load(std::memory_order_acquire) != kPacked) RUCCL_CPU_PAUSE();
+  return panel;
+}
+
+/// C[rows r0:r1, panels q0:q1] (+)= A[r0:r1, k0:k0+kk] * B, on the calling thread. The panels are
+/// walked from q0 + rotate (cyclically), so that threads sharing B start by packing different
+/// panels.
 void compute_block(const Problem& pr, std::int64_t r0, std::int64_t r1, std::int64_t q0,
-                   std::int64_t q1) {
+                   std::int64_t q1, std::int64_t rotate) {
   float* packed_a = thread_buffer<1>(kMc * kKc);
+  const std::int64_t count = q1 - q0;
   for (std::int64_t ic = r0; ic < r1; ic += kMc) {
     const std::int64_t mc = std::min(kMc, r1 - ic);
     for (std::int64_t p = 0; p < pr.kk; p += kKc) {
       const std::int64_t kc = std::min(kKc, pr.kk - p);
       const bool accumulate = pr.k0 + p > 0;
       pack_a(pr.a, pr.m, ic, mc, pr.k0 + p, kc, packed_a);
-      const float* block_b = pr.packed_b + p * pr.padded_n;
-      for (std::int64_t q = q0; q < q1; ++q) {
-        const float* panel_b = block_b + q * kNr * kc;
+      for (std::int64_t step = 0; step < count; ++step) {
+        const std::int64_t q = q0 + (step + rotate) % count;
+        const float* panel_b = packed_panel(pr, p, q, kc);
         const std::int64_t cols = std::min(kNr, pr.n - q * kNr);
         for (std::int64_t ir = 0; ir < mc; ir += kMr) {
           tile(kc, packed_a + ir * kc, panel_b, pr.c + (ic + ir) * pr.ldc + q * kNr, pr.ldc,
@@ -209,46 +240,49 @@ void sgemm(std::int64_t m, std::int64_t n, std::int64_t k, MatrixRef a, MatrixRe
     return;
   }
   const std::int64_t panels = (n + kNr - 1) / kNr;
-  Problem pr{m, n, k, a, b, c, ldc, panels * kNr, 0, 0, nullptr};
   if (m * n * k < kParallelMinMacs) threads = 1;
-  // The threads' share of C: bands of rows (multiples of the micro-tile), or of column panels when
-  // there are too few rows.
-  std::int64_t row_band = m;
-  std::int64_t panel_band = panels;
-  std::int64_t tasks = 1;
-  if (threads > 1 && m >= threads * 4 * kMr) {
-    row_band = ((m + threads - 1) / threads + kMr - 1) / kMr * kMr;
-    tasks = (m + row_band - 1) / row_band;
-  } else if (threads > 1 && panels >= 2) {
-    panel_band = (panels + threads - 1) / threads;
-    tasks = (panels + panel_band - 1) / panel_band;
-  }
-  const int workers = static_cast<int>(std::min<std::int64_t>(threads, tasks));
-  const std::int64_t super_k = std::max(kKc, kPackedBCap / pr.padded_n / kKc * kKc);
-  float* packed_b = thread_buffer<0>(std::min(k, super_k) * pr.padded_n);
-  pr.packed_b = packed_b;
+  // The threads' share of C: bands of whole micro-tile rows, or of column panels when that
+  // balances the work better (few rows, e.g. a batch of 128 split 72 + 56) - then each thread
+  // packs its own panels of B and all of A.
+  const std::int64_t tile_rows = (m + kMr - 1) / kMr;
+  const auto share = [threads](std::int64_t units) {  // largest share of `units` over threads
+    return static_cast<double>((units + threads - 1) / threads) / static_cast<double>(units);
+  };
+  const bool split_rows = share(tile_rows) <= share(panels) + 0.02;
+  const std::int64_t units = split_rows ? tile_rows : panels;
+  const std::int64_t band = (units + threads - 1) / threads;  // in tile rows or panels
+  const std::int64_t tasks = (units + band - 1) / band;
+  const std::int64_t super_k = std::max(kKc, kPackedBCap / (panels * kNr) / kKc * kKc);
+  const std::int64_t blocks = (std::min(k, super_k) + kKc - 1) / kKc;
+  Problem pr{m,
+             n,
+             k,
+             a,
+             b,
+             c,
+             ldc,
+             panels,
+             0,
+             0,
+             thread_buffer<0>(std::min(k, super_k) * panels * kNr),
+             nullptr};
+  const std::unique_ptr<PanelState[]> state(new PanelState[blocks * panels]);
+  pr.state = state.get();
   for (pr.k0 = 0; pr.k0 < k; pr.k0 += super_k) {
     pr.kk = std::min(super_k, k - pr.k0);
-    const auto pack = [&](std::int64_t q) {
-      for (std::int64_t p = 0; p < pr.kk; p += kKc) {
-        const std::int64_t kc = std::min(kKc, pr.kk - p);
-        pack_b(b, n, pr.k0 + p, kc, q * kNr, packed_b + p * pr.padded_n + q * kNr * kc);
-      }
-    };
-    const auto compute = [&](std::int64_t t) {
-      if (panel_band == panels) {
-        compute_block(pr, t * row_band, std::min(m, (t + 1) * row_band), 0, panels);
-      } else {
-        compute_block(pr, 0, m, t * panel_band, std::min(panels, (t + 1) * panel_band));
-      }
-    };
-    if (workers > 1) {
-      parallel_for(panels, workers, pack);
-      parallel_for(tasks, workers, compute);
-    } else {
-      for (std::int64_t q = 0; q < panels; ++q) pack(q);
-      compute(0);
+    for (std::int64_t i = 0; i < blocks * panels; ++i) {
+      state[i].store(kUnpacked, std::memory_order_relaxed);
     }
+    const auto compute = [&](std::int64_t t) {
+      const std::int64_t first = t * band;
+      const std::int64_t last = std::min(units, first + band);
+      if (split_rows) {  // all panels, walked from a different one per thread
+        compute_block(pr, first * kMr, std::min(m, last * kMr), 0, panels, t * panels / tasks);
+      } else {
+        compute_block(pr, 0, m, first, last, 0);
+      }
+    };
+    parallel_for(tasks, static_cast<int>(std::min<std::int64_t>(threads, tasks)), compute);
   }
 }
 
