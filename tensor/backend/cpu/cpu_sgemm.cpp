@@ -77,8 +77,23 @@ void pack_a(const MatrixRef& a, std::int64_t m, std::int64_t i0, std::int64_t mc
     const std::int64_t rows = std::min(kMr, m - i0 - ir);
     float* d = dst + ir * kc;
     const float* base = a.data + (i0 + ir) * a.row_stride + p0 * a.col_stride;
-    if (rows == kMr && a.col_stride == 1) {  // row-major A: 12 rows read side by side
-      for (std::int64_t k = 0; k < kc; ++k) {
+    if (rows == kMr && a.col_stride == 1) {  // row-major A: 4 x 4 transposes of 3 row groups
+      std::int64_t k = 0;
+      for (; k + 4 <= kc; k += 4) {
+        for (std::int64_t g = 0; g < kMr; g += 4) {
+          const float* src = base + g * a.row_stride + k;
+          __m128 r0 = _mm_loadu_ps(src);
+          __m128 r1 = _mm_loadu_ps(src + a.row_stride);
+          __m128 r2 = _mm_loadu_ps(src + 2 * a.row_stride);
+          __m128 r3 = _mm_loadu_ps(src + 3 * a.row_stride);
+          _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+          _mm_storeu_ps(d + k * kMr + g, r0);
+          _mm_storeu_ps(d + (k + 1) * kMr + g, r1);
+          _mm_storeu_ps(d + (k + 2) * kMr + g, r2);
+          _mm_storeu_ps(d + (k + 3) * kMr + g, r3);
+        }
+      }
+      for (; k < kc; ++k) {
         for (std::int64_t i = 0; i < kMr; ++i) d[k * kMr + i] = base[i * a.row_stride + k];
       }
       continue;
@@ -100,6 +115,9 @@ void pack_b(const MatrixRef& b, std::int64_t n, std::int64_t p0, std::int64_t kc
   if (cols == kNr && b.col_stride == 1) {  // row-major B: a plain copy of each row's 32 floats
     for (std::int64_t k = 0; k < kc; ++k) {
       const float* s = base + k * b.row_stride;
+      // Rows lie b.row_stride apart (often pages apart): fetch a few rows ahead.
+      _mm_prefetch(reinterpret_cast<const char*>(s + 8 * b.row_stride), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(s + 8 * b.row_stride + 31), _MM_HINT_T0);
       _mm512_store_ps(dst + k * kNr, _mm512_loadu_ps(s));
       _mm512_store_ps(dst + k * kNr + 16, _mm512_loadu_ps(s + 16));
     }
