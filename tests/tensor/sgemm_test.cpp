@@ -131,11 +131,11 @@ TEST_CASE("sgemm matches a float64 reference at every tile edge, layout and thre
                       ruccl::NotImplementedError);
     return;
   }
-  // Shapes around the 12 x 32 micro-tile, the 192-row A block and the 256-deep B block; the last
+  // Shapes around the 12 x 32 micro-tile, the 576-row A block and the 256-deep B block; the last
   // two are large enough for the thread split (rows for the first, column panels for the second).
   const std::vector<std::array<std::int64_t, 3>> shapes = {
       {1, 1, 1},     {1, 33, 5},    {12, 32, 256},   {13, 33, 257}, {11, 31, 255},
-      {25, 65, 513}, {193, 40, 17}, {230, 150, 300}, {20, 400, 280}};
+      {25, 65, 513}, {589, 40, 17}, {230, 150, 300}, {20, 400, 280}};
   for (const auto& [m, n, k] : shapes) {
     const Case cs = make_case(m, n, k);
     for (const Layout la : {Layout::RowMajor, Layout::ColMajor, Layout::Strided}) {
@@ -152,9 +152,9 @@ TEST_CASE("sgemm matches a float64 reference at every tile edge, layout and thre
 
 TEST_CASE("sgemm walks a K too deep for one packed B in super-blocks", "[tensor]") {
   if (!ruccl::cpu::kHasSgemmKernel) return;  // the first test checks the refusal
-  // 4100 columns pad to 4128; the packed B holds 4M floats, so 768 rows of K per super-block:
-  // K = 800 takes two, the second accumulating onto the first.
-  const Case cs = make_case(5, 4100, 800);
+  // 1100 columns pad to 1120; the packed B holds 1M floats, so 768 rows of K (three blocks) per
+  // super-block: K = 800 takes two, the second accumulating onto the first.
+  const Case cs = make_case(5, 1100, 800);
   const std::vector<float> one = check_product(cs, Layout::RowMajor, Layout::ColMajor, 1);
   CHECK(check_product(cs, Layout::RowMajor, Layout::ColMajor, 2) == one);
 }

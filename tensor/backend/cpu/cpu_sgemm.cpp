@@ -42,9 +42,12 @@ namespace {
 constexpr std::int64_t kMr = 12;   // rows of the micro-tile (12 x 2 accumulators of 16 floats)
 constexpr std::int64_t kNr = 32;   // columns of the micro-tile: two AVX-512 vectors
 constexpr std::int64_t kKc = 256;  // depth of a block: a B panel is 32 KiB (L1 is 32-48 KiB)
-constexpr std::int64_t kMc = 192;  // rows of a packed A block: 192 KiB, L2-resident
-/// Largest packed B (floats, 16 MiB): beyond it K is walked in super-blocks.
-constexpr std::int64_t kPackedBCap = std::int64_t{4} << 20;
+// Rows of a packed A block: 576 KiB, L2-resident (L2 is 1 MiB). Each B panel loaded into L1 serves
+// 48 micro-tiles; 192 rows ran 4-6 % slower on 2 threads (interleaved runs, docs/performance.md).
+constexpr std::int64_t kMc = 576;
+/// Largest packed B (floats, 4 MiB: kept per calling thread, and L3-resident): beyond it K is
+/// walked in super-blocks (which costs nothing but a parallel region each).
+constexpr std::int64_t kPackedBCap = std::int64_t{1} << 20;
 /// Below this many multiply-adds a product runs on one thread.
 constexpr std::int64_t kParallelMinMacs = std::int64_t{1} << 21;
 
