@@ -72,39 +72,57 @@ float* thread_buffer(std::int64_t floats) {
   return buffer.data;
 }
 
+/// dst[k * width + i] = src[i * stride + k] for lanes i < count and k < kc, zeros in the lanes up
+/// to width: lanes that each run contiguously along k (the rows of a row-major A, the columns of a
+/// column-major B), transposed in 4 x 4 blocks.
+void pack_transposed(const float* src, std::int64_t stride, std::int64_t count, std::int64_t kc,
+                     std::int64_t width, float* dst) {
+  const std::int64_t whole = count / 4 * 4;
+  std::int64_t k = 0;
+  for (; k + 4 <= kc; k += 4) {
+    for (std::int64_t g = 0; g < whole; g += 4) {
+      const float* s = src + g * stride + k;
+      __m128 r0 = _mm_loadu_ps(s);
+      __m128 r1 = _mm_loadu_ps(s + stride);
+      __m128 r2 = _mm_loadu_ps(s + 2 * stride);
+      __m128 r3 = _mm_loadu_ps(s + 3 * stride);
+      _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+      _mm_storeu_ps(dst + k * width + g, r0);
+      _mm_storeu_ps(dst + (k + 1) * width + g, r1);
+      _mm_storeu_ps(dst + (k + 2) * width + g, r2);
+      _mm_storeu_ps(dst + (k + 3) * width + g, r3);
+    }
+  }
+  for (std::int64_t kk = 0; kk < kc; ++kk) {  // what the blocks left: the last k, the last lanes
+    for (std::int64_t i = kk < k ? whole : 0; i < count; ++i) {
+      dst[kk * width + i] = src[i * stride + kk];
+    }
+    for (std::int64_t i = count; i < width; ++i) dst[kk * width + i] = 0.0f;
+  }
+}
+
+/// dst[k * width + i] = src[k * k_stride + i * lane_stride] for i < count, zeros up to width: the
+/// general gather (also a column-major A, whose lanes are contiguous for each k).
+void pack_strided(const float* src, std::int64_t k_stride, std::int64_t lane_stride,
+                  std::int64_t count, std::int64_t kc, std::int64_t width, float* dst) {
+  for (std::int64_t k = 0; k < kc; ++k) {
+    const float* s = src + k * k_stride;
+    for (std::int64_t i = 0; i < count; ++i) dst[k * width + i] = s[i * lane_stride];
+    for (std::int64_t i = count; i < width; ++i) dst[k * width + i] = 0.0f;
+  }
+}
+
 /// Packs rows [i0, i0 + mc) x depth [p0, p0 + kc) of A as 12-row panels: panel r holds, for each
 /// k, its 12 rows' values contiguously (rows past the matrix are zeros).
 void pack_a(const MatrixRef& a, std::int64_t m, std::int64_t i0, std::int64_t mc, std::int64_t p0,
             std::int64_t kc, float* dst) {
   for (std::int64_t ir = 0; ir < mc; ir += kMr) {
     const std::int64_t rows = std::min(kMr, m - i0 - ir);
-    float* d = dst + ir * kc;
     const float* base = a.data + (i0 + ir) * a.row_stride + p0 * a.col_stride;
-    if (rows == kMr && a.col_stride == 1) {  // row-major A: 4 x 4 transposes of 3 row groups
-      std::int64_t k = 0;
-      for (; k + 4 <= kc; k += 4) {
-        for (std::int64_t g = 0; g < kMr; g += 4) {
-          const float* src = base + g * a.row_stride + k;
-          __m128 r0 = _mm_loadu_ps(src);
-          __m128 r1 = _mm_loadu_ps(src + a.row_stride);
-          __m128 r2 = _mm_loadu_ps(src + 2 * a.row_stride);
-          __m128 r3 = _mm_loadu_ps(src + 3 * a.row_stride);
-          _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
-          _mm_storeu_ps(d + k * kMr + g, r0);
-          _mm_storeu_ps(d + (k + 1) * kMr + g, r1);
-          _mm_storeu_ps(d + (k + 2) * kMr + g, r2);
-          _mm_storeu_ps(d + (k + 3) * kMr + g, r3);
-        }
-      }
-      for (; k < kc; ++k) {
-        for (std::int64_t i = 0; i < kMr; ++i) d[k * kMr + i] = base[i * a.row_stride + k];
-      }
-      continue;
-    }
-    for (std::int64_t k = 0; k < kc; ++k) {
-      const float* s = base + k * a.col_stride;
-      for (std::int64_t i = 0; i < rows; ++i) d[k * kMr + i] = s[i * a.row_stride];
-      for (std::int64_t i = rows; i < kMr; ++i) d[k * kMr + i] = 0.0f;
+    if (a.col_stride == 1) {
+      pack_transposed(base, a.row_stride, rows, kc, kMr, dst + ir * kc);
+    } else {
+      pack_strided(base, a.col_stride, a.row_stride, rows, kc, kMr, dst + ir * kc);
     }
   }
 }
@@ -124,12 +142,10 @@ void pack_b(const MatrixRef& b, std::int64_t n, std::int64_t p0, std::int64_t kc
       _mm512_store_ps(dst + k * kNr, _mm512_loadu_ps(s));
       _mm512_store_ps(dst + k * kNr + 16, _mm512_loadu_ps(s + 16));
     }
-    return;
-  }
-  if (cols < kNr) std::memset(dst, 0, static_cast<std::size_t>(kc * kNr) * sizeof(float));
-  for (std::int64_t j = 0; j < cols; ++j) {  // column by column: contiguous reads when B^T is
-    const float* s = base + j * b.col_stride;
-    for (std::int64_t k = 0; k < kc; ++k) dst[k * kNr + j] = s[k * b.row_stride];
+  } else if (b.row_stride == 1) {  // column-major B (x @ W^T): W's rows are the lanes
+    pack_transposed(base, b.col_stride, cols, kc, kNr, dst);
+  } else {
+    pack_strided(base, b.row_stride, b.col_stride, cols, kc, kNr, dst);
   }
 }
 
