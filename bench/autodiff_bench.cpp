@@ -14,8 +14,10 @@
 // type, the fair configuration) and the ratios ours / PyTorch are printed.
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -228,15 +230,20 @@ int main(int argc, char** argv) {
   std::string peer_script;
   int steps = 200;
   bool profile_mlp = false;
+  int profile_threads = 1;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--peer") && i + 1 < argc) {
       peer_script = argv[++i];
     } else if (!std::strcmp(argv[i], "--profile-mlp")) {
-      profile_mlp = true;  // one config only, for valgrind --tool=callgrind
+      profile_mlp = true;  // one config only, for perf or valgrind --tool=callgrind
+      if (i + 1 < argc && std::isdigit(static_cast<unsigned char>(argv[i + 1][0]))) {
+        profile_threads = std::atoi(argv[++i]);
+      }
     } else if (!std::strcmp(argv[i], "--steps") && i + 1 < argc) {
       steps = std::max(10, std::atoi(argv[++i]));
     } else {
-      std::fprintf(stderr, "usage: %s [--peer mlp_train_torch.py] [--steps N] [--profile-mlp]\n",
+      std::fprintf(stderr,
+                   "usage: %s [--peer mlp_train_torch.py] [--steps N] [--profile-mlp [THREADS]]\n",
                    argv[0]);
       return 2;
     }
@@ -244,8 +251,8 @@ int main(int argc, char** argv) {
   std::printf("# autodiff_bench: MLP 784-512-512-10 batch 128 CE + SGD(m=0.9), float32; %d steps\n",
               steps);
   if (profile_mlp) {
-    const MlpResult m = run_mlp(1, steps);
-    std::printf("mlp threads=1 med_ms=%.3f\n", m.ms.median);
+    const MlpResult m = run_mlp(profile_threads, steps);
+    std::printf("mlp threads=%d med_ms=%.3f\n", profile_threads, m.ms.median);
     return 0;
   }
   const MlpResult m1 = run_mlp(1, steps);

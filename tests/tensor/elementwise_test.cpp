@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <vector>
 
 #include "tensor/backend/cpu/cpu_backend.h"
 #include "tensor/tensor.h"
@@ -238,6 +239,24 @@ TEST_CASE("where selects with broadcasting over condition and both branches", "[
     CHECK_THAT(where(boolean({false, true, false}), x, y),
                TensorEqual(Tensor::from_vector<double>({0, 1, 0}).to(dtype)));
   }
+  // Long flat runs (split across threads) with either branch a broadcast value, as in a relu
+  // backward's where(mask, g, 0), and with both.
+  Generator gen(3);
+  const Tensor v = Tensor::randn({70001}, gen);
+  const Tensor c = gt(v, 0.0);
+  const Tensor s = Tensor::scalar(2.5f);
+  const std::vector<float> vs = v.to_vector<float>();
+  const std::vector<float> got_x = where(c, v, s).to_vector<float>();
+  const std::vector<float> got_y = where(c, s, v).to_vector<float>();
+  const std::vector<float> got_both = where(c, s, Tensor::scalar(-1.0f)).to_vector<float>();
+  std::int64_t wrong = 0;
+  for (std::size_t i = 0; i < vs.size(); ++i) {
+    const bool pick = vs[i] > 0.0f;
+    wrong += got_x[i] != (pick ? vs[i] : 2.5f);
+    wrong += got_y[i] != (pick ? 2.5f : vs[i]);
+    wrong += got_both[i] != (pick ? 2.5f : -1.0f);
+  }
+  CHECK(wrong == 0);
 }
 
 TEST_CASE("equal and allclose compare values after broadcasting", "[tensor]") {
