@@ -72,32 +72,61 @@ float* thread_buffer(std::int64_t floats) {
   return buffer.data;
 }
 
+/// Transposes the 8 x 8 block in r[0..7] (r[i][j] becomes r[j][i]).
+inline void transpose8x8(__m256 (&r)[8]) {
+  __m256 t[8];
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+  }
+  __m256 u[8];
+  for (int i = 0; i < 8; i += 4) {
+    u[i] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+    u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+    u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+    u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+  }
+  for (int i = 0; i < 4; ++i) {
+    r[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
+    r[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
+  }
+}
+
 /// dst[k * width + i] = src[i * stride + k] for lanes i < count and k < kc, zeros in the lanes up
 /// to width: lanes that each run contiguously along k (the rows of a row-major A, the columns of a
-/// column-major B), transposed in 4 x 4 blocks.
+/// column-major B), transposed in 8 x 8 blocks (4 x 4 for a last group of 4 lanes).
 void pack_transposed(const float* src, std::int64_t stride, std::int64_t count, std::int64_t kc,
                      std::int64_t width, float* dst) {
-  const std::int64_t whole = count / 4 * 4;
-  std::int64_t k = 0;
-  for (; k + 4 <= kc; k += 4) {
-    for (std::int64_t g = 0; g < whole; g += 4) {
-      const float* s = src + g * stride + k;
-      __m128 r0 = _mm_loadu_ps(s);
-      __m128 r1 = _mm_loadu_ps(s + stride);
-      __m128 r2 = _mm_loadu_ps(s + 2 * stride);
-      __m128 r3 = _mm_loadu_ps(s + 3 * stride);
-      _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
-      _mm_storeu_ps(dst + k * width + g, r0);
-      _mm_storeu_ps(dst + (k + 1) * width + g, r1);
-      _mm_storeu_ps(dst + (k + 2) * width + g, r2);
-      _mm_storeu_ps(dst + (k + 3) * width + g, r3);
+  const std::int64_t lanes8 = count / 8 * 8;
+  const std::int64_t lanes4 = count / 4 * 4;
+  const std::int64_t blocked_k = kc / 8 * 8;
+  for (std::int64_t k = 0; k < blocked_k; k += 8) {
+    for (std::int64_t g = 0; g < lanes8; g += 8) {
+      __m256 r[8];
+      for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(src + (g + i) * stride + k);
+      transpose8x8(r);
+      for (int j = 0; j < 8; ++j) _mm256_storeu_ps(dst + (k + j) * width + g, r[j]);
+    }
+    if (lanes4 > lanes8) {
+      for (std::int64_t h = k; h < k + 8; h += 4) {
+        const float* s = src + lanes8 * stride + h;
+        __m128 r0 = _mm_loadu_ps(s);
+        __m128 r1 = _mm_loadu_ps(s + stride);
+        __m128 r2 = _mm_loadu_ps(s + 2 * stride);
+        __m128 r3 = _mm_loadu_ps(s + 3 * stride);
+        _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+        _mm_storeu_ps(dst + h * width + lanes8, r0);
+        _mm_storeu_ps(dst + (h + 1) * width + lanes8, r1);
+        _mm_storeu_ps(dst + (h + 2) * width + lanes8, r2);
+        _mm_storeu_ps(dst + (h + 3) * width + lanes8, r3);
+      }
     }
   }
-  for (std::int64_t kk = 0; kk < kc; ++kk) {  // what the blocks left: the last k, the last lanes
-    for (std::int64_t i = kk < k ? whole : 0; i < count; ++i) {
-      dst[kk * width + i] = src[i * stride + kk];
+  for (std::int64_t k = 0; k < kc; ++k) {  // what the blocks left: the last k, the last lanes
+    for (std::int64_t i = k < blocked_k ? lanes4 : 0; i < count; ++i) {
+      dst[k * width + i] = src[i * stride + k];
     }
-    for (std::int64_t i = count; i < width; ++i) dst[kk * width + i] = 0.0f;
+    for (std::int64_t i = count; i < width; ++i) dst[k * width + i] = 0.0f;
   }
 }
 
