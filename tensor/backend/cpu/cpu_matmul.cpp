@@ -1,14 +1,16 @@
-// CpuBackend::matmul: batched GEMM on Eigen 3.4's blocked kernel (gebp), with our own threading.
+// CpuBackend::matmul: batched GEMM. Float products of 64^3 multiply-adds or more run on ruCCL's own
+// AVX-512 kernel (cpu_sgemm.h), which splits itself over the CPU pool; double, smaller float
+// products and CPUs without AVX-512 run on Eigen 3.4's blocked kernel (gebp), with our threading.
 //
 // Each [M, K] x [K, N] product maps its operands in place (row- or column-major with a leading
-// dimension, so transposed views need no copy; other strides are copied to contiguous first) and
-// runs Eigen's sequential general_matrix_matrix_product with packing buffers kept per thread, so
-// a GEMM allocates nothing after the first call (fresh 256 KiB+ buffers per call cost page faults:
-// n = 256 ran at 35 instead of 200 GFLOP/s). Parallelism comes from the CPU pool (cpu_parallel.h),
-// not from Eigen's OpenMP path: a large product is split into row (or column) bands, one per
-// thread; a batch of small products is split across batch items, each computed serially. One pool
-// for every CPU kernel means no two spinning pools fighting over the cores, and it stays clean
-// under ThreadSanitizer (libgomp is not instrumented).
+// dimension, so transposed views need no copy; other strides are copied to contiguous first). On
+// the Eigen path it runs Eigen's sequential general_matrix_matrix_product with packing buffers kept
+// per thread, so a GEMM allocates nothing after the first call (fresh 256 KiB+ buffers per call
+// cost page faults: n = 256 ran at 35 instead of 200 GFLOP/s). Parallelism comes from the CPU pool
+// (cpu_parallel.h), not from Eigen's OpenMP path: a large product is split into row (or column)
+// bands, one per thread; a batch of small products is split across batch items, each computed
+// serially. One pool for every CPU kernel means no two spinning pools fighting over the cores, and
+// it stays clean under ThreadSanitizer (libgomp is not instrumented).
 #define EIGEN_DONT_PARALLELIZE  // threading is ours (see above)
 // g++ 12 flags its own AVX-512 intrinsics (avx512fintrin.h, `__Y`) once Eigen's packet code is
 // inlined here: a known false positive of -W(maybe-)uninitialized, silenced for this file only.
@@ -37,6 +39,10 @@ using Index = Eigen::Index;
 /// Below this many multiply-adds a product runs on one thread (about 25 µs of work, the order of
 /// waking a pool worker on a virtual machine).
 constexpr std::int64_t kParallelMinMacs = std::int64_t{1} << 21;
+/// From this many multiply-adds a float product runs on cpu::sgemm; below, Eigen's small-product
+/// paths are faster (measured crossover near 64 x 64 x 64: 8^3 ran at 4 GFLOP/s on sgemm, 9 on
+/// Eigen; 128^3 at 150 and 112).
+constexpr std::int64_t kSgemmMinMacs = std::int64_t{1} << 18;
 /// Row/column bands given to threads are multiples of this (whole vector packets; balance between
 /// the bands matters more than ending on a whole 48-row micro-panel).
 constexpr std::int64_t kBandAlign = 16;
@@ -139,7 +145,7 @@ template <typename T, int AOrder, int BOrder>
 void gemm(Index m, Index n, Index k, const T* a, Index lda, const T* b, Index ldb, T* c, Index ldc,
           int threads) {
   if constexpr (std::is_same_v<T, float> && kHasSgemmKernel) {
-    if (m > 1 && n > 1 && m + n + k >= EIGEN_GEMM_TO_COEFFBASED_THRESHOLD) {
+    if (m > 1 && n > 1 && m * n * k >= kSgemmMinMacs) {
       const auto ref = [](const T* p, Index ld, bool row_major) {
         return row_major ? MatrixRef{p, ld, 1} : MatrixRef{p, 1, ld};
       };
