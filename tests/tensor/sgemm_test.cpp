@@ -152,9 +152,9 @@ TEST_CASE("sgemm matches a float64 reference at every tile edge, layout and thre
 
 TEST_CASE("sgemm walks a K too deep for one packed B in super-blocks", "[tensor]") {
   if (!ruccl::cpu::kHasSgemmKernel) return;  // the first test checks the refusal
-  // 1100 columns pad to 1120; the packed B holds 1M floats, so 768 rows of K (three blocks) per
+  // 4100 columns pad to 4128; the packed B holds 4M floats, so 768 rows of K (three blocks) per
   // super-block: K = 800 takes two, the second accumulating onto the first.
-  const Case cs = make_case(5, 1100, 800);
+  const Case cs = make_case(5, 4100, 800);
   const std::vector<float> one = check_product(cs, Layout::RowMajor, Layout::ColMajor, 1);
   CHECK(check_product(cs, Layout::RowMajor, Layout::ColMajor, 2) == one);
 }

@@ -45,9 +45,10 @@ constexpr std::int64_t kKc = 256;  // depth of a block: a B panel is 32 KiB (L1 
 // Rows of a packed A block: 576 KiB, L2-resident (L2 is 1 MiB). Each B panel loaded into L1 serves
 // 48 micro-tiles; 192 rows ran 4-6 % slower on 2 threads (interleaved runs, docs/performance.md).
 constexpr std::int64_t kMc = 576;
-/// Largest packed B (floats, 4 MiB: kept per calling thread, and L3-resident): beyond it K is
-/// walked in super-blocks (which costs nothing but a parallel region each).
-constexpr std::int64_t kPackedBCap = std::int64_t{1} << 20;
+/// Largest packed B (floats: 16 MiB, kept per calling thread, as OpenBLAS keeps a buffer per
+/// thread): beyond it K is walked in super-blocks, each a parallel region of its own. A 4 MiB cap
+/// cost 2.5 % at n = 2048 on 2 threads (four regions, four joins).
+constexpr std::int64_t kPackedBCap = std::int64_t{4} << 20;
 /// Below this many multiply-adds a product runs on one thread.
 constexpr std::int64_t kParallelMinMacs = std::int64_t{1} << 21;
 
@@ -320,18 +321,8 @@ void sgemm(std::int64_t m, std::int64_t n, std::int64_t k, MatrixRef a, MatrixRe
   const std::int64_t tasks = (units + band - 1) / band;
   const std::int64_t super_k = std::max(kKc, kPackedBCap / (panels * kNr) / kKc * kKc);
   const std::int64_t blocks = (std::min(k, super_k) + kKc - 1) / kKc;
-  Problem pr{m,
-             n,
-             k,
-             a,
-             b,
-             c,
-             ldc,
-             panels,
-             0,
-             0,
-             thread_buffer<0>(std::min(k, super_k) * panels * kNr),
-             nullptr};
+  Problem pr{m, n, k, a, b, c, ldc, panels, 0, 0, nullptr, nullptr};
+  pr.packed_b = thread_buffer<0>(std::min(k, super_k) * panels * kNr);
   const std::unique_ptr<PanelState[]> state(new PanelState[blocks * panels]);
   pr.state = state.get();
   for (pr.k0 = 0; pr.k0 < k; pr.k0 += super_k) {
