@@ -132,10 +132,11 @@ TEST_CASE("sgemm matches a float64 reference at every tile edge, layout and thre
     return;
   }
   // Shapes around the 12 x 32 micro-tile, the 576-row A block and the 256-deep B block; the last
-  // two are large enough for the thread split (rows for the first, column panels for the second).
+  // two are large enough for the thread split: [230, 150] by rows on 2 and 3 threads; [36, 400]
+  // (3 tile rows, 13 panels) by column panels on 2 threads and by rows on 3.
   const std::vector<std::array<std::int64_t, 3>> shapes = {
       {1, 1, 1},     {1, 33, 5},    {12, 32, 256},   {13, 33, 257}, {11, 31, 255},
-      {25, 65, 513}, {589, 40, 17}, {230, 150, 300}, {20, 400, 280}};
+      {25, 65, 513}, {589, 40, 17}, {230, 150, 300}, {36, 400, 280}};
   for (const auto& [m, n, k] : shapes) {
     const Case cs = make_case(m, n, k);
     for (const Layout la : {Layout::RowMajor, Layout::ColMajor, Layout::Strided}) {
@@ -154,9 +155,28 @@ TEST_CASE("sgemm walks a K too deep for one packed B in super-blocks", "[tensor]
   if (!ruccl::cpu::kHasSgemmKernel) return;  // the first test checks the refusal
   // 4100 columns pad to 4128; the packed B holds 4M floats, so 768 rows of K (three blocks) per
   // super-block: K = 800 takes two, the second accumulating onto the first.
-  const Case cs = make_case(5, 4100, 800);
-  const std::vector<float> one = check_product(cs, Layout::RowMajor, Layout::ColMajor, 1);
-  CHECK(check_product(cs, Layout::RowMajor, Layout::ColMajor, 2) == one);
+  // Five rows split by column panels on 2 threads, 24 rows (two tile rows) by rows: then each
+  // super-block's panels are packed by one thread and read by both.
+  for (const std::int64_t m : {5, 24}) {
+    const Case cs = make_case(m, 4100, 800);
+    const std::vector<float> one = check_product(cs, Layout::RowMajor, Layout::ColMajor, 1);
+    CHECK(check_product(cs, Layout::RowMajor, Layout::RowMajor, 2) == one);
+  }
+}
+
+TEST_CASE("sgemm runs more than 16384 columns as column blocks", "[tensor]") {
+  if (!ruccl::cpu::kHasSgemmKernel) return;
+  // One 256-deep block of B would hold 16400 x 256 floats, over the 4M-float packed-B cap.
+  const Case cs = make_case(3, 16400, 5);
+  const std::vector<float> one = check_product(cs, Layout::RowMajor, Layout::RowMajor, 1);
+  CHECK(check_product(cs, Layout::ColMajor, Layout::ColMajor, 2) == one);
+}
+
+TEST_CASE("sgemm takes a thread count below 1 as 1", "[tensor]") {
+  if (!ruccl::cpu::kHasSgemmKernel) return;
+  const Case cs = make_case(100, 700, 100);  // above the parallel threshold
+  CHECK(check_product(cs, Layout::RowMajor, Layout::RowMajor, 0) ==
+        check_product(cs, Layout::RowMajor, Layout::RowMajor, 1));
 }
 
 TEST_CASE("sgemm with an empty depth writes zeros, and empty outputs touch nothing", "[tensor]") {

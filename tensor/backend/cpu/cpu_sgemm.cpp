@@ -1,6 +1,7 @@
 // ruCCL's float32 GEMM for AVX-512 (see cpu_sgemm.h), written after the GotoBLAS/BLIS design:
 //
-//   for each K super-block (packed B at most kPackedBCap floats):
+//   for each block of at most 16384 columns of B and C, and each K super-block of it (the packed
+//   B holds at most kPackedBCap floats):
 //     per thread, over its band of C's rows (or of its column panels):
 //       for each mc-row block, for each kc block:
 //         pack A[ic:ic+mc, pc:pc+kc] into 12-row panels                    (L2-resident, private)
@@ -46,8 +47,9 @@ constexpr std::int64_t kKc = 256;  // depth of a block: a B panel is 32 KiB (L1 
 // 48 micro-tiles; 192 rows ran 4-6 % slower on 2 threads (interleaved runs, docs/performance.md).
 constexpr std::int64_t kMc = 576;
 /// Largest packed B (floats: 16 MiB, kept per calling thread, as OpenBLAS keeps a buffer per
-/// thread): beyond it K is walked in super-blocks, each a parallel region of its own. A 4 MiB cap
-/// cost 2.5 % at n = 2048 on 2 threads (four regions, four joins).
+/// thread): beyond it K is walked in super-blocks, each a parallel region of its own, and more
+/// than 16384 columns in column blocks. A 4 MiB cap cost 2.5 % at n = 2048 on 2 threads (four
+/// regions, four joins).
 constexpr std::int64_t kPackedBCap = std::int64_t{4} << 20;
 /// Below this many multiply-adds a product runs on one thread.
 constexpr std::int64_t kParallelMinMacs = std::int64_t{1} << 21;
@@ -166,9 +168,10 @@ void pack_b(const MatrixRef& b, std::int64_t n, std::int64_t p0, std::int64_t kc
   if (cols == kNr && b.col_stride == 1) {  // row-major B: a plain copy of each row's 32 floats
     for (std::int64_t k = 0; k < kc; ++k) {
       const float* s = base + k * b.row_stride;
-      // Rows lie b.row_stride apart (often pages apart): fetch a few rows ahead.
-      _mm_prefetch(reinterpret_cast<const char*>(s + 8 * b.row_stride), _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(s + 8 * b.row_stride + 31), _MM_HINT_T0);
+      if (k + 8 < kc) {  // rows lie b.row_stride apart (often pages apart): fetch 8 rows ahead
+        _mm_prefetch(reinterpret_cast<const char*>(s + 8 * b.row_stride), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(s + 8 * b.row_stride + 31), _MM_HINT_T0);
+      }
       _mm512_store_ps(dst + k * kNr, _mm512_loadu_ps(s));
       _mm512_store_ps(dst + k * kNr + 16, _mm512_loadu_ps(s + 16));
     }
@@ -306,8 +309,18 @@ void sgemm(std::int64_t m, std::int64_t n, std::int64_t k, MatrixRef a, MatrixRe
     for (std::int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.0f);
     return;
   }
+  // One block of B's depth is kKc x n: beyond kMaxColumns columns it would outgrow the packed-B
+  // cap, so wider products run as column blocks of C and B, one after another.
+  constexpr std::int64_t kMaxColumns = kPackedBCap / kKc / kNr * kNr;
+  if (n > kMaxColumns) {
+    for (std::int64_t j = 0; j < n; j += kMaxColumns) {
+      const MatrixRef b_block{b.data + j * b.col_stride, b.row_stride, b.col_stride};
+      sgemm(m, std::min(kMaxColumns, n - j), k, a, b_block, c + j, ldc, threads);
+    }
+    return;
+  }
   const std::int64_t panels = (n + kNr - 1) / kNr;
-  if (m * n * k < kParallelMinMacs) threads = 1;
+  if (threads < 1 || m * n * k < kParallelMinMacs) threads = 1;
   // The threads' share of C: bands of whole micro-tile rows, or of column panels when that
   // balances the work better (few rows, e.g. a batch of 128 split 72 + 56) - then each thread
   // packs its own panels of B and all of A.

@@ -22,9 +22,10 @@ struct MatrixRef {
 };
 
 /// C[m, n] (row-major, leading dimension ldc) = A[m, k] * B[k, n], on up to `threads` threads of
-/// the CPU pool. Any strides work; A and B fastest when one of their strides is 1. The result does
-/// not depend on `threads`: every element sums its k products in the same order. Requires
-/// kHasSgemmKernel (throws NotImplementedError otherwise).
+/// the CPU pool (fewer than 1 counts as 1). Any strides work; A and B fastest when one of their
+/// strides is 1. C must not overlap A or B (C is written while they are still being read). The
+/// result does not depend on `threads`: every element sums its k products in the same order.
+/// Requires kHasSgemmKernel (throws NotImplementedError otherwise).
 void sgemm(std::int64_t m, std::int64_t n, std::int64_t k, MatrixRef a, MatrixRef b, float* c,
            std::int64_t ldc, int threads);
 
