@@ -52,7 +52,7 @@ void Var::zero_grad(bool set_to_none) {
   if (set_to_none || !impl.grad.defined()) {
     impl.grad = Tensor();
   } else {
-    impl.grad = Tensor::zeros(impl.value.shape(), impl.value.dtype(), impl.value.device());
+    impl.grad.fill_(0);  // in place, as torch's grad.zero_(): same storage, same layout
   }
 }
 

@@ -62,8 +62,9 @@ class Var {
 
   /// A new leaf sharing this value's storage, cut from the tape (requires_grad false).
   Var detach() const;
-  /// Forgets the gradient (set_to_none, the default), or sets it to zeros when set_to_none is
-  /// false and one exists.
+  /// Forgets the gradient (set_to_none, the default), or, when set_to_none is false and one
+  /// exists, zeroes it in place like torch's grad.zero_(): its storage and layout stay, and a
+  /// tensor given to set_grad is zeroed too.
   void zero_grad(bool set_to_none = true);
   /// Replaces a leaf's gradient (undefined clears it); shape and dtype must match the value.
   void set_grad(const Tensor& grad);

@@ -53,8 +53,10 @@ TEST_CASE("gradients accumulate over several uses and over backward passes until
   CHECK_FALSE(x.grad().defined());
   sum(mul(x, 3.0)).backward();
   CHECK_THAT(x.grad(), TensorEqual(f64({3, 3})));
+  const Tensor before = x.grad();
   x.zero_grad(/*set_to_none=*/false);
   CHECK_THAT(x.grad(), TensorEqual(f64({0, 0})));
+  CHECK(x.grad().storage() == before.storage());  // zeroed in place, as torch's grad.zero_()
 }
 
 TEST_CASE("a stored gradient owns its memory even when a rule passes one tensor to two inputs",
@@ -80,6 +82,9 @@ TEST_CASE("a dense non-contiguous leaf keeps its gradient in its own layout, acr
   CHECK(t.grad().strides() == t.value().strides());
   CHECK_THAT(t.grad(), TensorEqual(f64({3, 18, 15, 44, 35, 78}, {3, 2})));
   CHECK(t.grad().storage() != t.value().storage());
+  t.zero_grad(/*set_to_none=*/false);  // zeroed in place: the layout stays
+  CHECK(t.grad().strides() == t.value().strides());
+  CHECK_THAT(t.grad(), TensorEqual(Tensor::zeros({3, 2}, DType::F64)));
 
   // A rule that hands one tensor to both inputs: each stored gradient owns its memory.
   Var u(f64({1, 2, 3, 4, 5, 6}, {2, 3}).transpose(0, 1), true);
