@@ -3,7 +3,6 @@
 #include "collective/communicator.h"
 
 #include "collective/communicator_core.h"
-#include "collective/output_pool.h"
 
 namespace ruccl {
 
@@ -68,7 +67,7 @@ Tensor Communicator::all_reduce(const Tensor& t, ReduceOperation op, const CallO
   Tensor result;
   c.run(scope, [&](const AlgorithmContext& ctx) {
     const Tensor in = reduction_input(t);
-    Tensor out = pooled_empty(in.shape(), in.dtype());
+    Tensor out = Tensor::empty(in.shape(), in.dtype());
     const ReduceKernel kernel(in.dtype(), op);
     const auto count = static_cast<std::size_t>(in.numel());
     const CommunicatorOptions& o = c.options();
@@ -105,7 +104,7 @@ std::optional<Tensor> Communicator::reduce(const Tensor& t, int root, ReduceOper
   c.run(scope, [&](const AlgorithmContext& ctx) {
     const Tensor in = reduction_input(t);
     const bool is_root = c.rank() == root;
-    Tensor out = is_root ? pooled_empty(in.shape(), in.dtype()) : Tensor();
+    Tensor out = is_root ? Tensor::empty(in.shape(), in.dtype()) : Tensor();
     void* out_ptr = is_root ? out.data_ptr() : nullptr;
     const ReduceKernel kernel(in.dtype(), op);
     const auto count = static_cast<std::size_t>(in.numel());
@@ -140,7 +139,7 @@ Tensor Communicator::reduce_scatter(const Tensor& t, ReduceOperation op, const C
     const Tensor in = reduction_input(t);
     Shape shard = in.shape();
     shard[0] = shard[0] / c.world_size();
-    Tensor out = pooled_empty(shard, in.dtype());
+    Tensor out = Tensor::empty(shard, in.dtype());
     const ReduceKernel kernel(in.dtype(), op);
     direct_reduce_scatter(ctx, in.data_ptr(), out.data_ptr(), static_cast<std::size_t>(in.numel()),
                           kernel);

@@ -4,7 +4,6 @@
 
 #include "collective/communicator.h"
 #include "collective/communicator_core.h"
-#include "collective/output_pool.h"
 
 namespace ruccl {
 
@@ -23,7 +22,7 @@ Shape gathered_shape(const Shape& shape, int world) {
 
 // Root's tensor, as agreed: dtype and shape from root's record.
 Tensor empty_like_record(const CallRecord& rec) {
-  return pooled_empty(rec.shape(), static_cast<DType>(rec.dtype));
+  return Tensor::empty(rec.shape(), static_cast<DType>(rec.dtype));
 }
 
 void broadcast_bytes(const CallScope& scope, const AlgorithmContext& ctx, void* buf,
@@ -46,7 +45,8 @@ Tensor run_broadcast(CommunicatorCore& c, CallScope& scope, const Tensor& t, int
   c.run(scope, [&](const AlgorithmContext& ctx) {
     if (c.rank() == root) {
       const Tensor in = host_contiguous(t);
-      Tensor out = pooled_empty(in.shape(), in.dtype());  // a new tensor: never the caller's memory
+      Tensor out =
+          Tensor::empty(in.shape(), in.dtype());  // a new tensor: never the caller's memory
       copy_bytes(out.data_ptr(), in.data_ptr(), in.nbytes());
       broadcast_bytes(scope, ctx, out.data_ptr(), out.nbytes(), root);
       result = to_device(out, c.device());
@@ -130,7 +130,7 @@ Tensor Communicator::all_gather(const Tensor& t, const CallOptions& call) {
   Tensor result;
   c.run(scope, [&](const AlgorithmContext& ctx) {
     const Tensor in = host_contiguous(t);
-    Tensor out = pooled_empty(gathered_shape(in.shape(), c.world_size()), in.dtype());
+    Tensor out = Tensor::empty(gathered_shape(in.shape(), c.world_size()), in.dtype());
     direct_all_gather(ctx, in.data_ptr(), out.data_ptr(), in.nbytes());
     result = to_device(out, c.device());
   });
@@ -148,7 +148,7 @@ std::optional<Tensor> Communicator::gather(const Tensor& t, int root, const Call
     const Tensor in = host_contiguous(t);
     const bool is_root = c.rank() == root;
     Tensor out =
-        is_root ? pooled_empty(gathered_shape(in.shape(), c.world_size()), in.dtype()) : Tensor();
+        is_root ? Tensor::empty(gathered_shape(in.shape(), c.world_size()), in.dtype()) : Tensor();
     direct_gather(ctx, in.data_ptr(), is_root ? out.data_ptr() : nullptr, in.nbytes(), root);
     if (is_root) result = to_device(out, c.device());
   });
@@ -170,7 +170,7 @@ Tensor Communicator::scatter(const Tensor& t, int root, const CallOptions& call)
     const CallRecord& rec = c.records()[static_cast<std::size_t>(root)];
     Shape block = rec.shape();
     block[0] = block[0] / c.world_size();
-    Tensor out = pooled_empty(block, static_cast<DType>(rec.dtype));
+    Tensor out = Tensor::empty(block, static_cast<DType>(rec.dtype));
     Tensor in = c.rank() == root ? host_contiguous(t) : Tensor();
     direct_scatter(ctx, in.defined() ? in.data_ptr() : nullptr, out.data_ptr(), out.nbytes(), root);
     result = to_device(out, c.device());
@@ -191,7 +191,7 @@ Tensor Communicator::all_to_all(const Tensor& t, const CallOptions& call) {
   Tensor result;
   c.run(scope, [&](const AlgorithmContext& ctx) {
     const Tensor in = host_contiguous(t);
-    Tensor out = pooled_empty(in.shape(), in.dtype());
+    Tensor out = Tensor::empty(in.shape(), in.dtype());
     direct_all_to_all(ctx, in.data_ptr(), out.data_ptr(),
                       in.nbytes() / static_cast<std::size_t>(c.world_size()));
     result = to_device(out, c.device());
@@ -236,7 +236,7 @@ AllToAllVResult Communicator::all_to_all_v(const Tensor& t,
     const Tensor in = host_contiguous(t);
     Shape out_shape = in.shape();
     out_shape[0] = std::accumulate(recv_counts.begin(), recv_counts.end(), std::int64_t{0});
-    Tensor out = pooled_empty(out_shape, in.dtype());
+    Tensor out = Tensor::empty(out_shape, in.dtype());
     std::size_t row_bytes = dtype_size(in.dtype());
     for (std::int64_t d = 1; d < in.dim(); ++d)
       row_bytes *= static_cast<std::size_t>(in.shape()[d]);
@@ -312,7 +312,7 @@ Tensor Communicator::recv(int src, const CallOptions& call) {
         [&](const void* data, std::size_t n) { copy_bytes(&header, data, n); }, deadline);
     Shape shape;
     for (int d = 0; d < header.ndim; ++d) shape.push_back(header.dims[d]);
-    Tensor out = pooled_empty(shape, static_cast<DType>(header.dtype));
+    Tensor out = Tensor::empty(shape, static_cast<DType>(header.dtype));
     c.transport().recv_with(
         src, tag | 1, out.nbytes(),
         [&](const void* data, std::size_t n) { copy_bytes(out.data_ptr(), data, n); }, deadline);

@@ -1,7 +1,10 @@
 #pragma once
-// The CPU backend: Eigen for GEMM, hand-written strided loops (vectorised by the compiler for
-// contiguous runs) for elementwise ops and reductions. One file per op family:
-// cpu_memory.cpp, cpu_elementwise.cpp, cpu_reduce.cpp, cpu_matmul.cpp, cpu_index.cpp.
+// The CPU backend: our AVX-512 sgemm and Eigen for GEMM, hand-written strided loops (vectorised by
+// the compiler for contiguous runs) for elementwise ops and reductions. One file per op family:
+// cpu_memory.cpp (with cpu_block_cache.cpp), cpu_elementwise.cpp, cpu_reduce.cpp, cpu_matmul.cpp
+// (with cpu_sgemm.cpp), cpu_index.cpp.
+#include <cstddef>
+
 #include "tensor/backend/backend.h"
 
 namespace ruccl::cpu {
@@ -39,5 +42,11 @@ class CpuBackend final : public Backend {
 /// Number of threads CPU kernels (GEMM included) may use; defaults to the hardware's cores.
 void set_num_threads(int n);
 int num_threads();
+
+/// Bytes of idle CPU blocks the allocator keeps for reuse (blocks of 256 KiB and more return to a
+/// cache when their last tensor dies; at most 512 MiB stay idle).
+std::size_t cached_bytes();
+/// Frees every idle cached CPU block (like torch.cuda.empty_cache for host memory).
+void empty_cache();
 
 }  // namespace ruccl::cpu

@@ -1,10 +1,10 @@
-// CpuBackend: allocation, host transfers, strided copy with dtype conversion, fill.
-#include <sys/mman.h>
+// CpuBackend: allocation (large blocks through cpu_block_cache.h), host transfers, strided copy
+// with dtype conversion, fill.
 #include <cstdlib>
 #include <cstring>
-#include <string>
 
 #include "tensor/backend/cpu/cpu_backend.h"
+#include "tensor/backend/cpu/cpu_block_cache.h"
 #include "tensor/backend/cpu/strided_loop.h"
 #include "tensor/core/tensor.h"
 
@@ -13,36 +13,6 @@ namespace ruccl::cpu {
 namespace {
 
 constexpr std::size_t kAlignment = 64;  // a cache line, and enough for AVX-512 loads
-
-// Blocks of at least one huge page (2 MiB on x86-64) are aligned to it, padded to whole huge pages
-// and marked MADV_HUGEPAGE, so that Linux backs them with transparent huge pages when its THP mode
-// is "madvise" (Debian's default) or "always". A fresh block then costs one page fault per 2 MiB
-// instead of one per 4 KiB: on the project's VMs, where a fault costs 10-40 us, a freshly allocated
-// 64 MiB `a + b` went from 0.7 to 21 GB/s, and TLB misses drop for every large tensor
-// (docs/performance.md). PyTorch does the same behind THP_MEM_ALLOC_ENABLE; here it is on unless
-// RUCCL_CPU_HUGE_PAGES=0. The padding wastes less than 2 MiB per block of 2 MiB or more.
-constexpr std::size_t kHugePage = std::size_t{2} << 20;
-
-bool huge_pages_enabled() {
-  static const bool enabled = [] {
-    const char* v = std::getenv("RUCCL_CPU_HUGE_PAGES");
-    return v == nullptr || std::string(v) != "0";
-  }();
-  return enabled;
-}
-
-void* allocate_aligned(std::size_t rounded) {
-  if (rounded == 0) return nullptr;
-#ifdef MADV_HUGEPAGE
-  if (rounded >= kHugePage && huge_pages_enabled()) {
-    const std::size_t padded = (rounded + kHugePage - 1) / kHugePage * kHugePage;
-    void* p = std::aligned_alloc(kHugePage, padded);
-    if (p != nullptr) (void)madvise(p, padded, MADV_HUGEPAGE);  // advice only: failure is harmless
-    return p;
-  }
-#endif
-  return std::aligned_alloc(kAlignment, rounded);
-}
 
 void free_aligned(void* p) { std::free(p); }
 
@@ -66,10 +36,16 @@ To convert(From v) {
 
 std::shared_ptr<Storage> CpuBackend::allocate(std::size_t nbytes, Device device) {
   const std::size_t rounded = (nbytes + kAlignment - 1) / kAlignment * kAlignment;
-  void* p = allocate_aligned(rounded);
+  const bool cached = rounded >= kMinCachedBytes;  // large blocks are reused (cpu_block_cache.h)
+  void* p = nullptr;
+  if (cached) {
+    p = acquire_block(rounded);
+  } else if (rounded > 0) {
+    p = std::aligned_alloc(kAlignment, rounded);
+  }
   RUCCL_CHECK(rounded == 0 || p != nullptr, ValueError, "CpuBackend::allocate: out of memory for ",
               nbytes, " bytes");
-  return std::make_shared<Storage>(p, nbytes, device, &free_aligned);
+  return std::make_shared<Storage>(p, nbytes, device, cached ? &release_block : &free_aligned);
 }
 
 void CpuBackend::copy_from_host(const void* host, Storage& dst, std::size_t offset,
