@@ -28,6 +28,7 @@
 #include "tensor/backend/cpu/cpu_backend.h"
 #include "tensor/backend/cpu/cpu_parallel.h"
 #include "tensor/backend/cpu/cpu_sgemm.h"
+#include "tensor/backend/cpu/thread_buffer.h"
 #include "tensor/core/tensor.h"
 
 namespace ruccl::cpu {
@@ -46,6 +47,9 @@ constexpr std::int64_t kSgemmMinMacs = std::int64_t{1} << 18;
 /// Row/column bands given to threads are multiples of this (whole vector packets; balance between
 /// the bands matters more than ending on a whole 48-row micro-panel).
 constexpr std::int64_t kBandAlign = 16;
+
+/// thread_buffer slot of Eigen's packed blocks (cpu_sgemm.cpp uses its own slots).
+constexpr int kEigenSlot = 0;
 
 std::atomic<int> g_num_threads{0};  // 0: not set, use the hardware's cores
 
@@ -70,25 +74,6 @@ bool blas_layout(std::int64_t rows, std::int64_t cols, std::int64_t rs, std::int
   return false;
 }
 
-/// Packing buffers of the calling thread, grown on demand and kept for the thread's lifetime.
-template <typename T>
-T* thread_scratch(std::size_t elements) {
-  struct Buffer {
-    T* data = nullptr;
-    std::size_t capacity = 0;
-    ~Buffer() { Eigen::internal::aligned_free(data); }
-  };
-  thread_local Buffer buffer;
-  if (buffer.capacity < elements) {
-    Eigen::internal::aligned_free(buffer.data);
-    buffer.data = nullptr;
-    buffer.capacity = 0;
-    buffer.data = static_cast<T*>(Eigen::internal::aligned_malloc(elements * sizeof(T)));
-    buffer.capacity = elements;
-  }
-  return buffer.data;
-}
-
 /// Eigen's cache blocking for a (rows x depth) * (depth x cols) column-major product, with the
 /// packed blocks in this thread's scratch memory instead of fresh allocations.
 template <typename T>
@@ -104,7 +89,7 @@ class ScratchBlocking : public Eigen::internal::level3_blocking<T, T> {
     const std::size_t size_a =
         round(static_cast<std::size_t>(this->m_kc * std::min(rows, this->m_mc)));
     const std::size_t size_b = static_cast<std::size_t>(this->m_kc * std::min(cols, this->m_nc));
-    T* scratch = thread_scratch<T>(size_a + size_b);
+    T* scratch = thread_buffer<T, kEigenSlot>(size_a + size_b);
     this->m_blockA = scratch;
     this->m_blockB = scratch + size_a;
   }

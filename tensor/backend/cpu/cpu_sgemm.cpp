@@ -21,12 +21,11 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstdlib>
 #include <cstring>
 #include <memory>
-#include <new>
 
 #include "tensor/backend/cpu/cpu_parallel.h"
+#include "tensor/backend/cpu/thread_buffer.h"
 #include "tensor/core/error.h"
 
 #if defined(__AVX512F__)
@@ -54,26 +53,10 @@ constexpr std::int64_t kPackedBCap = std::int64_t{4} << 20;
 /// Below this many multiply-adds a product runs on one thread.
 constexpr std::int64_t kParallelMinMacs = std::int64_t{1} << 21;
 
-/// A float buffer of the calling thread, grown on demand and kept for the thread's lifetime (fresh
-/// buffers per call would cost page faults). `Slot` tells the packed A and B buffers apart.
-template <int Slot>
-float* thread_buffer(std::int64_t floats) {
-  struct Buffer {
-    float* data = nullptr;
-    std::int64_t capacity = 0;
-    ~Buffer() { std::free(data); }
-  };
-  thread_local Buffer buffer;
-  if (buffer.capacity < floats) {
-    std::free(buffer.data);
-    buffer.capacity = 0;
-    const std::size_t bytes = (static_cast<std::size_t>(floats) * sizeof(float) + 63) / 64 * 64;
-    buffer.data = static_cast<float*>(std::aligned_alloc(64, bytes));
-    if (buffer.data == nullptr) throw std::bad_alloc();
-    buffer.capacity = floats;
-  }
-  return buffer.data;
-}
+/// thread_buffer slots of the packed B (the calling thread's) and packed A (each computing
+/// thread's); cpu_matmul.cpp's Eigen path uses slot 0.
+constexpr int kPackedBSlot = 1;
+constexpr int kPackedASlot = 2;
 
 /// Transposes the 8 x 8 block in r[0..7] (r[i][j] becomes r[j][i]).
 inline void transpose8x8(__m256 (&r)[8]) {
@@ -279,7 +262,7 @@ const float* packed_panel(const Problem& pr, std::int64_t p, std::int64_t q, std
 /// panels.
 void compute_block(const Problem& pr, std::int64_t r0, std::int64_t r1, std::int64_t q0,
                    std::int64_t q1, std::int64_t rotate) {
-  float* packed_a = thread_buffer<1>(kMc * kKc);
+  float* packed_a = thread_buffer<float, kPackedASlot>(static_cast<std::size_t>(kMc * kKc));
   const std::int64_t count = q1 - q0;
   for (std::int64_t ic = r0; ic < r1; ic += kMc) {
     const std::int64_t mc = std::min(kMc, r1 - ic);
@@ -335,7 +318,8 @@ void sgemm(std::int64_t m, std::int64_t n, std::int64_t k, MatrixRef a, MatrixRe
   const std::int64_t super_k = std::max(kKc, kPackedBCap / (panels * kNr) / kKc * kKc);
   const std::int64_t blocks = (std::min(k, super_k) + kKc - 1) / kKc;
   Problem pr{m, n, k, a, b, c, ldc, panels, 0, 0, nullptr, nullptr};
-  pr.packed_b = thread_buffer<0>(std::min(k, super_k) * panels * kNr);
+  pr.packed_b = thread_buffer<float, kPackedBSlot>(
+      static_cast<std::size_t>(std::min(k, super_k) * panels * kNr));
   const std::unique_ptr<PanelState[]> state(new PanelState[blocks * panels]);
   pr.state = state.get();
   for (pr.k0 = 0; pr.k0 < k; pr.k0 += super_k) {
