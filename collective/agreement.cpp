@@ -6,6 +6,7 @@
 #include <sstream>
 #include <vector>
 
+#include "collective/call_options.h"
 #include "collective/reduce_operation.h"
 #include "tensor/core/dtype.h"
 
@@ -61,8 +62,9 @@ std::string dtype_text(const CallRecord& r) {
 // Builds "what mismatch: rank 0 has X, rank 2 has Y" over the ranks in `who` (those that take
 // part in the comparison), against reference rank `ref`. Returns nullopt when all equal.
 std::optional<CollectiveError> compare(
-    std::span<const CallRecord> all, const std::string& prefix, CollectiveErrorKind kind,
-    const char* what, int ref, const std::function<bool(const CallRecord&)>& takes_part,
+    std::span<const CallRecord> all, const RankNames& names, const std::string& prefix,
+    CollectiveErrorKind kind, const char* what, int ref,
+    const std::function<bool(const CallRecord&)>& takes_part,
     const std::function<bool(const CallRecord&, const CallRecord&)>& same,
     const std::function<std::string(const CallRecord&)>& text) {
   std::vector<int> differing;
@@ -74,10 +76,10 @@ std::optional<CollectiveError> compare(
   }
   if (differing.empty()) return std::nullopt;
   std::ostringstream out;
-  out << prefix << what << " mismatch: rank " << ref << " has "
+  out << prefix << what << " mismatch: " << names.name(ref) << " has "
       << text(all[static_cast<std::size_t>(ref)]);
   for (int r : differing)
-    out << ", rank " << r << " has " << text(all[static_cast<std::size_t>(r)]);
+    out << ", " << names.name(r) << " has " << text(all[static_cast<std::size_t>(r)]);
   std::vector<int> ranks = differing;
   ranks.push_back(ref);
   std::sort(ranks.begin(), ranks.end());
@@ -143,17 +145,22 @@ void set_local_error(CallRecord& record, CollectiveErrorKind kind, const std::st
   record.error_message[n] = '\0';
 }
 
-std::optional<CollectiveError> check_agreement(std::span<const CallRecord> all, int me,
-                                               const char* label) {
+std::optional<CollectiveError> check_agreement(std::span<const CallRecord> all,
+                                               const RankNames& names) {
   if (all_agree(all)) return std::nullopt;
   const CallRecord& first = all[0];
-  const std::string prefix = str(label, " (call #", first.seq, "): ");
+  bool same_label = true;
+  for (const CallRecord& r : all) {
+    same_label = same_label && std::strncmp(r.label, first.label, sizeof(first.label)) == 0;
+  }
+  const std::string prefix =
+      same_label ? str(first.label, " (call #", first.seq, "): ") : str("call #", first.seq, ": ");
   auto everyone = [](const CallRecord&) { return true; };
 
   // 1. The same collective everywhere.
   if (auto e = compare(
-          all, prefix, CollectiveErrorKind::CollectiveKindMismatch, "collective kind", 0, everyone,
-          [](const CallRecord& a, const CallRecord& b) { return a.kind == b.kind; },
+          all, names, prefix, CollectiveErrorKind::CollectiveKindMismatch, "collective kind", 0,
+          everyone, [](const CallRecord& a, const CallRecord& b) { return a.kind == b.kind; },
           [](const CallRecord& r) { return str("called ", op_kind_name(r.kind)); })) {
     return e;
   }
@@ -173,7 +180,7 @@ std::optional<CollectiveError> check_agreement(std::span<const CallRecord> all, 
   // 3. Root and reduce operation.
   if (uses_root(kind)) {
     if (auto e = compare(
-            all, prefix, CollectiveErrorKind::RootMismatch, "root", 0, everyone,
+            all, names, prefix, CollectiveErrorKind::RootMismatch, "root", 0, everyone,
             [](const CallRecord& a, const CallRecord& b) { return a.root == b.root; },
             [](const CallRecord& r) { return std::to_string(r.root); })) {
       return e;
@@ -181,7 +188,7 @@ std::optional<CollectiveError> check_agreement(std::span<const CallRecord> all, 
   }
   if (uses_reduce_op(kind)) {
     if (auto e = compare(
-            all, prefix, CollectiveErrorKind::ReduceOperationMismatch, "reduce operation", 0,
+            all, names, prefix, CollectiveErrorKind::ReduceOperationMismatch, "reduce operation", 0,
             everyone,
             [](const CallRecord& a, const CallRecord& b) { return a.reduce_op == b.reduce_op; },
             [](const CallRecord& r) {
@@ -210,9 +217,7 @@ std::optional<CollectiveError> check_agreement(std::span<const CallRecord> all, 
       std::ostringstream out;
       out << prefix
           << "several ranks passed a tensor to broadcast (expected exactly one sender, got "
-          << senders.size() << ": ranks";
-      for (int r : senders) out << ' ' << r;
-      out << ')';
+          << senders.size() << ": " << names.list(senders) << ')';
       return CollectiveError(CollectiveErrorKind::SeveralBroadcastSenders, out.str(), senders);
     }
     return std::nullopt;
@@ -223,14 +228,14 @@ std::optional<CollectiveError> check_agreement(std::span<const CallRecord> all, 
                           ? std::function<bool(const CallRecord&)>(has_tensor)
                           : std::function<bool(const CallRecord&)>(everyone);
     if (auto e = compare(
-            all, prefix, CollectiveErrorKind::DTypeMismatch, "dtype", ref, takes_part,
+            all, names, prefix, CollectiveErrorKind::DTypeMismatch, "dtype", ref, takes_part,
             [](const CallRecord& a, const CallRecord& b) { return a.dtype == b.dtype; },
             dtype_text)) {
       return e;
     }
     const bool trailing = rule == ShapeRule::Trailing;
     if (auto e = compare(
-            all, prefix, CollectiveErrorKind::ShapeMismatch, "shape", ref, takes_part,
+            all, names, prefix, CollectiveErrorKind::ShapeMismatch, "shape", ref, takes_part,
             [trailing](const CallRecord& a, const CallRecord& b) {
               if (a.ndim != b.ndim) return false;
               for (int d = trailing ? 1 : 0; d < a.ndim; ++d) {
@@ -245,28 +250,28 @@ std::optional<CollectiveError> check_agreement(std::span<const CallRecord> all, 
 
   // 5. The algorithm (per-call choices must agree), then higher layers' words.
   if (auto e = compare(
-          all, prefix, CollectiveErrorKind::ArgumentMismatch, "algorithm", 0, everyone,
+          all, names, prefix, CollectiveErrorKind::ArgumentMismatch, "algorithm", 0, everyone,
           [](const CallRecord& a, const CallRecord& b) {
             return a.algorithm == b.algorithm && a.tree_arity == b.tree_arity;
           },
           [](const CallRecord& r) {
-            static const char* names[] = {"auto", "direct", "ring", "tree", "centralized"};
-            return r.algorithm == 3 ? str("tree(", r.tree_arity, ")")
-                                    : std::string(r.algorithm < 5 ? names[r.algorithm] : "?");
+            const char* name = algorithm_name(static_cast<Algorithm>(r.algorithm));
+            return r.algorithm == static_cast<std::uint8_t>(Algorithm::Tree)
+                       ? str("tree(", r.tree_arity, ")")
+                       : std::string(name != nullptr ? name : "?");
           })) {
     return e;
   }
-  const CallRecord& mine = all[static_cast<std::size_t>(me)];
   if (auto e = compare(
-          all, prefix, CollectiveErrorKind::ArgumentMismatch, "argument count", 0, everyone,
+          all, names, prefix, CollectiveErrorKind::ArgumentMismatch, "argument count", 0, everyone,
           [](const CallRecord& a, const CallRecord& b) { return a.num_words == b.num_words; },
           [](const CallRecord& r) { return str(r.num_words, " words"); })) {
     return e;
   }
   for (int w = 0; w < first.num_words; ++w) {
-    const std::string what = str("argument '", mine.word_names[w] ? mine.word_names[w] : "", "'");
+    const std::string what = str("argument '", first.word_names[w], "'");
     if (auto e = compare(
-            all, prefix, CollectiveErrorKind::ArgumentMismatch, what.c_str(), 0, everyone,
+            all, names, prefix, CollectiveErrorKind::ArgumentMismatch, what.c_str(), 0, everyone,
             [w](const CallRecord& a, const CallRecord& b) { return a.words[w] == b.words[w]; },
             [w](const CallRecord& r) { return std::to_string(r.words[w]); })) {
       return e;

@@ -5,6 +5,7 @@
 #include <span>
 
 #include "collective/collective_error.h"
+#include "collective/rank_names.h"
 #include "collective/transport/call_record.h"
 
 namespace ruccl {
@@ -14,9 +15,10 @@ void set_local_error(CallRecord& record, CollectiveErrorKind kind, const std::st
 
 /// The error every rank must raise for these records (index = rank), or nullopt when they agree.
 /// Checked in order: collective kind, local errors, root, reduce operation, broadcast senders,
-/// dtype, shape, CallOptions words. `label` names the call in messages; `me` is the checking rank
-/// (its word names are used).
-std::optional<CollectiveError> check_agreement(std::span<const CallRecord> all, int me,
-                                               const char* label);
+/// dtype, shape, CallOptions words. The message depends only on the records and `names`, so
+/// every rank raises the same text: it starts with the call's label when every rank gave the
+/// same ("all_reduce (call #3): "), else with "call #3: ".
+std::optional<CollectiveError> check_agreement(std::span<const CallRecord> all,
+                                               const RankNames& names);
 
 }  // namespace ruccl

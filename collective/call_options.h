@@ -6,11 +6,17 @@
 #include <cstdint>
 #include <optional>
 
+#include "collective/rank_names.h"
+
 namespace ruccl {
 
 /// Which algorithm a collective uses. Auto picks by message size (docs/collectives.md).
 /// Every algorithm gives bit-identical results (one reduction order for all of them).
 enum class Algorithm : unsigned char { Auto, Direct, Ring, Tree, Centralized };
+
+/// "auto", "direct", "ring", "tree", "centralized"; nullptr for a value that is not an Algorithm
+/// (such as Algorithm(9)), which every call rejects as InvalidArgument.
+const char* algorithm_name(Algorithm algorithm);
 
 /// One named word that higher layers add to the call's agreement fingerprint, for arguments the
 /// collective layer does not know (the axis of all_gather_dim, "input requires grad", ...). Every
@@ -81,6 +87,9 @@ struct CommunicatorOptions {
   /// Direct all-reduce: at or below this many bytes every rank folds every input (one exchange);
   /// above, a pairwise reduce-scatter then all-gather (two exchanges, less work per rank).
   std::size_t direct_fold_all_bytes = std::size_t{64} << 10;
+  /// How error messages name the ranks ("rank 2" by default; the registered session API names
+  /// its PeerIds). Empty ids, or one per rank.
+  RankNames rank_names;
 };
 
 }  // namespace ruccl

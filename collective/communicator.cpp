@@ -51,15 +51,15 @@ bool Communicator::finished() const { return core().transport().failed(); }
 
 void Communicator::abort(const std::string& reason) {
   if (core_ == nullptr) return;
-  core_->transport().fail(CollectiveError(CollectiveErrorKind::Aborted,
-                                          str("rank ", core_->rank(), " aborted: ", reason),
-                                          {core_->rank()}));
+  core_->transport().fail(CollectiveError(
+      CollectiveErrorKind::Aborted,
+      str(core_->options().rank_names.name(core_->rank()), " aborted: ", reason), {core_->rank()}));
 }
 
 Tensor Communicator::all_reduce(const Tensor& t, ReduceOperation op, const CallOptions& call) {
   CommunicatorCore& c = core();
   CallScope scope = c.begin(OpKind::AllReduce, call);
-  scope.record.reduce_op = static_cast<std::uint8_t>(op);
+  c.describe_reduce_op(scope, op);
   c.describe_tensor(scope, t, "input");
   const Algorithm algorithm =
       c.choose_algorithm(scope, call, c.options().all_reduce_algorithm, accumulated_bytes(t));
@@ -94,7 +94,7 @@ std::optional<Tensor> Communicator::reduce(const Tensor& t, int root, ReduceOper
                                            const CallOptions& call) {
   CommunicatorCore& c = core();
   CallScope scope = c.begin(OpKind::Reduce, call);
-  scope.record.reduce_op = static_cast<std::uint8_t>(op);
+  c.describe_reduce_op(scope, op);
   c.describe_root(scope, root);
   c.describe_tensor(scope, t, "input");
   const Algorithm algorithm =
@@ -126,7 +126,7 @@ std::optional<Tensor> Communicator::reduce(const Tensor& t, int root, ReduceOper
 Tensor Communicator::reduce_scatter(const Tensor& t, ReduceOperation op, const CallOptions& call) {
   CommunicatorCore& c = core();
   CallScope scope = c.begin(OpKind::ReduceScatter, call);
-  scope.record.reduce_op = static_cast<std::uint8_t>(op);
+  c.describe_reduce_op(scope, op);
   c.describe_tensor(scope, t, "input");
   if (t.defined() && (t.dim() == 0 || t.shape()[0] % c.world_size() != 0)) {
     c.reject(scope, CollectiveErrorKind::InvalidArgument,

@@ -20,7 +20,7 @@ void CommunicatorCore::throw_if_finished(const char* label) const {
   const CollectiveError first = transport_->failure();
   throw CollectiveError(
       CollectiveErrorKind::Aborted,
-      str(label, " on rank ", rank_,
+      str(label, " on ", options_.rank_names.name(rank_),
           ": the communicator is finished after an earlier error: ", first.what()),
       first.ranks());
 }
@@ -34,6 +34,7 @@ CallScope CommunicatorCore::begin(OpKind kind, const CallOptions& call) {
   CallRecord& rec = scope.record;
   rec.seq = seq_;
   rec.kind = kind;
+  CallRecord::set_text(rec.label, label);
   if (call.num_words > CallOptions::kMaxWords || call.num_words < 0) {
     reject(scope, CollectiveErrorKind::InvalidArgument,
            str("expected at most ", CallOptions::kMaxWords, " CallOptions words, got ",
@@ -42,7 +43,7 @@ CallScope CommunicatorCore::begin(OpKind kind, const CallOptions& call) {
     rec.num_words = call.num_words;
     for (int w = 0; w < call.num_words; ++w) {
       rec.words[w] = call.words[static_cast<std::size_t>(w)].value;
-      rec.word_names[w] = call.words[static_cast<std::size_t>(w)].name;
+      CallRecord::set_text(rec.word_names[w], call.words[static_cast<std::size_t>(w)].name);
     }
   }
   if (call.timeout.has_value() && call.timeout->count() <= 0) {
@@ -54,7 +55,7 @@ CallScope CommunicatorCore::begin(OpKind kind, const CallOptions& call) {
 
 void CommunicatorCore::reject(CallScope& scope, CollectiveErrorKind kind,
                               const std::string& message) {
-  set_local_error(scope.record, kind, str("rank ", rank_, ": ", message));
+  set_local_error(scope.record, kind, str(options_.rank_names.name(rank_), ": ", message));
 }
 
 void CommunicatorCore::describe_tensor(CallScope& scope, const Tensor& t, const char* what) {
@@ -72,7 +73,7 @@ void CommunicatorCore::describe_tensor(CallScope& scope, const Tensor& t, const 
            str("expected the ", what, " tensor on ", device_.to_string(),
                " (this rank's device), got ", t.device().to_string()));
   }
-  if (rec.reduce_op != CallRecord::kNone) {
+  if (rec.reduce_op != CallRecord::kNone && is_valid(static_cast<ReduceOperation>(rec.reduce_op))) {
     const auto op = static_cast<ReduceOperation>(rec.reduce_op);
     if (!reduce_operation_supports(op, t.dtype())) {
       reject(
@@ -82,6 +83,16 @@ void CommunicatorCore::describe_tensor(CallScope& scope, const Tensor& t, const 
               : t.dtype() == DType::Bool  ? " (Bool tensors cannot be reduced)"
                                           : " (bitwise operations: integer dtypes only)"));
     }
+  }
+}
+
+void CommunicatorCore::describe_reduce_op(CallScope& scope, ReduceOperation op) {
+  scope.record.reduce_op = static_cast<std::uint8_t>(op);
+  if (!is_valid(op)) {
+    reject(scope, CollectiveErrorKind::InvalidArgument,
+           str("expected a ReduceOperation (Sum, Mean, Prod, Min, Max, BitAnd, BitOr, BitXor), got "
+               "ReduceOperation(",
+               static_cast<int>(op), ")"));
   }
 }
 
@@ -96,6 +107,13 @@ void CommunicatorCore::describe_root(CallScope& scope, int root) {
 Algorithm CommunicatorCore::choose_algorithm(CallScope& scope, const CallOptions& call,
                                              Algorithm group_default, std::size_t bytes) {
   Algorithm a = call.algorithm != Algorithm::Auto ? call.algorithm : group_default;
+  if (algorithm_name(a) == nullptr) {
+    reject(scope, CollectiveErrorKind::InvalidArgument,
+           str("expected an Algorithm (Auto, Direct, Ring, Tree, Centralized), got Algorithm(",
+               static_cast<int>(a), ")"));
+    scope.record.algorithm = static_cast<std::uint8_t>(a);
+    return Algorithm::Direct;  // never runs: agreement raises the rejection on every rank
+  }
   if (a == Algorithm::Auto) {
     a = transport_->zero_copy() || bytes < options_.ring_threshold_bytes ? Algorithm::Direct
                                                                          : Algorithm::Ring;
@@ -120,7 +138,7 @@ void CommunicatorCore::agree(CallScope& scope) {
     fail_group_from_current_exception(scope);
     throw;
   }
-  if (auto error = check_agreement(records_, rank_, scope.label)) {
+  if (auto error = check_agreement(records_, options_.rank_names)) {
     transport_->fail(*error);
     throw *error;
   }
@@ -144,12 +162,17 @@ void CommunicatorCore::fail_group_from_current_exception(const char* label) noex
   } catch (const CollectiveError& e) {
     transport_->fail(e);
   } catch (const std::exception& e) {
-    transport_->fail(CollectiveError(CollectiveErrorKind::Aborted,
-                                     str(label, ": rank ", rank_, " failed: ", e.what()), {rank_}));
+    transport_->fail(CollectiveError(
+        CollectiveErrorKind::Aborted,
+        str(label, ": ", options_.rank_names.name(rank_), " failed: ", e.what()), {rank_}));
   } catch (...) {
     transport_->fail(CollectiveError(CollectiveErrorKind::Aborted,
-                                     str(label, ": rank ", rank_, " failed"), {rank_}));
+                                     str(label, ": ", options_.rank_names.name(rank_), " failed"),
+                                     {rank_}));
   }
+  // The group has failed: peers stop reading within a piece. Only then may the caller unwind and
+  // release the buffers it lent them.
+  transport_->withdraw_sends();
 }
 
 void CommunicatorCore::fail_group_from_current_exception(const CallScope& scope) noexcept {

@@ -42,6 +42,9 @@ class CommunicatorCore {
   void describe_tensor(CallScope& scope, const Tensor& t, const char* what);
   /// Checks a root rank argument and records it.
   void describe_root(CallScope& scope, int root);
+  /// Checks that `op` is a ReduceOperation and records it (call before describe_tensor, which
+  /// checks it against the dtype).
+  void describe_reduce_op(CallScope& scope, ReduceOperation op);
   /// Resolves the call's algorithm (CallOptions, then `group_default`, then Auto by size and
   /// transport) and records it for agreement. Returns it; the arity is in scope.record.
   Algorithm choose_algorithm(CallScope& scope, const CallOptions& call, Algorithm group_default,
@@ -51,7 +54,8 @@ class CommunicatorCore {
   void agree(CallScope& scope);
   /// Every rank's record of the last agreed call (index = rank).
   const std::vector<CallRecord>& records() const;
-  /// Runs `body(ctx)` with the call's algorithm context; any exception fails the group.
+  /// Runs `body(ctx)` with the call's algorithm context; any exception fails the group and, before
+  /// it propagates, waits until no peer reads a buffer this rank lent (Transport::withdraw_sends).
   template <typename Body>
   void run(CallScope& scope, Body&& body) {
     try {
@@ -69,6 +73,8 @@ class CommunicatorCore {
 
   /// Throws Aborted "the communicator is finished" when the group has failed.
   void throw_if_finished(const char* label) const;
+  /// Fails the group with the exception in flight, then withdraws this rank's sends (so the
+  /// caller may release its buffers). Call from this rank's own thread, inside a catch block.
   void fail_group_from_current_exception(const CallScope& scope) noexcept;
   void fail_group_from_current_exception(const char* label) noexcept;
 

@@ -44,11 +44,14 @@ Tensor run_broadcast(CommunicatorCore& c, CallScope& scope, const Tensor& t, int
   Tensor result;
   c.run(scope, [&](const AlgorithmContext& ctx) {
     if (c.rank() == root) {
+      // Peers read `in` in place (the root never writes its buffer in any broadcast algorithm),
+      // and the root's own result is a copy made afterwards: so an abort during the transfer
+      // fails the root at once instead of after copying the whole tensor first.
       const Tensor in = host_contiguous(t);
+      broadcast_bytes(scope, ctx, const_cast<void*>(in.data_ptr()), in.nbytes(), root);
       Tensor out =
           Tensor::empty(in.shape(), in.dtype());  // a new tensor: never the caller's memory
       copy_bytes(out.data_ptr(), in.data_ptr(), in.nbytes());
-      broadcast_bytes(scope, ctx, out.data_ptr(), out.nbytes(), root);
       result = to_device(out, c.device());
     } else {
       Tensor out = empty_like_record(c.records()[static_cast<std::size_t>(root)]);
@@ -87,10 +90,11 @@ class PointToPointScope {
 
 void check_peer(CommunicatorCore& c, int peer, const char* label) {
   if (peer >= 0 && peer < c.world_size() && peer != c.rank()) return;
-  CollectiveError error(CollectiveErrorKind::InvalidArgument,
-                        str(label, " on rank ", c.rank(), ": expected a peer rank in [0, ",
-                            c.world_size(), ") other than ", c.rank(), ", got ", peer),
-                        {c.rank()});
+  CollectiveError error(
+      CollectiveErrorKind::InvalidArgument,
+      str(label, " on ", c.options().rank_names.name(c.rank()), ": expected a peer rank in [0, ",
+          c.world_size(), ") other than ", c.rank(), ", got ", peer),
+      {c.rank()});
   c.transport().fail(error);
   throw error;
 }
@@ -271,11 +275,11 @@ void Communicator::send(const Tensor& t, int dst, const CallOptions& call) {
   c.throw_if_finished(label);
   check_peer(c, dst, label);
   if (!t.defined() || t.device() != c.device()) {
-    CollectiveError error(
-        CollectiveErrorKind::InvalidArgument,
-        str(label, " on rank ", c.rank(), ": expected a defined tensor on ", c.device().to_string(),
-            ", got ", t.defined() ? t.device().to_string() : "an undefined tensor"),
-        {c.rank()});
+    CollectiveError error(CollectiveErrorKind::InvalidArgument,
+                          str(label, " on ", c.options().rank_names.name(c.rank()),
+                              ": expected a defined tensor on ", c.device().to_string(), ", got ",
+                              t.defined() ? t.device().to_string() : "an undefined tensor"),
+                          {c.rank()});
     c.transport().fail(error);
     throw error;
   }
@@ -309,13 +313,19 @@ Tensor Communicator::recv(int src, const CallOptions& call) {
     P2PHeader header{};
     c.transport().recv_with(
         src, tag, sizeof(header),
-        [&](const void* data, std::size_t n) { copy_bytes(&header, data, n); }, deadline);
+        [&](std::size_t offset, const void* data, std::size_t n) {
+          copy_bytes(reinterpret_cast<unsigned char*>(&header) + offset, data, n);
+        },
+        deadline);
     Shape shape;
     for (int d = 0; d < header.ndim; ++d) shape.push_back(header.dims[d]);
     Tensor out = Tensor::empty(shape, static_cast<DType>(header.dtype));
     c.transport().recv_with(
         src, tag | 1, out.nbytes(),
-        [&](const void* data, std::size_t n) { copy_bytes(out.data_ptr(), data, n); }, deadline);
+        [&](std::size_t offset, const void* data, std::size_t n) {
+          copy_bytes(static_cast<unsigned char*>(out.data_ptr()) + offset, data, n);
+        },
+        deadline);
     return to_device(out, c.device());
   } catch (...) {
     c.fail_group_from_current_exception(label);

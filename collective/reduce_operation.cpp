@@ -21,11 +21,11 @@ std::string_view reduce_operation_name(ReduceOperation op) {
     case ReduceOperation::BitXor:
       return "BitXor";
   }
-  return "Unknown";
+  return "";
 }
 
 bool reduce_operation_supports(ReduceOperation op, DType dtype) {
-  if (dtype == DType::Bool) return false;
+  if (dtype == DType::Bool || !is_valid(op)) return false;
   switch (op) {
     case ReduceOperation::Mean:
       return is_floating(dtype);

@@ -3,6 +3,9 @@
 // place) and ReduceKernel (type-erased combine), on raw bytes: buffers are contiguous, `count` is
 // in elements of kernel.dtype(), byte sizes are explicit for data-movement collectives.
 //
+// Received messages arrive in pieces (Transport: ConsumeFn), so every consumer below works on
+// byte range [offset, offset + n) of its messages; pieces are element aligned.
+//
 // Reduction order (the same for every algorithm, so results are bit-identical whatever the
 // algorithm, on every rank, every run): split the `count` elements into W balanced chunks
 // (chunk_begin/chunk_size); the elements of chunk c are folded left to right over the ranks
@@ -44,6 +47,11 @@ void fold_chunk(const ReduceKernel& kernel, void* out, std::span<const void* con
 /// Folds all W chunks of whole buffers: data[r] points at element 0 of rank r's buffer.
 void fold_all_chunks(const ReduceKernel& kernel, void* out, std::span<const void* const> data,
                      std::size_t count);
+/// Folds elements [first, first + n) of a `count`-element reduction, each in the order of the
+/// chunk it belongs to: data[r] and out point at element `first` (a received piece, see
+/// ConsumeManyFn). fold_all_chunks is fold_elements(.., 0, count).
+void fold_elements(const ReduceKernel& kernel, void* out, std::span<const void* const> data,
+                   std::size_t count, std::size_t first, std::size_t n);
 
 // ---- all-reduce: `in` (count elements) on every rank -> `out` (count elements) on every rank --
 /// Every rank sends its input to every peer. Small messages (<= fold_all_bytes): every rank folds

@@ -46,13 +46,13 @@ void direct_all_reduce(const AlgorithmContext& ctx, const void* in, void* out, s
     const RankVector<std::size_t> sizes(peers.size(), count * es);
     ctx.transport.recv_all_with(
         peers, ctx.tag, sizes,
-        [&](std::span<const void* const> received) {
-          data[static_cast<std::size_t>(rank)] = in;
+        [&](std::size_t offset, std::span<const void* const> received, std::size_t n) {
+          data[static_cast<std::size_t>(rank)] = at(in, offset);
           for (std::size_t i = 0; i < peers.size(); ++i) {
             data[static_cast<std::size_t>(peers[i])] = received[i];
           }
-          fold_all_chunks(kernel, out, data, count);
-          kernel.finish(out, count, world);
+          fold_elements(kernel, at(out, offset), data, count, offset / es, n / es);
+          kernel.finish(at(out, offset), n / es, world);
         },
         ctx.deadline);
     wait_all_sends(ctx, peers);
@@ -70,13 +70,13 @@ void direct_all_reduce(const AlgorithmContext& ctx, const void* in, void* out, s
   const RankVector<std::size_t> my_sizes(peers.size(), my_length * es);
   ctx.transport.recv_all_with(
       peers, ctx.tag, my_sizes,
-      [&](std::span<const void* const> received) {
-        data[mine] = at(in, my_begin);
+      [&](std::size_t offset, std::span<const void* const> received, std::size_t n) {
+        data[mine] = at(in, my_begin + offset);
         for (std::size_t i = 0; i < peers.size(); ++i) {
           data[static_cast<std::size_t>(peers[i])] = received[i];
         }
-        fold_chunk(kernel, at(out, my_begin), data, mine, my_length);
-        kernel.finish(at(out, my_begin), my_length, world);
+        fold_chunk(kernel, at(out, my_begin + offset), data, mine, n / es);
+        kernel.finish(at(out, my_begin + offset), n / es, world);
       },
       ctx.deadline);
   // All-gather of the folded chunks.
@@ -86,10 +86,11 @@ void direct_all_reduce(const AlgorithmContext& ctx, const void* in, void* out, s
   for (int p : peers) sizes.push_back(chunk_size(static_cast<std::size_t>(p), count, w) * es);
   ctx.transport.recv_all_with(
       peers, ctx.tag + 1, sizes,
-      [&](std::span<const void* const> received) {
+      [&](std::size_t offset, std::span<const void* const> received, std::size_t n) {
         for (std::size_t i = 0; i < peers.size(); ++i) {
           const auto q = static_cast<std::size_t>(peers[i]);
-          copy_bytes(at(out, chunk_begin(q, count, w) * es), received[i], sizes[i]);
+          copy_bytes(at(out, chunk_begin(q, count, w) * es + offset), received[i],
+                     piece_bytes(sizes[i], offset, n));
         }
       },
       ctx.deadline);
@@ -115,13 +116,13 @@ void direct_reduce(const AlgorithmContext& ctx, const void* in, void* out, std::
   const RankVector<std::size_t> sizes(peers.size(), count * es);
   ctx.transport.recv_all_with(
       peers, ctx.tag, sizes,
-      [&](std::span<const void* const> received) {
-        data[static_cast<std::size_t>(root)] = in;
+      [&](std::size_t offset, std::span<const void* const> received, std::size_t n) {
+        data[static_cast<std::size_t>(root)] = at(in, offset);
         for (std::size_t i = 0; i < peers.size(); ++i) {
           data[static_cast<std::size_t>(peers[i])] = received[i];
         }
-        fold_all_chunks(kernel, out, data, count);
-        kernel.finish(out, count, world);
+        fold_elements(kernel, at(out, offset), data, count, offset / es, n / es);
+        kernel.finish(at(out, offset), n / es, world);
       },
       ctx.deadline);
 }
@@ -147,13 +148,13 @@ void direct_reduce_scatter(const AlgorithmContext& ctx, const void* in, void* ou
   const RankVector<std::size_t> sizes(peers.size(), length * es);
   ctx.transport.recv_all_with(
       peers, ctx.tag, sizes,
-      [&](std::span<const void* const> received) {
-        data[mine] = at(in, mine * length * es);
+      [&](std::size_t offset, std::span<const void* const> received, std::size_t n) {
+        data[mine] = at(in, mine * length * es + offset);
         for (std::size_t i = 0; i < peers.size(); ++i) {
           data[static_cast<std::size_t>(peers[i])] = received[i];
         }
-        fold_chunk(kernel, out, data, mine, length);
-        kernel.finish(out, length, world);
+        fold_chunk(kernel, at(out, offset), data, mine, n / es);
+        kernel.finish(at(out, offset), n / es, world);
       },
       ctx.deadline);
   wait_all_sends(ctx, peers);
@@ -168,7 +169,10 @@ void direct_broadcast(const AlgorithmContext& ctx, void* buf, std::size_t nbytes
     return;
   }
   ctx.transport.recv_with(
-      root, ctx.tag, nbytes, [&](const void* data, std::size_t n) { copy_bytes(buf, data, n); },
+      root, ctx.tag, nbytes,
+      [&](std::size_t offset, const void* data, std::size_t n) {
+        copy_bytes(at(buf, offset), data, n);
+      },
       ctx.deadline);
 }
 
@@ -181,10 +185,10 @@ void direct_all_gather(const AlgorithmContext& ctx, const void* in, void* out,
   const RankVector<std::size_t> sizes(peers.size(), block_bytes);
   ctx.transport.recv_all_with(
       peers, ctx.tag, sizes,
-      [&](std::span<const void* const> received) {
+      [&](std::size_t offset, std::span<const void* const> received, std::size_t n) {
         for (std::size_t i = 0; i < peers.size(); ++i) {
-          copy_bytes(at(out, static_cast<std::size_t>(peers[i]) * block_bytes), received[i],
-                     block_bytes);
+          copy_bytes(at(out, static_cast<std::size_t>(peers[i]) * block_bytes + offset),
+                     received[i], n);
         }
       },
       ctx.deadline);
@@ -204,10 +208,10 @@ void direct_gather(const AlgorithmContext& ctx, const void* in, void* out, std::
   const RankVector<std::size_t> sizes(peers.size(), block_bytes);
   ctx.transport.recv_all_with(
       peers, ctx.tag, sizes,
-      [&](std::span<const void* const> received) {
+      [&](std::size_t offset, std::span<const void* const> received, std::size_t n) {
         for (std::size_t i = 0; i < peers.size(); ++i) {
-          copy_bytes(at(out, static_cast<std::size_t>(peers[i]) * block_bytes), received[i],
-                     block_bytes);
+          copy_bytes(at(out, static_cast<std::size_t>(peers[i]) * block_bytes + offset),
+                     received[i], n);
         }
       },
       ctx.deadline);
@@ -218,7 +222,10 @@ void direct_scatter(const AlgorithmContext& ctx, const void* in, void* out, std:
   if (ctx.rank() != root) {
     ctx.transport.recv_with(
         root, ctx.tag, block_bytes,
-        [&](const void* data, std::size_t n) { copy_bytes(out, data, n); }, ctx.deadline);
+        [&](std::size_t offset, const void* data, std::size_t n) {
+          copy_bytes(at(out, offset), data, n);
+        },
+        ctx.deadline);
     return;
   }
   const RankVector<int> peers = peers_of(ctx);
@@ -252,10 +259,9 @@ void exchange_counts(const AlgorithmContext& ctx, std::span<const std::int64_t> 
   const RankVector<std::size_t> sizes(peers.size(), sizeof(std::int64_t));
   ctx.transport.recv_all_with(
       peers, ctx.tag, sizes,
-      [&](std::span<const void* const> received) {
+      [&](std::size_t offset, std::span<const void* const> received, std::size_t n) {
         for (std::size_t i = 0; i < peers.size(); ++i) {
-          copy_bytes(&recv_counts[static_cast<std::size_t>(peers[i])], received[i],
-                     sizeof(std::int64_t));
+          copy_bytes(at(&recv_counts[static_cast<std::size_t>(peers[i])], offset), received[i], n);
         }
       },
       ctx.deadline);
@@ -279,10 +285,10 @@ void direct_all_to_all_v(const AlgorithmContext& ctx, const void* in,
   for (int p : peers) sizes.push_back(recv_bytes[static_cast<std::size_t>(p)]);
   ctx.transport.recv_all_with(
       peers, ctx.tag, sizes,
-      [&](std::span<const void* const> received) {
+      [&](std::size_t offset, std::span<const void* const> received, std::size_t n) {
         for (std::size_t i = 0; i < peers.size(); ++i) {
-          copy_bytes(at(out, recv_offsets[static_cast<std::size_t>(peers[i])]), received[i],
-                     sizes[i]);
+          copy_bytes(at(out, recv_offsets[static_cast<std::size_t>(peers[i])] + offset),
+                     received[i], piece_bytes(sizes[i], offset, n));
         }
       },
       ctx.deadline);

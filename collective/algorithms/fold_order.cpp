@@ -1,5 +1,7 @@
 // The canonical reduction order shared by every algorithm (see algorithm.h).
 
+#include <algorithm>
+
 #include "collective/algorithms/algorithm.h"
 #include "collective/algorithms/rank_vector.h"
 
@@ -13,21 +15,28 @@ void fold_chunk(const ReduceKernel& kernel, void* out, std::span<const void* con
   kernel.fold(out, std::span<const void* const>(order.data(), w), length);
 }
 
-void fold_all_chunks(const ReduceKernel& kernel, void* out, std::span<const void* const> data,
-                     std::size_t count) {
+void fold_elements(const ReduceKernel& kernel, void* out, std::span<const void* const> data,
+                   std::size_t count, std::size_t first, std::size_t n) {
   const std::size_t w = data.size();
   const std::size_t es = kernel.element_size();
+  const std::size_t end = first + n;
   RankVector<const void*> shifted(w);
   for (std::size_t c = 0; c < w; ++c) {
-    const std::size_t begin = chunk_begin(c, count, w);
-    const std::size_t length = chunk_size(c, count, w);
-    if (length == 0) continue;
+    const std::size_t lo = std::max(first, chunk_begin(c, count, w));
+    const std::size_t hi = std::min(end, chunk_begin(c, count, w) + chunk_size(c, count, w));
+    if (lo >= hi) continue;
+    const std::size_t skip = (lo - first) * es;
     for (std::size_t r = 0; r < w; ++r) {
-      shifted[r] = static_cast<const unsigned char*>(data[r]) + begin * es;
+      shifted[r] = static_cast<const unsigned char*>(data[r]) + skip;
     }
-    fold_chunk(kernel, static_cast<unsigned char*>(out) + begin * es,
-               std::span<const void* const>(shifted.data(), w), c, length);
+    fold_chunk(kernel, static_cast<unsigned char*>(out) + skip,
+               std::span<const void* const>(shifted.data(), w), c, hi - lo);
   }
+}
+
+void fold_all_chunks(const ReduceKernel& kernel, void* out, std::span<const void* const> data,
+                     std::size_t count) {
+  fold_elements(kernel, out, data, count, 0, count);
 }
 
 }  // namespace ruccl

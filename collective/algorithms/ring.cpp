@@ -40,8 +40,8 @@ void ring_reduce_scatter_into(const AlgorithmContext& ctx, const void* in, void*
     const std::size_t length = chunk_size(recv_c, count, ws);
     ctx.transport.recv_with(
         left, ctx.tag + static_cast<std::uint64_t>(s), length * es,
-        [&](const void* data, std::size_t) {
-          kernel.combine(at(work, begin), data, at(in, begin), length);
+        [&](std::size_t offset, const void* data, std::size_t n) {
+          kernel.combine(at(work, begin + offset), data, at(in, begin + offset), n / es);
         },
         ctx.deadline);
     ctx.transport.wait_send(right, ctx.deadline);
@@ -72,8 +72,8 @@ void ring_all_reduce(const AlgorithmContext& ctx, const void* in, void* out, std
                         chunk_size(send_c, count, ws) * es, ctx.deadline);
     ctx.transport.recv_with(
         left, tag + static_cast<std::uint64_t>(s), chunk_size(recv_c, count, ws) * es,
-        [&](const void* data, std::size_t n) {
-          copy_bytes(at(out, chunk_begin(recv_c, count, ws) * es), data, n);
+        [&](std::size_t offset, const void* data, std::size_t n) {
+          copy_bytes(at(out, chunk_begin(recv_c, count, ws) * es + offset), data, n);
         },
         ctx.deadline);
     ctx.transport.wait_send(right, ctx.deadline);
@@ -110,10 +110,11 @@ void ring_reduce(const AlgorithmContext& ctx, const void* in, void* out, std::si
   if (peers.empty()) return;
   ctx.transport.recv_all_with(
       peers, tag, sizes,
-      [&](std::span<const void* const> received) {
+      [&](std::size_t offset, std::span<const void* const> received, std::size_t n) {
         for (std::size_t i = 0; i < peers.size(); ++i) {
-          copy_bytes(at(out, chunk_begin(static_cast<std::size_t>(peers[i]), count, ws) * es),
-                     received[i], sizes[i]);
+          copy_bytes(
+              at(out, chunk_begin(static_cast<std::size_t>(peers[i]), count, ws) * es + offset),
+              received[i], piece_bytes(sizes[i], offset, n));
         }
       },
       ctx.deadline);
@@ -135,7 +136,9 @@ void ring_broadcast(const AlgorithmContext& ctx, void* buf, std::size_t nbytes, 
     if (v > 0) {
       ctx.transport.recv_with(
           prev, tag, length,
-          [&](const void* data, std::size_t n) { copy_bytes(at(buf, begin), data, n); },
+          [&](std::size_t offset, const void* data, std::size_t n) {
+            copy_bytes(at(buf, begin + offset), data, n);
+          },
           ctx.deadline);
     }
     if (v + 1 < w) ctx.transport.isend(next, tag, at(buf, begin), length, ctx.deadline);

@@ -3,6 +3,7 @@
 // its subtree's inputs in preorder) and only the root folds, so the fold order stays canonical and
 // results match every other algorithm bit for bit. This costs bandwidth, not latency: the tree is
 // the small-message strategy (depth log_k W hops).
+#include <algorithm>
 #include <functional>
 #include <vector>
 
@@ -35,6 +36,8 @@ struct TreeShape {
 };
 
 // Gathers every rank's `bytes` of `in` at root; calls at_root(data) on root with data[rank].
+// A node with children stages its own input and its children's messages (each a subtree's inputs
+// in preorder) in one buffer; the root folds from its staging once everything arrived.
 void tree_gather_raw(const AlgorithmContext& ctx, const void* in, std::size_t bytes, int root,
                      int arity, const std::function<void(std::span<const void* const>)>& at_root) {
   const TreeShape tree{ctx.world(), root, arity};
@@ -59,37 +62,37 @@ void tree_gather_raw(const AlgorithmContext& ctx, const void* in, std::size_t by
     ctx.transport.wait_send(tree.real(tree.parent(v)), ctx.deadline);
     return;
   }
-  std::vector<unsigned char> staging;
+  // staging = [own input | kid 0's subtree | kid 1's subtree | ...]
+  std::vector<std::size_t> kid_offsets;
+  std::size_t total = bytes;
+  for (std::size_t b : kid_bytes) {
+    kid_offsets.push_back(total);
+    total += b;
+  }
+  std::vector<unsigned char> staging(std::max<std::size_t>(1, total));
+  copy_bytes(staging.data(), in, bytes);
   ctx.transport.recv_all_with(
       kid_ranks, ctx.tag, kid_bytes,
-      [&](std::span<const void* const> received) {
-        if (v == 0) {
-          std::vector<const void*> data(static_cast<std::size_t>(ctx.world()));
-          data[static_cast<std::size_t>(ctx.rank())] = in;
-          for (std::size_t i = 0; i < kids.size(); ++i) {
-            for (std::size_t j = 0; j < kid_orders[i].size(); ++j) {
-              data[static_cast<std::size_t>(tree.real(kid_orders[i][j]))] =
-                  static_cast<const unsigned char*>(received[i]) + j * bytes;
-            }
-          }
-          at_root(data);
-          return;
-        }
-        std::size_t total = bytes;
-        for (std::size_t b : kid_bytes) total += b;
-        staging.resize(std::max<std::size_t>(1, total));
-        copy_bytes(staging.data(), in, bytes);
-        std::size_t offset = bytes;
+      [&](std::size_t offset, std::span<const void* const> received, std::size_t n) {
         for (std::size_t i = 0; i < kids.size(); ++i) {
-          copy_bytes(staging.data() + offset, received[i], kid_bytes[i]);
-          offset += kid_bytes[i];
+          copy_bytes(staging.data() + kid_offsets[i] + offset, received[i],
+                     piece_bytes(kid_bytes[i], offset, n));
         }
       },
       ctx.deadline);
-  if (v == 0) return;
+  if (v == 0) {
+    std::vector<const void*> data(static_cast<std::size_t>(ctx.world()));
+    data[static_cast<std::size_t>(ctx.rank())] = in;
+    for (std::size_t i = 0; i < kids.size(); ++i) {
+      for (std::size_t j = 0; j < kid_orders[i].size(); ++j) {
+        data[static_cast<std::size_t>(tree.real(kid_orders[i][j]))] =
+            staging.data() + kid_offsets[i] + j * bytes;
+      }
+    }
+    at_root(data);
+    return;
+  }
   const int parent = tree.real(tree.parent(v));
-  std::size_t total = bytes;
-  for (std::size_t b : kid_bytes) total += b;
   ctx.transport.isend(parent, ctx.tag, staging.data(), total, ctx.deadline);
   ctx.transport.wait_send(parent, ctx.deadline);
 }
@@ -119,7 +122,10 @@ void tree_broadcast(const AlgorithmContext& ctx, void* buf, std::size_t nbytes, 
   if (v != 0) {
     ctx.transport.recv_with(
         tree.real(tree.parent(v)), ctx.tag, nbytes,
-        [&](const void* data, std::size_t n) { copy_bytes(buf, data, n); }, ctx.deadline);
+        [&](std::size_t offset, const void* data, std::size_t n) {
+          copy_bytes(static_cast<unsigned char*>(buf) + offset, data, n);
+        },
+        ctx.deadline);
   }
   const std::vector<int> kids = tree.children(v);
   for (int c : kids) ctx.transport.isend(tree.real(c), ctx.tag, buf, nbytes, ctx.deadline);

@@ -154,9 +154,14 @@ void Registry::register_peer(PeerId id, Device device, const CollectiveConfig& c
   session->pending.emplace(id, device);
   if (static_cast<int>(session->pending.size()) == config.num_devices) {
     std::vector<Device> devices;
-    for (const auto& [peer, d] : session->pending) devices.push_back(d);
-    std::vector<Communicator> comms =
-        InProcessGroup::create(config.num_devices, devices, options_from(config));
+    std::vector<std::uint64_t> ids;  // errors name the PeerIds the callers chose, not ranks
+    for (const auto& [peer, d] : session->pending) {
+      devices.push_back(d);
+      ids.push_back(peer.value);
+    }
+    CommunicatorOptions options = options_from(config);
+    options.rank_names = RankNames("peer", std::move(ids));
+    std::vector<Communicator> comms = InProcessGroup::create(config.num_devices, devices, options);
     int rank = 0;
     for (const auto& [peer, d] : session->pending) {
       session->ranks.emplace(peer, rank);

@@ -1,6 +1,7 @@
 #pragma once
 // CallRecord: what every rank publishes at the start of each collective (the agreement
 // fingerprint plus an optional local error). Plain bytes, so a network transport can ship it.
+#include <cstddef>
 #include <cstdint>
 
 #include "tensor/core/shape.h"
@@ -31,6 +32,8 @@ struct CallRecord {
   static constexpr int kMaxWords = 4;
   static constexpr std::uint8_t kNone = 0xFF;
   static constexpr int kMessageBytes = 200;
+  static constexpr int kLabelBytes = 48;     ///< the call's label, truncated
+  static constexpr int kWordNameBytes = 24;  ///< a FingerprintWord's name, truncated
 
   std::uint64_t seq = 0;  ///< the call's position in this group's collective sequence
   OpKind kind = OpKind::Barrier;
@@ -44,9 +47,18 @@ struct CallRecord {
   std::int32_t tree_arity = 0;  ///< the resolved tree arity (0 unless Tree)
   std::int32_t num_words = 0;   ///< CallOptions words
   std::int64_t words[kMaxWords] = {};
-  const char* word_names[kMaxWords] = {};  ///< string literals; only used for local messages
+  char word_names[kMaxWords][kWordNameBytes] = {};  ///< NUL-terminated, for messages
+  char label[kLabelBytes] = {};     ///< the call's label (CallOptions::label or the op's name)
   std::uint8_t error_kind = kNone;  ///< CollectiveErrorKind of this rank's local error, or kNone
   char error_message[kMessageBytes] = {};
+
+  /// Copies `text` into a fixed field (truncated, NUL-terminated).
+  template <std::size_t N>
+  static void set_text(char (&field)[N], const char* text) {
+    std::size_t i = 0;
+    for (; text != nullptr && text[i] != '\0' && i + 1 < N; ++i) field[i] = text[i];
+    field[i] = '\0';
+  }
 
   /// The shape recorded by set_shape (ndim >= 0).
   Shape shape() const;

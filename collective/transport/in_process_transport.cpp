@@ -1,19 +1,13 @@
 #include "collective/transport/in_process_transport.h"
 
+#include <algorithm>
 #include <cstring>
 #include <sstream>
+#include <utility>
 
 namespace ruccl {
 
 namespace {
-
-std::string rank_list(const std::vector<int>& ranks) {
-  std::ostringstream out;
-  out << '[';
-  for (std::size_t i = 0; i < ranks.size(); ++i) out << (i ? ", " : "") << ranks[i];
-  out << ']';
-  return out.str();
-}
 
 std::string call_name(const Deadline& deadline) {
   return deadline.seq() > 0 ? str(deadline.label(), " (call #", deadline.seq(), ")")
@@ -40,8 +34,9 @@ P2PState decode_p2p(std::uint64_t word) {
 
 // ---- hub ----------------------------------------------------------------------------------------
 
-InProcessHub::InProcessHub(int world_size)
+InProcessHub::InProcessHub(int world_size, RankNames names)
     : world_size_(world_size),
+      names_(std::move(names)),
       policy_(WaitPolicy::for_group(world_size)),
       ranks_(new RankState[static_cast<std::size_t>(world_size)]),
       mail_(new Mailbox[static_cast<std::size_t>(world_size) *
@@ -107,12 +102,13 @@ std::string InProcessTransport::p2p_deadlock(int peer, bool in_collective) const
                                     : sent_[static_cast<std::size_t>(peer)] < theirs.number;
   if (!waits) return "";
   const char* their_call = theirs.sending ? "send" : "recv";
+  const RankNames& names = hub_->names();
   if (in_collective) {
-    return str("rank ", peer, " is in ", their_call, (theirs.sending ? " to" : " from"), " rank ",
-               rank_, " while rank ", rank_, " is in a collective");
+    return str(names.name(peer), " is in ", their_call, (theirs.sending ? " to " : " from "),
+               names.name(rank_), " while ", names.name(rank_), " is in a collective");
   }
   if (theirs.sending != p2p_sending_) return "";  // a matching send/recv pair: it will complete
-  return str("ranks ", rank_, " and ", peer, " are both in ", their_call,
+  return str(names.name(rank_), " and ", names.name(peer), " are both in ", their_call,
              (theirs.sending ? " to" : " from"), " each other");
 }
 
@@ -163,19 +159,20 @@ void InProcessTransport::wait_for(Ready&& ready, Missing&& missing, const Deadli
     if (hub_->rank_state(r).gone.load(std::memory_order_acquire)) gone.push_back(r);
   }
   if (!gone.empty()) {
-    hub_->fail(CollectiveError(
-        CollectiveErrorKind::PeerLost,
-        str(call_name(deadline), ": rank ", rank_, " lost rank(s) ", rank_list(gone),
-            " (their communicator was destroyed) while waiting for ", what),
-        gone));
+    hub_->fail(CollectiveError(CollectiveErrorKind::PeerLost,
+                               str(call_name(deadline), ": ", hub_->names().name(rank_), " lost ",
+                                   hub_->names().list(gone),
+                                   " (their communicator was destroyed) while waiting for ", what),
+                               gone));
     throw_failure();
   }
   RUCCL_ASSERT(!done || deadline.expired(), "wait returned without progress");
-  hub_->fail(CollectiveError(
-      CollectiveErrorKind::Timeout,
-      str(call_name(deadline), ": rank ", rank_, " timed out after ", deadline.timeout().count(),
-          " ms waiting for ", what, " from rank(s) ", rank_list(absent), " that never arrived"),
-      absent));
+  hub_->fail(
+      CollectiveError(CollectiveErrorKind::Timeout,
+                      str(call_name(deadline), ": ", hub_->names().name(rank_), " timed out after ",
+                          deadline.timeout().count(), " ms waiting for ", what, " from ",
+                          hub_->names().list(absent), " that never arrived"),
+                      absent));
   throw_failure();
 }
 
@@ -240,11 +237,40 @@ void InProcessTransport::check_message(int peer, const InProcessHub::Mailbox& bo
   // Agreement makes this impossible for collectives; it means a protocol bug.
   CollectiveError error(
       CollectiveErrorKind::CollectiveKindMismatch,
-      str("rank ", rank_, " expected message tag ", tag, " (", nbytes, " bytes) from rank ", peer,
-          ", got tag ", box.tag, " (", box.nbytes, " bytes)"),
+      str(hub_->names().name(rank_), " expected message tag ", tag, " (", nbytes, " bytes) from ",
+          hub_->names().name(peer), ", got tag ", box.tag, " (", box.nbytes, " bytes)"),
       {std::min(rank_, peer), std::max(rank_, peer)});
   hub_->fail(error);
   throw_failure();
+}
+
+// Receiving: wait until every sender posted, check the headers, claim the messages, hand them to
+// `consume` in pieces (stopping between pieces when the group failed), then mark them consumed.
+// The claims are released on every path, so a failing sender's withdraw_sends() never waits for
+// a reader that left.
+void InProcessTransport::claim(std::span<const int> peers) {
+  for (std::size_t i = 0; i < peers.size(); ++i) {
+    const int p = peers[i];
+    InProcessHub::Mailbox& box = hub_->mailbox(p, rank_);
+    const std::uint64_t next = received_[static_cast<std::size_t>(p)] + 1;
+    box.reading.store(next, std::memory_order_seq_cst);
+    if (box.withdrawn.load(std::memory_order_seq_cst) >= next || hub_->failed()) {
+      release(peers.first(i + 1), false);
+      throw_failure();  // a sender withdraws only after the group failed
+    }
+  }
+}
+
+void InProcessTransport::release(std::span<const int> peers, bool consumed) noexcept {
+  for (const int p : peers) {
+    InProcessHub::Mailbox& box = hub_->mailbox(p, rank_);
+    if (consumed) {
+      const std::uint64_t next = ++received_[static_cast<std::size_t>(p)];
+      box.consumed.store(next, std::memory_order_release);
+    }
+    box.reading.store(0, std::memory_order_seq_cst);
+  }
+  hub_->bell().ring();
 }
 
 void InProcessTransport::recv_with(int peer, std::uint64_t tag, std::size_t nbytes,
@@ -254,10 +280,23 @@ void InProcessTransport::recv_with(int peer, std::uint64_t tag, std::size_t nbyt
   wait_for([&] { return box.posted.load(std::memory_order_acquire) >= next; },
            [&] { return std::vector<int>{peer}; }, deadline, "a message");
   check_message(peer, box, tag, nbytes);
-  consume(box.data, box.nbytes);
-  received_[static_cast<std::size_t>(peer)] = next;
-  box.consumed.store(next, std::memory_order_release);
-  hub_->bell().ring();
+  const int peers[1] = {peer};
+  claim(peers);
+  const auto* data = static_cast<const unsigned char*>(box.data);
+  std::size_t offset = 0;
+  try {
+    do {
+      const std::size_t n = std::min(kPieceBytes, nbytes - offset);
+      consume(offset, data + offset, n);
+      offset += n;
+    } while (offset < nbytes && !hub_->failed());
+  } catch (...) {
+    release(peers, false);
+    throw;
+  }
+  const bool complete = offset >= nbytes;
+  release(peers, complete);
+  if (!complete) throw_failure();
 }
 
 void InProcessTransport::recv_all_with(std::span<const int> peers, std::uint64_t tag,
@@ -285,25 +324,66 @@ void InProcessTransport::recv_all_with(std::span<const int> peers, std::uint64_t
       },
       deadline, "a message");
   constexpr std::size_t kInline = 16;
+  const unsigned char* inline_base[kInline];
   const void* inline_data[kInline];
+  std::vector<const unsigned char*> heap_base;
   std::vector<const void*> heap_data;
+  const unsigned char** base = inline_base;
   const void** data = inline_data;
   if (peers.size() > kInline) {
+    heap_base.resize(peers.size());
     heap_data.resize(peers.size());
+    base = heap_base.data();
     data = heap_data.data();
   }
+  std::size_t total = 0;
   for (std::size_t i = 0; i < peers.size(); ++i) {
     InProcessHub::Mailbox& box = hub_->mailbox(peers[i], rank_);
     check_message(peers[i], box, tag, sizes[i]);
-    data[i] = box.data;
+    base[i] = static_cast<const unsigned char*>(box.data);
+    total = std::max(total, sizes[i]);
   }
-  consume(std::span<const void* const>(data, peers.size()));
-  for (std::size_t i = 0; i < peers.size(); ++i) {
-    const int p = peers[i];
-    const std::uint64_t next = ++received_[static_cast<std::size_t>(p)];
-    hub_->mailbox(p, rank_).consumed.store(next, std::memory_order_release);
+  claim(peers);
+  std::size_t offset = 0;
+  try {
+    do {
+      const std::size_t n = std::min(kPieceBytes, total - offset);
+      for (std::size_t i = 0; i < peers.size(); ++i) {
+        data[i] = base[i] == nullptr ? nullptr : base[i] + std::min(offset, sizes[i]);
+      }
+      consume(offset, std::span<const void* const>(data, peers.size()), n);
+      offset += n;
+    } while (offset < total && !hub_->failed());
+  } catch (...) {
+    release(peers, false);
+    throw;
   }
-  hub_->bell().ring();
+  const bool complete = offset >= total;
+  release(peers, complete);
+  if (!complete) throw_failure();
+}
+
+void InProcessTransport::withdraw_sends() noexcept {
+  const int world = world_size();
+  for (int p = 0; p < world; ++p) {
+    if (p == rank_) continue;
+    InProcessHub::Mailbox& box = hub_->mailbox(rank_, p);
+    const std::uint64_t sent = sent_[static_cast<std::size_t>(p)];
+    if (box.consumed.load(std::memory_order_acquire) == sent) continue;  // nothing lent
+    box.withdrawn.store(sent, std::memory_order_seq_cst);
+  }
+  // No deadline: a reader that claimed a message is in bounded work (one piece) and stops at the
+  // next piece boundary once the group failed; returning before it stops would free its input.
+  auto no_readers = [&] {
+    for (int p = 0; p < world; ++p) {
+      if (p != rank_ && hub_->mailbox(rank_, p).reading.load(std::memory_order_seq_cst) != 0) {
+        return false;
+      }
+    }
+    return true;
+  };
+  while (!hub_->bell().wait(no_readers, Deadline::after(std::chrono::seconds(1)), hub_->policy())) {
+  }
 }
 
 }  // namespace ruccl

@@ -10,6 +10,7 @@
 #include <optional>
 #include <vector>
 
+#include "collective/rank_names.h"
 #include "collective/transport/doorbell.h"
 #include "collective/transport/transport.h"
 
@@ -18,19 +19,27 @@ namespace ruccl {
 /// State shared by all ranks of one in-process group.
 class InProcessHub {
  public:
-  explicit InProcessHub(int world_size);
+  /// `names`: how error messages name the ranks (default "rank r").
+  explicit InProcessHub(int world_size, RankNames names = {});
 
   int world_size() const { return world_size_; }
+  const RankNames& names() const { return names_; }
 
   /// Rank r's published record for parity p, and the seq it belongs to.
   struct alignas(64) RecordSlot {
     std::atomic<std::uint64_t> seq{0};  // 0: nothing published yet (calls count from 1)
     CallRecord record;
   };
-  /// One direction of one pair of ranks: at most one message in flight.
+  /// One direction of one pair of ranks: at most one message in flight. Reading the sender's
+  /// memory is guarded by a handshake (seq_cst on both sides, Dekker style): the receiver
+  /// announces the message number it reads in `reading`, then checks `withdrawn`; a failing
+  /// sender sets `withdrawn`, then waits until `reading` is 0. So either the receiver sees the
+  /// withdrawal and never touches the buffer, or the sender sees the reader and waits for it.
   struct alignas(64) Mailbox {
     std::atomic<std::uint64_t> posted{0};
     std::atomic<std::uint64_t> consumed{0};
+    std::atomic<std::uint64_t> reading{0};    // the message being read (0: none)
+    std::atomic<std::uint64_t> withdrawn{0};  // messages up to this number are withdrawn
     std::uint64_t tag = 0;
     const void* data = nullptr;
     std::size_t nbytes = 0;
@@ -61,6 +70,7 @@ class InProcessHub {
 
  private:
   int world_size_;
+  RankNames names_;
   WaitPolicy policy_;
   std::unique_ptr<RankState[]> ranks_;
   std::unique_ptr<Mailbox[]> mail_;
@@ -91,6 +101,7 @@ class InProcessTransport final : public Transport {
                      std::span<const std::size_t> sizes, const ConsumeManyFn& consume,
                      const Deadline& deadline) override;
   void fail(const CollectiveError& error) noexcept override { hub_->fail(error); }
+  void withdraw_sends() noexcept override;
   bool failed() const noexcept override { return hub_->failed(); }
   CollectiveError failure() const override { return hub_->failure(); }
   void begin_point_to_point(int peer, bool sending) noexcept override;
@@ -109,6 +120,11 @@ class InProcessTransport final : public Transport {
   /// Checks the message header a sender posted against what the receiver expects.
   void check_message(int peer, const InProcessHub::Mailbox& box, std::uint64_t tag,
                      std::size_t nbytes);
+  /// Claims the next message of each of `peers` for reading (see Mailbox); throws the group's
+  /// failure (releasing the claims made) when the group failed or a sender withdrew.
+  void claim(std::span<const int> peers);
+  /// Releases the claims of `peers`; `consumed`: also marks their messages consumed.
+  void release(std::span<const int> peers, bool consumed) noexcept;
 
   std::shared_ptr<InProcessHub> hub_;
   int rank_;

@@ -7,10 +7,15 @@
 //  1. agreement: agree() publishes this rank's CallRecord for its next collective and returns every
 //     rank's record for the same call (it is also a barrier);
 //  2. tagged messages with deadlines: isend / wait_send / recv_with / recv_all_with. Receivers
-//     *consume* a message through a callback that sees the bytes in place: the in-process transport
-//     hands over the sender's own memory (zero copy), a network transport its receive buffer.
-//     A send buffer must stay valid and unchanged until wait_send returns;
+//     *consume* a message through a callback that sees the bytes in place, in consecutive pieces
+//     of at most kPieceBytes: the in-process transport hands over the sender's own memory (zero
+//     copy), a network transport its receive buffer. Between pieces the transport checks whether
+//     the group failed, so a reader in a long copy stops within one piece;
 //  3. failure: fail() finishes the whole group; every pending and later wait on every rank throws.
+//
+// Buffer lifetime (gloo's UnboundBuffer rule, on every path): a send buffer must stay valid and
+// unchanged until wait_send returns or, on any failure path, until withdraw_sends() returns. A
+// peer never touches it afterwards. The receiver owns what it consumes into.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -46,10 +51,27 @@ class FunctionRef<R(Args...)> {
   R (*call_)(void*, Args...);
 };
 
-/// Consumes one received message in place: (bytes, size). Must not keep the pointer.
-using ConsumeFn = FunctionRef<void(const void* data, std::size_t nbytes)>;
-/// Consumes messages from several peers at once: data[i] is the message of peers[i].
-using ConsumeManyFn = FunctionRef<void(std::span<const void* const> data)>;
+/// Consumes one piece of a received message in place: bytes [offset, offset + nbytes) of the
+/// message are at `data`. Pieces come in order, back to back; each but the last is a multiple of
+/// kPieceAlign bytes (so a piece never splits an element); a message of 0 bytes is one empty
+/// piece. Must not keep the pointer.
+using ConsumeFn = FunctionRef<void(std::size_t offset, const void* data, std::size_t nbytes)>;
+/// Consumes one piece of the messages from several peers at once: bytes [offset, offset + nbytes)
+/// of every message; data[i] points at byte `offset` of the message of peers[i]. A message shorter
+/// than offset + nbytes has only piece_bytes(size, offset, nbytes) bytes in this piece (none once
+/// offset reaches its size; data[i] is then its end).
+using ConsumeManyFn =
+    FunctionRef<void(std::size_t offset, std::span<const void* const> data, std::size_t nbytes)>;
+
+/// Pieces are at most this long (a reader notices a failed group within one piece: ~25 us of
+/// memcpy) and, but the last, a multiple of kPieceAlign (the largest element size divides it).
+inline constexpr std::size_t kPieceBytes = std::size_t{256} << 10;
+inline constexpr std::size_t kPieceAlign = 64;
+
+/// How many bytes of a `size`-byte message lie in the piece [offset, offset + nbytes).
+inline std::size_t piece_bytes(std::size_t size, std::size_t offset, std::size_t nbytes) {
+  return offset >= size ? 0 : (size - offset < nbytes ? size - offset : nbytes);
+}
 
 /// A rank's connection to the other ranks of its group. One thread uses it at a time, except
 /// fail(), failed() and the destructor's leaving notice, which are safe from any thread.
@@ -71,13 +93,15 @@ class Transport {
                      const Deadline& deadline) = 0;
 
   /// Starts sending `nbytes` at `data` to `peer` with `tag` (waits only while this rank's previous
-  /// message to `peer` is unconsumed). `data` must stay valid until wait_send(peer).
+  /// message to `peer` is unconsumed). `data` must stay valid until wait_send(peer) returns or,
+  /// when anything fails, until withdraw_sends() returns.
   virtual void isend(int peer, std::uint64_t tag, const void* data, std::size_t nbytes,
                      const Deadline& deadline) = 0;
   /// Waits until `peer` has consumed every message this rank sent it.
   virtual void wait_send(int peer, const Deadline& deadline) = 0;
   /// Receives the next message from `peer`, which must carry `tag` and `nbytes` bytes, and hands it
-  /// to `consume`.
+  /// to `consume` piece by piece. When the group fails meanwhile it stops between pieces and
+  /// throws the failure (the bytes consumed so far are then meaningless).
   virtual void recv_with(int peer, std::uint64_t tag, std::size_t nbytes, const ConsumeFn& consume,
                          const Deadline& deadline) = 0;
   /// Receives the next message from each of `peers` (all with `tag`; sizes[i] bytes from peers[i])
@@ -89,6 +113,11 @@ class Transport {
   /// Finishes the group with `error` (the first failure wins): every pending and later wait on
   /// every rank throws it. Never throws.
   virtual void fail(const CollectiveError& error) noexcept = 0;
+  /// Called by the rank's own thread on every failure path before it releases any buffer it
+  /// passed to isend: withdraws every message peers have not consumed, and returns only once no
+  /// peer reads one any more (a reader in progress stops within a piece once the group has
+  /// failed, so this wait is short and needs no deadline). Never throws.
+  virtual void withdraw_sends() noexcept = 0;
   /// Whether the group has failed (fail() ran on any rank).
   virtual bool failed() const noexcept = 0;
   /// The group's first failure; only meaningful when failed().
