@@ -124,7 +124,8 @@ TEST_CASE("An agreement error carries the same message on every rank", "[collect
         short_timeout());
     same_everywhere(out, Kind::CollectiveKindMismatch);
     REQUIRE(out[0].message().rfind("call #1: ", 0) == 0);
-    REQUIRE(out[0].message().find("rank 0 has called all_reduce, rank 1 has called all_gather") != std::string::npos);
+    REQUIRE(out[0].message().find("rank 0 has called all_reduce, rank 1 has called all_gather") !=
+            std::string::npos);
   }
   SECTION("different shapes under one label") {
     auto out = run_group(
