@@ -191,7 +191,8 @@ TEST_CASE("restore refuses a record that does not match, changing nothing", "[op
     auto other = make_mlp(7);
     other->assign_param_ids(100);
     CHECK_THROWS_WITH(loaded.restore(*other),
-                      Catch::Contains("(ParamId 100) is not in the record"));
+                      Catch::Contains("(ParamId 100) is not in the record, which has '0.weight' "
+                                      "under ParamId 1: the model's ParamIds differ"));
     other->assign_param_ids(1);
     check_untouched(*other, 7);
   }
