@@ -105,6 +105,18 @@ TEST_CASE("DataParallel::initialize names the path and the fix when ParamIds dif
                      "rank 1's replica differs from rank 0's: 'weight' has ParamId 1 on rank 0 "
                      "but 11 on rank 1. ParamIds come from the parameters' paths");
   CHECK_THAT(out[0].message(), Catch::Contains("call model.assign_param_ids(1) on every rank"));
+  // Gradients of another model are named by their path in it (the lowest ParamId first).
+  auto wrong = run_group(2, [](Communicator& comm) {
+    auto model = make_linear(3, 2, 1);
+    DataParallel dp = DataParallel::initialize(comm, *model, /*root=*/0);
+    Generator gen(2);
+    nn::Sequential other({std::make_shared<nn::Linear>(3, 2, gen)});
+    nn::mse_loss(other.forward(Var(xs(0))), Var(Tensor::zeros({2, 2}))).backward();
+    return dp.reduce(*model, GradientsParams::from_module(other), 1.0).size();
+  });
+  require_same_error(wrong, CollectiveErrorKind::InvalidArgument,
+                     str("a gradient for ParamId ", nn::param_id_for_path("0.bias"),
+                         " ('0.bias'), which is not a parameter of the model"));
 }
 
 TEST_CASE("DataParallel::initialize fails on every rank when replicas differ, moving nothing",
