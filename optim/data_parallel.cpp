@@ -101,9 +101,12 @@ GradientsParams DataParallel::reduce_impl(const nn::Module& model, const Gradien
   for (const auto& [id, g] : grads.entries()) {
     const auto path = path_of.find(id);
     if (path == path_of.end()) {
+      const std::string from = grads.path(id);
       local.add_problem(
           CollectiveErrorKind::InvalidArgument,
-          str("a gradient for ParamId ", id, ", which is not a parameter of the model"));
+          str("a gradient for ParamId ", id, from.empty() ? std::string() : str(" ('", from, "')"),
+              ", which is not a parameter of the model (the gradients come from another model, "
+              "or from one whose ParamIds were set differently)"));
       continue;
     }
     const auto it = trainable.find(id);

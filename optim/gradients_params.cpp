@@ -1,5 +1,6 @@
 #include "optim/gradients_params.h"
 
+#include <algorithm>
 #include <cstring>
 #include <set>
 
@@ -10,7 +11,8 @@ namespace {
 
 constexpr const char* kLabel = "GradientsParams::all_reduce_with";
 
-/// One gradient's description: ParamId, dtype code, rank and sizes, as int64 words.
+/// The ranks agree when these match: ParamId, dtype code, rank and sizes of every gradient, as
+/// int64 words (paths are not part of the contract, only of the messages).
 std::string describe(const std::map<ParamId, Tensor>& grads) {
   std::string out;
   for (const auto& [id, g] : grads) {
@@ -25,23 +27,54 @@ std::string describe(const std::map<ParamId, Tensor>& grads) {
 struct GradDesc {
   DType dtype;
   Shape shape;
+  std::string path;  // "" when unknown
 };
 
-/// Parses describe()'s output (which came from a rank of this program, so it is well formed).
-std::map<ParamId, GradDesc> parse(const std::string& text) {
-  std::map<ParamId, GradDesc> out;
-  std::vector<std::int64_t> words(text.size() / 8);
-  std::memcpy(words.data(), text.data(), words.size() * 8);
-  for (std::size_t i = 0; i + 3 <= words.size();) {
-    const auto id = static_cast<ParamId>(words[i]);
-    GradDesc d{static_cast<DType>(words[i + 1]), Shape{}};
-    const auto dims = static_cast<std::size_t>(words[i + 2]);
-    i += 3;
-    for (std::size_t k = 0; k < dims && i < words.size(); ++k) d.shape.push_back(words[i++]);
-    out.emplace(id, d);
+/// describe() with each gradient's path after its sizes (length word, then the bytes padded to
+/// whole words): what the ranks exchange to explain a disagreement.
+std::string describe_with_paths(const std::map<ParamId, Tensor>& grads,
+                                const std::map<ParamId, std::string>& paths) {
+  std::string out;
+  for (const auto& [id, g] : grads) {
+    append_word(out, static_cast<std::int64_t>(id));
+    append_word(out, static_cast<std::int64_t>(g.dtype()));
+    append_word(out, g.dim());
+    for (std::int64_t d : g.shape()) append_word(out, d);
+    const auto path = paths.find(id);
+    const std::string text = path == paths.end() ? std::string() : path->second;
+    append_word(out, static_cast<std::int64_t>(text.size()));
+    out += text;
+    out.append((8 - text.size() % 8) % 8, '\0');
   }
   return out;
 }
+
+/// Parses describe_with_paths()'s output (which came from a rank of this program, so it is well
+/// formed; the reads stay inside `text` all the same).
+std::map<ParamId, GradDesc> parse(const std::string& text) {
+  std::map<ParamId, GradDesc> out;
+  std::size_t at = 0;
+  auto word = [&]() {
+    std::int64_t w = 0;
+    if (at + 8 <= text.size()) std::memcpy(&w, text.data() + at, 8);
+    at += 8;
+    return w;
+  };
+  while (at + 24 <= text.size()) {
+    const auto id = static_cast<ParamId>(word());
+    GradDesc d{static_cast<DType>(word()), Shape{}, {}};
+    const std::int64_t dims = word();
+    for (std::int64_t k = 0; k < dims && at < text.size(); ++k) d.shape.push_back(word());
+    const auto length = static_cast<std::size_t>(std::max<std::int64_t>(word(), 0));
+    if (at <= text.size()) d.path = text.substr(at, std::min(length, text.size() - at));
+    at += (length + 7) / 8 * 8;
+    out.emplace(id, std::move(d));
+  }
+  return out;
+}
+
+/// " ('path')" when the path is known.
+std::string named(const std::string& path) { return path.empty() ? "" : str(" ('", path, "')"); }
 
 /// Finds the first disagreement between the ranks' descriptions and throws it (identically on
 /// every rank, since every rank parses the same gathered texts).
@@ -52,31 +85,51 @@ std::map<ParamId, GradDesc> parse(const std::string& text) {
     per_rank.push_back(parse(t));
     for (const auto& [id, d] : per_rank.back()) all_ids.insert(id);
   }
+  // One path under two ids: the replicas' ids differ (the ranks' models may well be the same).
+  for (std::size_t r = 1; r < per_rank.size(); ++r) {
+    std::map<std::string, ParamId> id_at;
+    for (const auto& [id, d] : per_rank[r]) {
+      if (!d.path.empty()) id_at.emplace(d.path, id);
+    }
+    for (const auto& [id, d] : per_rank[0]) {
+      const auto other = id_at.find(d.path);
+      if (d.path.empty() || other == id_at.end() || other->second == id) continue;
+      throw CollectiveError(CollectiveErrorKind::ArgumentMismatch,
+                            str(kLabel, ": '", d.path, "' has ParamId ", id, " on rank 0 but ",
+                                other->second, " on rank ", r, ". ", kParamIdAdvice),
+                            {0, static_cast<int>(r)});
+    }
+  }
   for (ParamId id : all_ids) {
     std::vector<int> have, missing;
     for (std::size_t r = 0; r < per_rank.size(); ++r) {
       (per_rank[r].count(id) ? have : missing).push_back(static_cast<int>(r));
     }
     if (!missing.empty()) {
-      throw CollectiveError(CollectiveErrorKind::ArgumentMismatch,
-                            str(kLabel, ": ParamId ", id, " has a gradient on rank ", have.front(),
-                                " but none on rank ", missing.front(), " (", missing.size(),
-                                " rank(s) miss it); every rank must hold the same ParamIds"),
-                            missing);
+      const std::string& path = per_rank[static_cast<std::size_t>(have.front())].at(id).path;
+      throw CollectiveError(
+          CollectiveErrorKind::ArgumentMismatch,
+          str(kLabel, ": ParamId ", id, named(path), " has a gradient on rank ", have.front(),
+              " but none on rank ", missing.front(), " (", missing.size(),
+              " rank(s) miss it); every rank must hold the same ParamIds: build the same model "
+              "on every rank, with the same parameters frozen, and let each rank's loss reach "
+              "every trainable parameter (DataParallel::reduce with MissingGradientPolicy::Zero "
+              "accepts parameters a rank's data did not reach)"),
+          missing);
     }
     const GradDesc& first = per_rank[0].at(id);
     for (std::size_t r = 1; r < per_rank.size(); ++r) {
       const GradDesc& d = per_rank[r].at(id);
       if (d.dtype != first.dtype) {
         throw CollectiveError(CollectiveErrorKind::DTypeMismatch,
-                              str(kLabel, ": ParamId ", id, ": expected dtype ", first.dtype,
-                                  " (rank 0), got ", d.dtype, " on rank ", r),
+                              str(kLabel, ": ParamId ", id, named(first.path), ": expected dtype ",
+                                  first.dtype, " (rank 0), got ", d.dtype, " on rank ", r),
                               {0, static_cast<int>(r)});
       }
       if (d.shape != first.shape) {
         throw CollectiveError(CollectiveErrorKind::ShapeMismatch,
-                              str(kLabel, ": ParamId ", id, ": expected shape ", first.shape,
-                                  " (rank 0), got ", d.shape, " on rank ", r),
+                              str(kLabel, ": ParamId ", id, named(first.path), ": expected shape ",
+                                  first.shape, " (rank 0), got ", d.shape, " on rank ", r),
                               {0, static_cast<int>(r)});
       }
     }
@@ -89,8 +142,11 @@ std::map<ParamId, GradDesc> parse(const std::string& text) {
 
 GradientsParams GradientsParams::from_module(const nn::Module& model) {
   GradientsParams out;
-  for (const nn::Param& p : model.parameters()) {
-    if (p.trainable() && p.grad().defined()) out.grads_.emplace(p.id(), p.grad());
+  for (const auto& [path, p] : model.named_parameters()) {
+    if (p.trainable() && p.grad().defined()) {
+      out.grads_.emplace(p.id(), p.grad());
+      out.paths_.emplace(p.id(), path);
+    }
   }
   return out;
 }
@@ -114,7 +170,13 @@ std::optional<Tensor> GradientsParams::remove(ParamId id) {
   if (it == grads_.end()) return std::nullopt;
   Tensor g = std::move(it->second);
   grads_.erase(it);
+  paths_.erase(id);
   return g;
+}
+
+std::string GradientsParams::path(ParamId id) const {
+  const auto it = paths_.find(id);
+  return it == paths_.end() ? std::string() : it->second;
 }
 
 std::vector<ParamId> GradientsParams::ids() const {
@@ -131,9 +193,12 @@ GradientsParams GradientsParams::all_reduce_with(Communicator& comm, ReduceOpera
                                               static_cast<std::int64_t>(description.size())},
                                              kLabel);
   for (const auto& f : fingerprints) {
-    if (f != fingerprints[0]) throw_disagreement(all_gather_strings(comm, description, kLabel));
+    if (f != fingerprints[0]) {
+      throw_disagreement(all_gather_strings(comm, describe_with_paths(grads_, paths_), kLabel));
+    }
   }
   GradientsParams out;
+  out.paths_ = paths_;
   for (const auto& [id, g] : grads_) out.grads_.emplace(id, comm.all_reduce(g, op));
   return out;
 }

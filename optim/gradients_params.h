@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <map>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "autodiff/nn/module.h"
@@ -24,7 +25,8 @@ class GradientsParams {
   GradientsParams() = default;
 
   /// The gradients that `model`'s trainable parameters hold after backward (each tied parameter
-  /// once; parameters without a gradient are absent). The tensors are shared, not copied.
+  /// once; parameters without a gradient are absent), with each parameter's path for messages.
+  /// The tensors are shared, not copied.
   static GradientsParams from_module(const nn::Module& model);
 
   /// The gradient of `id`, or std::nullopt.
@@ -35,6 +37,9 @@ class GradientsParams {
   void insert(ParamId id, Tensor grad);
   /// Removes and returns the gradient of `id` (std::nullopt when there was none).
   std::optional<Tensor> remove(ParamId id);
+  /// The module path of `id`'s parameter as from_module recorded it (all_reduce_with keeps it),
+  /// or "" when unknown (inserted by hand). Used to name parameters in messages.
+  std::string path(ParamId id) const;
   /// Number of gradients.
   std::size_t size() const { return grads_.size(); }
   bool empty() const { return grads_.empty(); }
@@ -45,14 +50,16 @@ class GradientsParams {
 
   /// Reduces every gradient over the ranks of `comm` (one all_reduce per ParamId, in ascending
   /// ParamId order, so registration order never matters) and returns the results; this object is
-  /// unchanged. Every rank must hold the same ParamIds with the same shapes and dtypes: a missing
-  /// gradient (ArgumentMismatch), a shape (ShapeMismatch) or dtype (DTypeMismatch) difference on
-  /// any rank raises CollectiveError on every rank, naming the ParamId and the ranks, before any
+  /// unchanged. Every rank must hold the same ParamIds with the same shapes and dtypes: a path
+  /// whose ParamId differs between ranks or a missing gradient (ArgumentMismatch), a shape
+  /// (ShapeMismatch) or dtype (DTypeMismatch) difference on any rank raises CollectiveError on
+  /// every rank, naming the ParamId, its path when known, the ranks and how to fix it, before any
   /// gradient is reduced; the communicator stays usable after such an error.
   GradientsParams all_reduce_with(Communicator& comm, ReduceOperation op) const;
 
  private:
   std::map<ParamId, Tensor> grads_;
+  std::map<ParamId, std::string> paths_;  // only the known ones
 };
 
 }  // namespace ruccl::optim

@@ -4,6 +4,7 @@
 
 #include "autodiff/grad_mode.h"
 #include "optim/checkpoint_error.h"
+#include "optim/rank_agreement.h"
 
 namespace ruccl::optim {
 namespace {
@@ -22,31 +23,31 @@ Tensor host_view(const Tensor& t, DType dtype) {
 void Optimizer::step(double lr, nn::Module& model, const GradientsParams& grads) {
   RUCCL_CHECK(lr >= 0.0, ValueError, kind(), "::step: expected lr >= 0, got ", lr);
   autodiff::NoGradGuard no_grad;
-  const std::vector<nn::Param> params = model.parameters();
+  const auto params = model.named_parameters();
   std::set<ParamId> known;
-  for (const nn::Param& p : params) known.insert(p.id());
+  for (const auto& [path, p] : params) known.insert(p.id());
   for (const auto& [id, g] : grads.entries()) {
+    const std::string path = grads.path(id);
     RUCCL_CHECK(known.count(id) != 0, ValueError, kind(),
-                "::step: expected gradients of the "
-                "model's parameters, got one for ParamId ",
-                id, ", which the model does not have");
+                "::step: expected gradients of the model's parameters, got one for ParamId ", id,
+                path.empty() ? std::string() : str(" ('", path, "')"),
+                ", which the model does not have: the gradients come from another model, or from "
+                "a replica whose ParamIds differ. ",
+                kParamIdAdvice);
   }
-  for (const nn::Param& p : params) {
+  for (const auto& [path, p] : params) {
     if (!p.trainable()) continue;
     const auto grad = grads.get(p.id());
     if (!grad) continue;
     RUCCL_CHECK(is_floating(p.dtype()), DTypeError, kind(),
-                "::step: expected a floating "
-                "parameter, got ",
-                p.dtype(), " for ParamId ", p.id());
+                "::step: expected a floating parameter, got ", p.dtype(), " for '", path,
+                "' (ParamId ", p.id(), ")");
     RUCCL_CHECK(is_floating(grad->dtype()), DTypeError, kind(),
-                "::step: expected a floating "
-                "gradient, got ",
-                grad->dtype(), " for ParamId ", p.id());
+                "::step: expected a floating gradient, got ", grad->dtype(), " for '", path,
+                "' (ParamId ", p.id(), ")");
     RUCCL_CHECK(grad->shape() == p.shape(), ShapeError, kind(),
-                "::step: expected a gradient of "
-                "shape ",
-                p.shape(), " for ParamId ", p.id(), ", got ", grad->shape());
+                "::step: expected a gradient of shape ", p.shape(), " for '", path, "' (ParamId ",
+                p.id(), "), got ", grad->shape());
     const DType dtype = compute_dtype(p.dtype());
     const Tensor& value = p.value();
     const bool in_place =

@@ -12,6 +12,14 @@
 
 namespace ruccl::optim {
 
+/// How to fix replicas whose ParamIds differ (appended to the messages that report it).
+inline constexpr const char* kParamIdAdvice =
+    "ParamIds come from the parameters' paths, so replicas built by the same code agree; they "
+    "differ when set by hand (Param(id, ...), set_id, assign_param_ids), taken by Param::id() "
+    "before the model listed its parameters, or fixed by listing a sub-module on its own first "
+    "(docs/training.md, ParamIds). Build every rank's replica with the same code, or call "
+    "model.assign_param_ids(1) on every rank";
+
 /// 64-bit FNV-1a hash of `bytes` continuing from `seed` (the fingerprint of a description).
 std::uint64_t fnv1a(std::string_view bytes, std::uint64_t seed = 14695981039346656037ull);
 

@@ -6,6 +6,7 @@
 #include <map>
 #include <sstream>
 
+#include "optim/rank_agreement.h"
 #include "tensor/serialize/bounded_input_archive.h"
 
 namespace ruccl::optim {
@@ -123,7 +124,8 @@ void check_replicas(const std::vector<ReplicaDescription>& ranks, const char* la
       }
       if (a.id != b.id) {
         mismatch(CollectiveErrorKind::ArgumentMismatch, label, r,
-                 str("'", a.path, "' has ParamId ", a.id, " on rank 0 but ", b.id, " on rank ", r));
+                 str("'", a.path, "' has ParamId ", a.id, " on rank 0 but ", b.id, " on rank ", r,
+                     ". ", kParamIdAdvice));
       }
       if (a.dtype != b.dtype) {
         mismatch(CollectiveErrorKind::DTypeMismatch, label, r,

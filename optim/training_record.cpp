@@ -1,5 +1,6 @@
 #include "optim/training_record.h"
 
+#include <algorithm>
 #include <cereal/archives/portable_binary.hpp>
 #include <cereal/types/array.hpp>
 #include <cereal/types/map.hpp>
@@ -116,8 +117,21 @@ void TrainingRecord::restore(nn::Module& model, Optimizer* optimizer, LrSchedule
   std::map<std::uint64_t, nn::Param> live;
   for (const auto& [path, p] : named) {
     const auto it = recorded.find(p.id());
-    RUCCL_CHECK(it != recorded.end(), CheckpointError, at, "the model's parameter '", path,
-                "' (ParamId ", p.id(), ") is not in the record");
+    if (it == recorded.end()) {
+      const auto same_path = std::find_if(params_.begin(), params_.end(),
+                                          [&](const RecordedParam& rp) { return rp.path == path; });
+      if (same_path != params_.end()) {
+        throw CheckpointError(str(at, "the model's parameter '", path, "' (ParamId ", p.id(),
+                                  ") is not in the record, which has '", path, "' under ParamId ",
+                                  same_path->id,
+                                  ": the model's ParamIds differ from those it was saved with. "
+                                  "Build it with the same code (ParamIds come from the "
+                                  "parameters' paths) or give it the saved ids "
+                                  "(Module::assign_param_ids, Param::set_id)"));
+      }
+      throw CheckpointError(str(at, "the model's parameter '", path, "' (ParamId ", p.id(),
+                                ") is not in the record"));
+    }
     const RecordedParam& rp = *it->second;
     const Shape shape = rp.value.shape_value();
     const DType dtype = rp.value.dtype_value();

@@ -1,5 +1,6 @@
 #include "autodiff/nn/module.h"
 
+#include <unordered_map>
 #include <unordered_set>
 
 #include "tensor/core/error.h"
@@ -54,11 +55,33 @@ void Module::visit(const std::string& prefix,
 std::vector<std::pair<std::string, Param>> Module::named_parameters(bool include_aliases) const {
   std::vector<std::pair<std::string, Param>> all;
   visit("", all);
+  // Each distinct parameter without an id takes its first path's (see ParamId in param.h); two
+  // distinct parameters holding one path-derived id are a collision. Duplicate explicit ids are
+  // left to DataParallel, which reports them on every rank together.
+  std::vector<bool> first(all.size(), false);
+  std::unordered_set<const void*> seen;
+  std::unordered_map<ParamId, std::size_t> path_id_owner;
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const auto& [path, p] = all[i];
+    if (!seen.insert(p.key()).second) continue;
+    first[i] = true;
+    ParamId id = p.id_or_none();
+    if (id == kNoParamId) id = p.adopt_id(param_id_for_path(path));
+    if (!is_path_param_id(id)) continue;
+    const auto [owner, fresh] = path_id_owner.emplace(id, i);
+    RUCCL_CHECK(fresh, ValueError, "Module::named_parameters: parameters '",
+                all[owner->second].first, "' and '", path, "' are distinct but both have ParamId ",
+                id,
+                ", derived from a path. A parameter takes the id of its path in the first module "
+                "that lists it, so sub-modules listed on their own before they were put together "
+                "(each at 'weight', say) collide: list parameters only once the model is built, or "
+                "give explicit ids with model.assign_param_ids(1)");
+  }
   if (include_aliases) return all;
   std::vector<std::pair<std::string, Param>> out;
-  std::unordered_set<const void*> seen;
-  for (auto& entry : all) {
-    if (seen.insert(entry.second.key()).second) out.push_back(std::move(entry));
+  out.reserve(seen.size());
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    if (first[i]) out.push_back(std::move(all[i]));
   }
   return out;
 }
@@ -69,9 +92,19 @@ std::vector<Param> Module::parameters() const {
   return out;
 }
 
-std::vector<std::pair<ParamId, std::vector<std::string>>> Module::aliases() const {
+std::vector<Param> Module::distinct_parameters() const {
   std::vector<std::pair<std::string, Param>> all;
   visit("", all);
+  std::vector<Param> out;
+  std::unordered_set<const void*> seen;
+  for (auto& entry : all) {
+    if (seen.insert(entry.second.key()).second) out.push_back(std::move(entry.second));
+  }
+  return out;
+}
+
+std::vector<std::pair<ParamId, std::vector<std::string>>> Module::aliases() const {
+  const std::vector<std::pair<std::string, Param>> all = named_parameters(/*include_aliases=*/true);
   std::vector<std::pair<const void*, std::pair<ParamId, std::vector<std::string>>>> groups;
   for (const auto& [path, p] : all) {
     bool found = false;
@@ -109,6 +142,7 @@ Param* Module::find_param(std::string_view path) {
 Param Module::param(std::string_view path) const {
   Param* p = const_cast<Module*>(this)->find_param(path);
   RUCCL_CHECK(p != nullptr, ValueError, "Module::param: no parameter at path '", path, "'");
+  if (!p->has_id()) (void)named_parameters();  // ids from this module's paths (see ParamId)
   return *p;
 }
 
@@ -125,7 +159,11 @@ void Module::set_param(std::string_view path, const Param& param) {
 }
 
 void Module::assign_param_ids(ParamId first) {
-  for (Param& p : parameters()) p.set_id(first++);
+  std::vector<Param> params = distinct_parameters();  // no derived ids, no collision check
+  RUCCL_CHECK(params.empty() || first <= kNoParamId - params.size(), ValueError,
+              "Module::assign_param_ids: expected ", params.size(),
+              " ids from the first one that stay below 2^64 - 1, got first = ", first);
+  for (Param& p : params) p.set_id(first++);
 }
 
 std::vector<std::pair<std::string, std::shared_ptr<Module>>> Module::named_children() const {
@@ -145,11 +183,11 @@ void Module::train(bool on) {
 }
 
 void Module::set_trainable(bool trainable) {
-  for (Param& p : parameters()) p.set_trainable(trainable);
+  for (Param& p : distinct_parameters()) p.set_trainable(trainable);
 }
 
 void Module::zero_grad() {
-  for (Param& p : parameters()) p.zero_grad();
+  for (Param& p : distinct_parameters()) p.zero_grad();
 }
 
 void Module::deep_copy_into(ParamMap& copies) {

@@ -6,6 +6,11 @@
 // "fc1.bias"). A tied parameter (one Param registered at several paths) is listed once, at its
 // first path; named_parameters(true) and aliases() also give the other paths.
 //
+// ParamIds: listing the parameters (named_parameters, parameters, aliases, param) gives every
+// parameter that has no id yet param_id_for_path(its path in this module), a tied one its first
+// path's; ids once set stay (param.h, ParamId). So replicas built by the same code have the same
+// ids on every rank, in every process and run, with no extra call.
+//
 // Replicas: clone() deep-copies the tree (values copied, ParamIds and ties kept, no gradients),
 // giving an independent replica per rank.
 //
@@ -48,18 +53,25 @@ class Module {
   virtual Var forward(const Var& x);
   Var operator()(const Var& x) { return forward(x); }
 
-  /// Distinct parameters (each tied one once), frozen ones included, in visit order.
+  /// Distinct parameters (each tied one once), frozen ones included, in visit order. Gives ids
+  /// like named_parameters.
   std::vector<Param> parameters() const;
   /// (path, Param) in visit order; tied parameters once (first path) unless include_aliases.
+  /// A parameter without an id takes param_id_for_path(path) (its first path when tied).
+  /// ValueError when two distinct parameters hold one path-derived id (sub-modules listed on
+  /// their own before being put together); the message names both paths.
   std::vector<std::pair<std::string, Param>> named_parameters(bool include_aliases = false) const;
   /// Every parameter registered at more than one path: its id and all its paths in visit order.
   std::vector<std::pair<ParamId, std::vector<std::string>>> aliases() const;
-  /// The parameter at a dotted path ("fc1.weight"). ValueError when there is none.
+  /// The parameter at a dotted path ("fc1.weight"), with its id (given like named_parameters
+  /// when it has none). ValueError when there is none.
   Param param(std::string_view path) const;
   /// Replaces the parameter at a dotted path; passing another path's Param ties the two.
   /// ValueError for an unknown path, ShapeError / DTypeError when shape or dtype differ.
   void set_param(std::string_view path, const Param& param);
-  /// Gives the distinct parameters ids first, first + 1, ... in visit order (ties share one).
+  /// Gives the distinct parameters ids first, first + 1, ... in visit order (ties share one),
+  /// replacing any they had. Not needed for replicas to agree (see ParamId), but keeps ids small
+  /// and fixed by position rather than by path. ValueError when the ids would reach kNoParamId.
   void assign_param_ids(ParamId first);
 
   /// Direct sub-modules, in registration order.
@@ -71,12 +83,13 @@ class Module {
   void train(bool on = true);
   void eval() { train(false); }
   bool is_training() const { return training_; }
-  /// Marks every parameter trainable or frozen.
+  /// Marks every parameter trainable or frozen (gives no ids).
   void set_trainable(bool trainable);
-  /// Drops every parameter's gradient.
+  /// Drops every parameter's gradient (gives no ids).
   void zero_grad();
 
-  /// A deep copy: an independent replica with the same ParamIds, values and ties (no gradients).
+  /// A deep copy: an independent replica with the same ParamIds, values and ties (no gradients);
+  /// a parameter with no id yet has none in the copy either, and takes the same one from its path.
   std::shared_ptr<Module> clone() const;
   /// clone() as the concrete type M (ValueError when this module is not an M).
   template <typename M>
@@ -113,6 +126,8 @@ class Module {
   [[noreturn]] static void throw_not_a();
   void deep_copy_into(ParamMap& copies);
   void visit(const std::string& prefix, std::vector<std::pair<std::string, Param>>& out) const;
+  /// Distinct parameters in visit order, without giving ids.
+  std::vector<Param> distinct_parameters() const;
   Param* find_param(std::string_view path);
 
   std::vector<std::pair<std::string, Param>> params_;

@@ -1,7 +1,5 @@
 #include "autodiff/nn/param.h"
 
-#include <atomic>
-
 #include "autodiff/error.h"
 #include "autodiff/node.h"
 #include "tensor/core/error.h"
@@ -9,22 +7,50 @@
 namespace ruccl::nn {
 
 namespace {
-// Process-wide, but touched only when a parameter is made (never on the training hot path).
+// Process-wide, but touched only when a parameter's id is read before any module listed it
+// (never on the training hot path). Stays far below 2^63, where path-derived ids live.
 std::atomic<ParamId> id_counter{ParamId{1} << 32};
+
+void check_explicit(ParamId id, const char* op) {
+  RUCCL_CHECK(
+      id != kNoParamId, ValueError, "Param::", op,
+      ": expected a ParamId other than kNoParamId (2^64 - 1, which means 'no id yet'), got ", id);
+}
 }  // namespace
+
+ParamId param_id_for_path(std::string_view path) {
+  // FNV-1a over the bytes, then the splitmix64 finaliser, so paths that differ in one character
+  // differ in about half of the bits. Bit 63 marks the id as derived from a path.
+  std::uint64_t h = 14695981039346656037ull;
+  for (char c : path) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 1099511628211ull;
+  }
+  h ^= h >> 30;
+  h *= 0xbf58476d1ce4e5b9ull;
+  h ^= h >> 27;
+  h *= 0x94d049bb133111ebull;
+  h ^= h >> 31;
+  const ParamId id = h | (ParamId{1} << 63);
+  return id == kNoParamId ? id - 1 : id;
+}
 
 ParamId next_param_id() { return id_counter.fetch_add(1, std::memory_order_relaxed); }
 
-Param::Param(Tensor value, bool trainable) : Param(next_param_id(), std::move(value), trainable) {}
+Param::Param(Tensor value, bool trainable)
+    : impl_(std::make_shared<Impl>(kNoParamId, autodiff::Var(std::move(value), trainable))) {}
 
-Param::Param(ParamId id, Tensor value, bool trainable)
-    : impl_(std::make_shared<Impl>(Impl{id, autodiff::Var(std::move(value), trainable)})) {}
+Param::Param(ParamId id, Tensor value, bool trainable) {
+  check_explicit(id, "Param");
+  impl_ = std::make_shared<Impl>(id, autodiff::Var(std::move(value), trainable));
+}
 
 Param::Param(ParamId id, autodiff::Var var) {
+  check_explicit(id, "Param");
   RUCCL_CHECK(var.defined(), ValueError, "Param: expected a defined Var, got an undefined one");
   RUCCL_CHECK(var.is_leaf(), autodiff::AutodiffError,
               "Param: expected a leaf Var, got the result of '", var.grad_fn()->name(), "'");
-  impl_ = std::make_shared<Impl>(Impl{id, std::move(var)});
+  impl_ = std::make_shared<Impl>(id, std::move(var));
 }
 
 namespace {
@@ -36,18 +62,49 @@ T& checked(const std::shared_ptr<T>& impl, const char* op) {
 }
 }  // namespace
 
-ParamId Param::id() const { return checked(impl_, "id").id; }
-void Param::set_id(ParamId id) { checked(impl_, "set_id").id = id; }
+ParamId Param::id() const {
+  const ParamId id = id_or_none();
+  return id != kNoParamId ? id : adopt_id(next_param_id());
+}
+
+bool Param::has_id() const { return id_or_none() != kNoParamId; }
+
+ParamId Param::id_or_none() const {
+  return checked(impl_, "id").id.load(std::memory_order_acquire);
+}
+
+ParamId Param::adopt_id(ParamId id) const {
+  ParamId expected = kNoParamId;
+  // Two threads listing modules that share this parameter may race: the first id wins and both
+  // see it.
+  if (checked(impl_, "id").id.compare_exchange_strong(expected, id, std::memory_order_acq_rel)) {
+    return id;
+  }
+  return expected;
+}
+
+void Param::set_id(ParamId id) {
+  check_explicit(id, "set_id");
+  checked(impl_, "set_id").id.store(id, std::memory_order_release);
+}
+
 const autodiff::Var& Param::var() const { return checked(impl_, "var").var; }
+
+namespace {
+std::string id_text(ParamId id) {
+  return id == kNoParamId ? std::string("(a parameter with no ParamId yet)")
+                          : str("(ParamId ", id, ")");
+}
+}  // namespace
 
 void Param::set_value(const Tensor& value) {
   autodiff::Var& v = checked(impl_, "set_value").var;
   RUCCL_CHECK(value.defined(), ValueError,
               "Param::set_value: expected a defined tensor, got an undefined one");
   RUCCL_CHECK(value.shape() == v.shape(), ShapeError, "Param::set_value: expected shape ",
-              v.shape(), " (parameter ", impl_->id, "), got ", value.shape());
+              v.shape(), " ", id_text(id_or_none()), ", got ", value.shape());
   RUCCL_CHECK(value.dtype() == v.dtype(), DTypeError, "Param::set_value: expected dtype ",
-              v.dtype(), " (parameter ", impl_->id, "), got ", value.dtype());
+              v.dtype(), " ", id_text(id_or_none()), ", got ", value.dtype());
   v.set_value(value);
 }
 
@@ -62,7 +119,10 @@ void Param::set_trainable(bool trainable) {
 
 Param Param::deep_copy() const {
   const Impl& impl = checked(impl_, "deep_copy");
-  return Param(impl.id, impl.var.value().clone(), impl.var.requires_grad());
+  Param copy;
+  copy.impl_ = std::make_shared<Impl>(
+      id_or_none(), autodiff::Var(impl.var.value().clone(), impl.var.requires_grad()));
+  return copy;
 }
 
 }  // namespace ruccl::nn

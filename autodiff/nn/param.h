@@ -2,8 +2,11 @@
 // Param: a trainable value of a model. A Param is a handle: copies are aliases of one parameter
 // (one ParamId, one value, one gradient). Using the same Param in two places ties them: the
 // gradient is the sum of both uses and the parameter is listed once.
+#include <atomic>
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <string_view>
 
 #include "autodiff/var.h"
 #include "tensor/core/tensor.h"
@@ -11,33 +14,58 @@
 namespace ruccl::nn {
 
 /// A parameter's stable identity (keys of gradients, optimizer state and checkpoints).
+///
+/// Where ids come from (docs/training.md, "ParamIds"):
+/// - A Param made without an id has none yet. The first time a module lists it (named_parameters,
+///   parameters, aliases, param(path): what GradientsParams::from_module, the optimizers,
+///   DataParallel and TrainingRecord use), it takes param_id_for_path(its dotted path in that
+///   module); a tied parameter takes its first path's. So replicas built by the same code agree
+///   on every rank, thread, process and run, whatever order or thread they were built in.
+/// - Explicit ids (Param(1, value), set_id, Module::assign_param_ids) are kept as given.
+/// - A Param whose id() is read before any module listed it (one used outside any module) takes
+///   next_param_id(), which depends on creation order: such ids may differ between ranks.
+/// Once a Param has an id, only set_id (or assign_param_ids) changes it.
 using ParamId = std::uint64_t;
 
-/// A fresh id from a process-wide counter. Counter ids start at 2^32 so they never collide with
-/// small explicit ids (Param(1, ...)). They depend on creation order: for ids that agree across
-/// ranks and runs, build the model once and clone() it, or use Module::assign_param_ids.
+/// Never a parameter's id: the value "no id yet" (explicit ids must differ from it).
+inline constexpr ParamId kNoParamId = ~ParamId{0};
+
+/// The id derived from a dotted parameter path ("0.weight"): a 64-bit hash of the path (FNV-1a,
+/// then a 64-bit finaliser) with bit 63 set, so it never equals a small explicit id or a
+/// next_param_id() (which stay below 2^63). The same on every platform and run.
+ParamId param_id_for_path(std::string_view path);
+
+/// Whether `id` has bit 63 set, the mark of ids derived from paths.
+constexpr bool is_path_param_id(ParamId id) { return (id >> 63) != 0 && id != kNoParamId; }
+
+/// A fresh id from a process-wide counter, from 2^32 up: the id of a Param read before any
+/// module listed it. Counter ids depend on creation order, so they may differ between ranks.
 ParamId next_param_id();
 
 /// A model parameter: a ParamId, a leaf Var (its value and gradient) and `trainable` (a frozen
 /// parameter, trainable() false, gets no gradient). See the file comment for aliasing and ties.
 ///
-///   Param w(Tensor::zeros({1, 2}));          // id from next_param_id(), trainable
+///   Param w(Tensor::zeros({1, 2}));          // no id yet: its path gives one (see ParamId)
 ///   w.set_value(Tensor::from_vector<float>({0.5f, -0.25f}, {1, 2}));
 class Param {
  public:
   /// An undefined Param.
   Param() = default;
-  /// A new parameter holding `value` (shared, not copied), with an id from next_param_id().
+  /// A new parameter holding `value` (shared, not copied), with no id yet (see ParamId).
   explicit Param(Tensor value, bool trainable = true);
-  /// A new parameter with an explicit id.
+  /// A new parameter with an explicit id. ValueError for kNoParamId.
   Param(ParamId id, Tensor value, bool trainable = true);
   /// A new parameter around an existing leaf Var (shared, not copied): trainable follows its
-  /// requires_grad. ValueError for an undefined Var, AutodiffError for a non-leaf.
+  /// requires_grad. ValueError for an undefined Var or kNoParamId, AutodiffError for a non-leaf.
   Param(ParamId id, autodiff::Var var);
 
   bool defined() const { return impl_ != nullptr; }
+  /// The id. A Param with none yet takes next_param_id() now (see ParamId): let its module list
+  /// it first (model.parameters()) for an id that agrees across ranks.
   ParamId id() const;
-  /// Changes the id (seen by every alias).
+  /// Whether the Param has an id (explicit, derived from a path, or taken by id()).
+  bool has_id() const;
+  /// Changes the id (seen by every alias). ValueError for kNoParamId.
   void set_id(ParamId id);
   /// The leaf Var to use in forward computations.
   const autodiff::Var& var() const;
@@ -62,17 +90,23 @@ class Param {
 
   /// Whether two handles are the same parameter (aliases, i.e. tied).
   bool same(const Param& other) const { return impl_ == other.impl_; }
-  /// An independent parameter with the same id, trainable flag and a copy of the value; no
-  /// gradient.
+  /// An independent parameter with the same id (or none yet, like this one), trainable flag and a
+  /// copy of the value; no gradient.
   Param deep_copy() const;
   /// Internal: identity for maps (the shared state's address).
   const void* key() const { return impl_.get(); }
 
  private:
+  friend class Module;
   struct Impl {
-    ParamId id;
+    Impl(ParamId id_in, autodiff::Var var_in) : id(id_in), var(std::move(var_in)) {}
+    std::atomic<ParamId> id;  // kNoParamId until set or derived; set once by a race's winner
     autodiff::Var var;
   };
+  /// The id, or kNoParamId when there is none yet (never takes one).
+  ParamId id_or_none() const;
+  /// Gives the Param `id` unless it already has one; returns the id it has now.
+  ParamId adopt_id(ParamId id) const;
   std::shared_ptr<Impl> impl_;
 };
 

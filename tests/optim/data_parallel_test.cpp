@@ -4,7 +4,9 @@
 
 #include <algorithm>
 
+#include "autodiff/nn/activation.h"
 #include "autodiff/nn/loss.h"
+#include "autodiff/nn/sequential.h"
 #include "autodiff/ops/elementwise.h"
 #include "optim/data_parallel.h"
 #include "optim/sgd.h"
@@ -71,6 +73,50 @@ TEST_CASE("DataParallel::initialize gives every rank root's parameters, frozen a
     REQUIRE_THAT(out[r].value().first, TensorEqual(w));
     REQUIRE_THAT(out[r].value().second, TensorEqual(frozen));
   }
+}
+
+TEST_CASE("DataParallel::initialize accepts replicas every rank built itself, ids from paths",
+          "[optim]") {
+  auto out = run_group(3, [](Communicator& comm) {
+    Generator gen(200 + comm.rank());  // the same code, other values on every rank
+    nn::Sequential model({std::make_shared<nn::Linear>(3, 4, gen), std::make_shared<nn::ReLU>(),
+                          std::make_shared<nn::Linear>(4, 2, gen)});
+    DataParallel::initialize(comm, model, /*root=*/0);
+    return model.param("2.weight").value();
+  });
+  Generator root_gen(200);
+  nn::Sequential root({std::make_shared<nn::Linear>(3, 4, root_gen), std::make_shared<nn::ReLU>(),
+                       std::make_shared<nn::Linear>(4, 2, root_gen)});
+  for (int r = 0; r < 3; ++r) {
+    INFO("rank " << r << ": " << out[r].message());
+    REQUIRE(out[r].ok());
+    CHECK_THAT(out[r].value(), TensorEqual(root.param("2.weight").value()));
+  }
+}
+
+TEST_CASE("DataParallel::initialize names the path and the fix when ParamIds differ", "[optim]") {
+  auto out = run_group(2, [](Communicator& comm) {
+    auto model = make_linear(3, 2, 1);
+    model->assign_param_ids(1 + 10 * static_cast<nn::ParamId>(comm.rank()));
+    DataParallel::initialize(comm, *model, /*root=*/0);
+    return 0;
+  });
+  require_same_error(out, CollectiveErrorKind::ArgumentMismatch,
+                     "rank 1's replica differs from rank 0's: 'weight' has ParamId 1 on rank 0 "
+                     "but 11 on rank 1. ParamIds come from the parameters' paths");
+  CHECK_THAT(out[0].message(), Catch::Contains("call model.assign_param_ids(1) on every rank"));
+  // Gradients of another model are named by their path in it (the lowest ParamId first).
+  auto wrong = run_group(2, [](Communicator& comm) {
+    auto model = make_linear(3, 2, 1);
+    DataParallel dp = DataParallel::initialize(comm, *model, /*root=*/0);
+    Generator gen(2);
+    nn::Sequential other({std::make_shared<nn::Linear>(3, 2, gen)});
+    nn::mse_loss(other.forward(Var(xs(0))), Var(Tensor::zeros({2, 2}))).backward();
+    return dp.reduce(*model, GradientsParams::from_module(other), 1.0).size();
+  });
+  require_same_error(wrong, CollectiveErrorKind::InvalidArgument,
+                     str("a gradient for ParamId ", nn::param_id_for_path("0.bias"),
+                         " ('0.bias'), which is not a parameter of the model"));
 }
 
 TEST_CASE("DataParallel::initialize fails on every rank when replicas differ, moving nothing",

@@ -147,6 +147,42 @@ TEST_CASE("all_reduce_with fails on every rank when one rank misses a gradient o
   }
 }
 
+TEST_CASE("all_reduce_with agrees for replicas every rank built itself and names paths otherwise",
+          "[optim]") {
+  // Every rank builds its own Linear (no clone, no assign_param_ids): the ids come from the paths,
+  // so they agree. Rank 1 then changes one thing per section.
+  const std::string what = GENERATE(as<std::string>{}, "same", "ids", "frozen");
+  auto out = run_group(2, [&](Communicator& comm) {
+    Generator gen(3);
+    nn::Linear model(3, 2, gen);
+    if (comm.rank() == 1 && what == "ids") model.assign_param_ids(11);
+    if (comm.rank() == 1 && what == "frozen") model.bias().set_trainable(false);
+    Var x(Tensor::from_vector<float>({1, 2, 3}, {1, 3}));
+    nn::mse_loss(model.forward(x), Var(Tensor::zeros({1, 2}))).backward();
+    GradientsParams mean =
+        GradientsParams::from_module(model).all_reduce_with(comm, ReduceOperation::Mean);
+    return mean.path(model.weight().id());
+  });
+  INFO(what << ": " << out[0].message());
+  if (what == "same") {
+    REQUIRE(out[0].ok());
+    CHECK(out[0].value() == "weight");  // the result keeps the paths for later messages
+    return;
+  }
+  const std::string text =
+      what == "ids" ? str("'weight' has ParamId ", nn::param_id_for_path("weight"),
+                          " on rank 0 but 11 on rank 1. ParamIds come from the parameters' paths")
+                    : str("ParamId ", nn::param_id_for_path("bias"),
+                          " ('bias') has a gradient on rank 0 but none on rank 1");
+  for (int r = 0; r < 2; ++r) {
+    REQUIRE_FALSE(out[r].ok());
+    CHECK(error_kind(out[r]) == CollectiveErrorKind::ArgumentMismatch);
+    CHECK_THAT(out[r].message(), Catch::Contains(text));
+    CHECK(out[r].message() == out[0].message());
+  }
+  if (what == "ids") CHECK_THAT(out[0].message(), Catch::Contains("model.assign_param_ids(1)"));
+}
+
 TEST_CASE("GradientsAccumulator sums micro-batches and saves its pending state", "[optim]") {
   GradientsAccumulator acc;
   CHECK(acc.empty());

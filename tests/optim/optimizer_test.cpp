@@ -169,6 +169,16 @@ TEST_CASE("an optimizer refuses gradients that do not fit the model", "[optim]")
   unknown.insert(99, Tensor::zeros({2}, DType::F64));
   CHECK_THROWS_WITH(adam.step(0.1, *model, unknown),
                     Catch::Contains("ParamId 99, which the model does not have"));
+  // Gradients of another model name its path and say how to fix it.
+  Generator gen(1);
+  nn::Linear other(3, 2, gen, true, DType::F64);
+  nn::mse_loss(other.forward(Var(Tensor::ones({1, 3}, DType::F64))),
+               Var(Tensor::zeros({1, 2}, DType::F64)))
+      .backward();
+  CHECK_THROWS_WITH(adam.step(0.1, *model, GradientsParams::from_module(other)),
+                    Catch::Contains(str("ParamId ", nn::param_id_for_path("weight"),
+                                        " ('weight'), which the model does not have")) &&
+                        Catch::Contains("assign_param_ids(1) on every rank"));
   GradientsParams wrong_shape;
   wrong_shape.insert(1, Tensor::zeros({4, 3}, DType::F64));
   CHECK_THROWS_AS(adam.step(0.1, *model, wrong_shape), ShapeError);

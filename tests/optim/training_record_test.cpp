@@ -123,6 +123,39 @@ TEST_CASE("resuming from a TrainingRecord reproduces the uninterrupted run bit f
   }
 }
 
+TEST_CASE("a record of a model without explicit ids restores into the same model built again",
+          "[optim]") {
+  // ParamIds come from the paths, so a model built again by the same code (here after other
+  // parameters were made, as in a later run or another rank) has the ids of the saved one.
+  const auto build = [](std::uint64_t seed) {
+    Generator gen(seed);
+    return std::make_shared<nn::Sequential>(std::vector<std::shared_ptr<nn::Module>>{
+        std::make_shared<nn::Linear>(4, 5, gen), std::make_shared<nn::ReLU>(),
+        std::make_shared<nn::Linear>(5, 2, gen)});
+  };
+  ScratchDir dir;
+  auto saved = build(1);
+  Adam adam;
+  nn::mse_loss(saved->forward(Var(Tensor::ones({3, 4}))), Var(Tensor::zeros({3, 2}))).backward();
+  adam.step(0.01, *saved, GradientsParams::from_module(*saved));
+  TrainingRecord::capture(*saved, &adam).save(dir / "r.ckpt");
+
+  (void)build(2)->parameters();              // other models made in between,
+  (void)nn::Param(Tensor::zeros({1})).id();  // and a counter id taken, change nothing
+  auto again = build(3);
+  Adam adam_again;
+  TrainingRecord::load(dir / "r.ckpt").restore(*again, &adam_again);
+  const auto a = saved->named_parameters();
+  const auto b = again->named_parameters();
+  REQUIRE(a.size() == b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    CHECK(b[i].second.id() == a[i].second.id());
+    CHECK(b[i].second.id() == nn::param_id_for_path(b[i].first));
+    CHECK_THAT(b[i].second.value(), TensorEqual(a[i].second.value()));
+    CHECK(adam_again.steps(b[i].second.id()) == 1);
+  }
+}
+
 TEST_CASE("a damaged TrainingRecord file is refused at every flipped bit and every truncation",
           "[optim]") {
   ScratchDir dir;
@@ -191,7 +224,8 @@ TEST_CASE("restore refuses a record that does not match, changing nothing", "[op
     auto other = make_mlp(7);
     other->assign_param_ids(100);
     CHECK_THROWS_WITH(loaded.restore(*other),
-                      Catch::Contains("(ParamId 100) is not in the record"));
+                      Catch::Contains("(ParamId 100) is not in the record, which has '0.weight' "
+                                      "under ParamId 1: the model's ParamIds differ"));
     other->assign_param_ids(1);
     check_untouched(*other, 7);
   }
