@@ -382,8 +382,8 @@ RUCCL_AVX512 void sgemm_avx512(std::int64_t m, std::int64_t n, std::int64_t k, M
 void sgemm(std::int64_t m, std::int64_t n, std::int64_t k, MatrixRef a, MatrixRef b, float* c,
            std::int64_t ldc, int threads) {
   RUCCL_CHECK(sgemm_available(), NotImplementedError,
-              "not implemented: cpu::sgemm needs an x86-64 CPU with AVX-512F, BW, DQ and VL "
-              "(cpu::sgemm_available() is false here)");
+              "not implemented: cpu::sgemm needs an x86-64 CPU with AVX-512 F, BW, DQ, VL and "
+              "FMA (cpu::sgemm_available() is false here)");
 #if RUCCL_SGEMM_KERNEL
   sgemm_avx512(m, n, k, a, b, c, ldc, threads);
 #else

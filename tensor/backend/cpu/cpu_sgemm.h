@@ -13,8 +13,8 @@
 
 namespace ruccl::cpu {
 
-/// Whether cpu::sgemm runs here: the build is for x86-64 and the CPU (and OS) support AVX-512F,
-/// BW, DQ and VL. Asked once, then cached.
+/// Whether cpu::sgemm runs here: the build is for x86-64 and the CPU (and OS) support AVX-512 F,
+/// BW, DQ and VL, and FMA. Asked once, then cached.
 bool sgemm_available();
 
 /// A float matrix in memory: element (i, j) at data[i * row_stride + j * col_stride].
