@@ -1,7 +1,7 @@
 // autodiff_bench: the training step of an MLP and the tape's per-op overhead, beside PyTorch.
 //
-//   autodiff_bench [--peer PATH/mlp_train_torch.py] [--steps N]
-//   bench/run_autodiff_bench.sh          (finds the peer script and the build)
+//   autodiff_bench [--peer bench/peers/mlp_train_torch.py] [--steps N]
+//   bash bench/run_autodiff_bench.sh [BUILD_DIR]   (passes the peer when python3-torch is there)
 //
 // 1. MLP 784-512-512-10, ReLU, cross-entropy (mean), batch 128, float32, SGD with momentum 0.9
 //    (lr 0.01, written by hand here), 16 fixed random batches cycled: ms per step (zero_grad +
@@ -10,8 +10,9 @@
 // 2. Tiny ops: x (16 floats, requires grad) -> 1,000 ops alternating x * 1.0001 and x + 0.001 ->
 //    sum -> backward; µs per op for the recording forward, the backward, both, and the forward
 //    under NoGradGuard (pure tensor dispatch); median of 30 repetitions after 5 warm-up.
-// With --peer the PyTorch script runs in the same process tree afterwards (OpenBLAS SkylakeX core
-// type, the fair configuration) and the ratios ours / PyTorch are printed.
+// With --peer the PyTorch script runs in the same process tree afterwards (on an AVX-512 CPU with
+// OpenBLAS's SkylakeX core type, the fair configuration: peers_dir.h) and the ratios ours /
+// PyTorch are printed.
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -26,6 +27,7 @@
 #include <vector>
 
 #include "autodiff/autodiff.h"
+#include "bench/peers_dir.h"
 #include "tensor/backend/cpu/cpu_backend.h"
 #include "tensor/tensor.h"
 
@@ -182,7 +184,8 @@ struct Peer {
 
 Peer run_peer(const std::string& script) {
   Peer peer;
-  const std::string cmd = "/usr/bin/python3 " + script + " --cores SkylakeX 2>&1";
+  const std::string cmd =
+      "/usr/bin/python3 '" + script + "' --cores " + ruccl::bench::openblas_core() + " 2>&1";
   FILE* pipe = popen(cmd.c_str(), "r");
   if (pipe == nullptr) return peer;
   std::array<char, 4096> buf{};
@@ -275,7 +278,8 @@ int main(int argc, char** argv) {
 
   Peer peer;
   if (!peer_script.empty()) {
-    std::printf("# PyTorch peer: %s (OPENBLAS_CORETYPE=SkylakeX)\n", peer_script.c_str());
+    std::printf("# PyTorch peer: %s (OPENBLAS_CORETYPE=%s)\n", peer_script.c_str(),
+                ruccl::bench::openblas_core().c_str());
     std::fflush(stdout);
     peer = run_peer(peer_script);
   }

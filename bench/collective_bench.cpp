@@ -1,9 +1,10 @@
 // collective_bench: nccl-tests style timings of the in-process collectives (F32), world 2 and 4,
-// 4 KiB .. 64 MiB; in the same run, when ../shared/peers exists, OpenMPI's shared-memory
-// MPI_Allreduce (run_allreduce_mpi.sh, variant "sm") and the memory-bandwidth floor (membw.c),
-// with ratios.
+// 4 KiB .. 64 MiB; in the same run, OpenMPI's shared-memory MPI_Allreduce
+// (bench/peers/run_allreduce_mpi.sh: allreduce_mpi.c over pml ob1, btl vader,self; needs
+// openmpi-bin and libopenmpi-dev) and the memory-bandwidth floor (bench/peers/membw.c), with
+// ratios. --peers DIR or $RUCCL_PEERS_DIR name another peer folder (peers_dir.h).
 //
-// Method (the peers' method, ANCHORS.md §4): per iteration every rank runs barrier(), then times
+// Method (the MPI peer's too): per iteration every rank runs barrier(), then times
 // one collective; the iteration's time is the max over ranks; the table shows the median over
 // iterations. algbw = bytes / time; busbw = algbw * factor, factor = 2(n-1)/n for all_reduce,
 // (n-1)/n for all_gather (bytes = output size) and reduce_scatter (bytes = input size), 1 for
@@ -22,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/peers_dir.h"
 #include "collective/collective.h"
 #include "tensor/tensor.h"
 
@@ -145,29 +147,33 @@ using MpiTable = std::map<int, std::map<std::size_t, std::pair<double, double>>>
 MpiTable run_mpi(const std::string& peers, const std::vector<int>& worlds) {
   MpiTable table;
   std::string nps;
-  for (int w : worlds) nps += (nps.empty() ? "" : " ") + std::to_string(w);
+  for (int w : worlds) {
+    if (!nps.empty()) nps += ' ';
+    nps += std::to_string(w);
+  }
   std::fprintf(stderr, "collective_bench: running %s/run_allreduce_mpi.sh \"%s\" (about 30 s)...\n",
                peers.c_str(), nps.c_str());
-  const std::string out =
-      run_command("bash '" + peers + "/run_allreduce_mpi.sh' '" + nps + "' 2>&1");
+  // Appended piece by piece: g++ 12 warns (-Wrestrict, a false positive) on the chained `+`.
+  std::string cmd = "bash '";
+  cmd.append(peers).append("/run_allreduce_mpi.sh' '").append(nps).append("' 2>&1");
+  const std::string out = run_command(cmd);
   std::istringstream lines(out);
   std::string line;
   int world = 0;
-  bool sm = false;
   while (std::getline(lines, line)) {
     if (line.rfind("## mpirun -np ", 0) == 0) {
       world = std::atoi(line.c_str() + 14);
-      sm = line.find("btl vader,self") != std::string::npos &&
-           line.find("allreduce_algorithm") == std::string::npos;
       continue;
     }
-    if (!sm || line.empty() || line[0] == '#') continue;
+    if (world == 0 || line.empty() || line[0] == '#') continue;
+    // bytes count iters median_us min_us algbw busbw (allreduce_mpi.c)
     std::istringstream f(line);
-    double bytes = 0, count = 0, iters = 0, med = 0, mn = 0, b2b = 0, alg = 0, bus = 0;
-    if (f >> bytes >> count >> iters >> med >> mn >> b2b >> alg >> bus) {
+    double bytes = 0, count = 0, iters = 0, med = 0, mn = 0, alg = 0, bus = 0;
+    if (f >> bytes >> count >> iters >> med >> mn >> alg >> bus) {
       table[world][static_cast<std::size_t>(bytes)] = {med, bus};
     }
   }
+  if (table.empty()) std::fprintf(stderr, "collective_bench: no MPI figures:\n%s", out.c_str());
   return table;
 }
 
@@ -192,23 +198,12 @@ double run_membw(const std::string& peers) {
   return 0.0;
 }
 
-std::string default_peers_dir() {
-  if (const char* env = std::getenv("RUCCL_PEERS_DIR")) return env;
-  const std::filesystem::path here = std::filesystem::path(__FILE__).parent_path();  // bench/
-  for (const auto& candidate : {here / ".." / ".." / "shared" / "peers",
-                                std::filesystem::current_path() / ".." / "shared" / "peers"}) {
-    if (std::filesystem::exists(candidate / "run_allreduce_mpi.sh"))
-      return candidate.lexically_normal().string();
-  }
-  return "";
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   bool quick = false;
   bool peers_wanted = true;
-  std::string peers = default_peers_dir();
+  std::string peers_flag;
   std::vector<int> worlds = {2, 4};
   for (int a = 1; a < argc; ++a) {
     if (!std::strcmp(argv[a], "--quick"))
@@ -216,7 +211,7 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[a], "--no-peers"))
       peers_wanted = false;
     else if (!std::strcmp(argv[a], "--peers") && a + 1 < argc)
-      peers = argv[++a];
+      peers_flag = argv[++a];
     else if (!std::strcmp(argv[a], "--worlds") && a + 1 < argc) {
       worlds.clear();
       std::istringstream f(argv[++a]);
@@ -251,9 +246,12 @@ int main(int argc, char** argv) {
       }
     }
   }
-  if (!peers_wanted || peers.empty()) {
+  const std::string peers = ruccl::bench::peers_dir(peers_flag);
+  const bool found = std::filesystem::exists(peers + "/run_allreduce_mpi.sh");
+  if (!peers_wanted || !found) {
     std::printf("\n# peers: skipped (%s)\n",
-                peers.empty() ? "no ../shared/peers found; use --peers DIR" : "--no-peers");
+                peers_wanted ? ("no run_allreduce_mpi.sh in " + peers + "; use --peers DIR").c_str()
+                             : "--no-peers");
     return 0;
   }
   const MpiTable mpi = run_mpi(peers, worlds);

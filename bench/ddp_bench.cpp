@@ -1,9 +1,12 @@
 // ddp_bench: data-parallel training throughput of the MLP 784-512-512-10 (ReLU, cross-entropy,
 // SGD momentum 0.9), batch 128 per rank, on 1 and 2 in-process ranks with token-weighted
-// DataParallel gradients, beside PyTorch DDP over gloo (../shared/peers/ddp_mlp_torch.py, the
-// same model, optimizer, data shapes and timing protocol) measured in the same run.
+// DataParallel gradients, beside PyTorch DDP over gloo (bench/peers/ddp_mlp_torch.py, the
+// same model, optimizer, data shapes and timing protocol; Debian's python3-torch) measured in the
+// same run.
 //
-//   ddp_bench [--steps 200] [--warmup 20] [--peer PATH | --no-peer] [--peer-cores SkylakeX]
+//   ddp_bench [--steps 200] [--warmup 20] [--peer PATH | --no-peer] [--peer-cores CORE]
+//   (CORE: the peer's OPENBLAS_CORETYPE; default SkylakeX on an AVX-512 CPU, else OpenBLAS's own)
+//   (the peer script defaults to ddp_mlp_torch.py in bench/peers or $RUCCL_PEERS_DIR)
 //
 // Protocol (as the peer's): 16 fixed random batches per rank (x ~ N(0, 1), labels uniform), a
 // step = zero_grad + forward + loss + backward + gradient all-reduce + optimizer step; 20 warm-up
@@ -30,6 +33,7 @@
 #include "autodiff/nn/linear.h"
 #include "autodiff/nn/loss.h"
 #include "autodiff/nn/sequential.h"
+#include "bench/peers_dir.h"
 #include "collective/in_process_group.h"
 #include "optim/data_parallel.h"
 #include "optim/sgd.h"
@@ -144,18 +148,10 @@ std::map<std::string, std::pair<double, double>> run_peer(const std::string& scr
 }
 
 std::string find_peer(const std::string& given) {
-  if (!given.empty()) return given;
-  std::vector<std::filesystem::path> candidates;
-  if (const char* dir = std::getenv("RUCCL_PEERS_DIR")) candidates.emplace_back(dir);
-  candidates.emplace_back("../shared/peers");
-  candidates.emplace_back("../../shared/peers");
-  candidates.emplace_back("../../../shared/peers");
-  candidates.emplace_back("/work/shared/peers");
-  for (const auto& dir : candidates) {
-    const auto script = dir / "ddp_mlp_torch.py";
-    if (std::filesystem::exists(script)) return std::filesystem::absolute(script).string();
-  }
-  return "";
+  const std::filesystem::path script =
+      given.empty() ? std::filesystem::path(ruccl::bench::peers_dir()) / "ddp_mlp_torch.py"
+                    : std::filesystem::path(given);
+  return std::filesystem::exists(script) ? std::filesystem::absolute(script).string() : "";
 }
 
 }  // namespace
@@ -165,7 +161,7 @@ int main(int argc, char** argv) {
   int warmup = 20;
   bool peer = true;
   std::string peer_path;
-  std::string peer_cores = "SkylakeX";
+  std::string peer_cores = ruccl::bench::openblas_core();
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--steps" && i + 1 < argc) {
@@ -180,7 +176,7 @@ int main(int argc, char** argv) {
       peer_cores = argv[++i];
     } else {
       std::cerr << "usage: ddp_bench [--steps N] [--warmup N] [--peer PATH | --no-peer] "
-                   "[--peer-cores SkylakeX]\n";
+                   "[--peer-cores SkylakeX|default]\n";
       return 2;
     }
   }
@@ -211,7 +207,8 @@ int main(int argc, char** argv) {
   if (!peer) return 0;
   const std::string script = find_peer(peer_path);
   if (script.empty()) {
-    std::cout << "# peer ddp_mlp_torch.py not found (set RUCCL_PEERS_DIR or --peer); no ratio\n";
+    std::cout << "# peer ddp_mlp_torch.py not found in " << ruccl::bench::peers_dir()
+              << " (set RUCCL_PEERS_DIR or --peer); no ratio\n";
     return 0;
   }
   const auto rows = run_peer(script, peer_cores);

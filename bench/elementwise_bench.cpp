@@ -1,6 +1,6 @@
 // elementwise_bench: memory bandwidth of elementwise add (c = a + b) and of a full sum on 16M
 // floats, 1 and 2 threads, beside libc memcpy measured in the same process on the same buffers
-// (the peer: ../shared/peers/membw.c measures the same memcpy). Also the per-call cost of tiny
+// (the peer is that memcpy: no program outside this one is needed). Also the per-call cost of tiny
 // ops (16 elements), which the autodiff overhead target depends on.
 //
 // GB/s = 1e9 bytes/s, counted STREAM-style (bytes read + bytes written, no write-allocate):

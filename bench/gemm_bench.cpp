@@ -1,14 +1,16 @@
 // gemm_bench: float32 GEMM GFLOP/s (2 n^3 / median time) of ruccl::matmul on square n x n
 // matrices, next to OpenBLAS's cblas_sgemm measured in the same run by the peer program
-// ../shared/peers/gemm_openblas.c (compiled here with the system gcc, run with
-// OPENBLAS_CORETYPE=SkylakeX for that command only: Debian's OpenBLAS 0.3.21 misdetects newer
-// CPUs and would otherwise use its SSE3 kernels). Prints a markdown table.
+// bench/peers/gemm_openblas.c (compiled here with the system gcc against libopenblas-dev; on an
+// AVX-512 CPU run with OPENBLAS_CORETYPE=SkylakeX for that command only: Debian's OpenBLAS 0.3.21
+// misdetects newer CPUs and would otherwise use its SSE3 kernels). Prints which kernel ours ran
+// (the AVX-512
+// sgemm, chosen at run time, or Eigen) and a markdown table.
 //
 // Usage: gemm_bench [--sizes 256,512,1024,2048] [--threads 1,2] [--rounds 3] [--peers DIR]
 //                   [--no-peer]
-// The peer folder defaults to $RUCCL_PEERS_DIR, else the first of ../shared/peers,
-// ../../shared/peers, /work/shared/peers that holds gemm_openblas.c. Timing follows the peer:
-// reps chosen so each size runs about a second (5..200), median reported. Two figures of ours:
+// The peer folder is bench/peers (peers_dir.h: --peers or $RUCCL_PEERS_DIR override it). Timing
+// is the peer's: reps chosen so each size runs about a second (5..200), median reported. Two
+// figures of ours:
 // matmul_out(a, b, out) into a reused output (what the peer does with C) and matmul(a, b), which
 // allocates its result every call (fresh pages: page faults included). Ours and the peer alternate
 // for `--rounds` rounds and the table shows medians over the rounds: the project's virtual machines
@@ -24,7 +26,9 @@
 #include <utility>
 #include <vector>
 
+#include "bench/peers_dir.h"
 #include "tensor/backend/cpu/cpu_backend.h"
+#include "tensor/backend/cpu/cpu_sgemm.h"
 #include "tensor/tensor.h"
 
 namespace {
@@ -63,26 +67,14 @@ double ours(int n, bool reuse) {
   return 2.0 * n * n * static_cast<double>(n) / times[times.size() / 2] / 1e9;
 }
 
-std::string find_peers(const std::string& flag) {
-  std::vector<std::string> candidates;
-  if (!flag.empty()) candidates.push_back(flag);
-  if (const char* env = std::getenv("RUCCL_PEERS_DIR")) candidates.push_back(env);
-  for (const char* dir : {"../shared/peers", "../../shared/peers", "/work/shared/peers"}) {
-    candidates.push_back(dir);
-  }
-  for (const std::string& dir : candidates) {
-    if (std::filesystem::exists(dir + "/gemm_openblas.c")) return dir;
-  }
-  return "";
-}
-
 // Builds the OpenBLAS peer; returns the binary's path or "" (with a note on stderr).
 std::string build_peer(const std::string& peers) {
   const std::string out = (std::filesystem::temp_directory_path() / "ruccl_gemm_openblas").string();
   const std::string cmd =
       "gcc -O2 '" + peers + "/gemm_openblas.c' -o '" + out + "' -lopenblas 2>/dev/null";
   if (std::system(cmd.c_str()) != 0) {
-    std::fprintf(stderr, "# OpenBLAS peer: build failed (%s)\n", cmd.c_str());
+    std::fprintf(stderr, "# OpenBLAS peer: build failed (%s; needs libopenblas-dev)\n",
+                 cmd.c_str());
     return "";
   }
   return out;
@@ -92,8 +84,10 @@ std::string build_peer(const std::string& peers) {
 std::map<int, double> peer(const std::string& binary, int threads, const std::vector<int>& sizes,
                            std::string& core) {
   // Appended piece by piece: g++ 12 warns (-Wrestrict, a false positive) on the chained `+`.
-  std::string cmd = "OPENBLAS_CORETYPE=SkylakeX OPENBLAS_NUM_THREADS=";
-  cmd.append(std::to_string(threads)).append(" '").append(binary).append("' ");
+  const std::string core_type = ruccl::bench::openblas_core();
+  std::string cmd = core_type == "default" ? "" : "OPENBLAS_CORETYPE=" + core_type + " ";
+  cmd.append("OPENBLAS_NUM_THREADS=").append(std::to_string(threads));
+  cmd.append(" '").append(binary).append("' ");
   cmd.append(std::to_string(threads));
   for (int n : sizes) cmd.append(" ").append(std::to_string(n));
   std::map<int, double> result;
@@ -148,9 +142,10 @@ int main(int argc, char** argv) {
   }
   std::string binary;
   if (with_peer) {
-    const std::string peers = find_peers(peers_flag);
-    if (peers.empty()) {
-      std::fprintf(stderr, "# OpenBLAS peer: gemm_openblas.c not found (use --peers DIR)\n");
+    const std::string peers = ruccl::bench::peers_dir(peers_flag);
+    if (!std::filesystem::exists(peers + "/gemm_openblas.c")) {
+      std::fprintf(stderr, "# OpenBLAS peer: no gemm_openblas.c in %s (use --peers DIR)\n",
+                   peers.c_str());
     } else {
       binary = build_peer(peers);
     }
@@ -195,6 +190,10 @@ int main(int argc, char** argv) {
     }
   }
 
+  std::printf("ruCCL float32 GEMM kernel: %s\n",
+              ruccl::cpu::sgemm_available()
+                  ? "ruCCL's AVX-512 sgemm (chosen at run time: this CPU has AVX-512)"
+                  : "Eigen (this CPU has no AVX-512, or the build is not for x86-64)");
   std::printf(
       "sgemm, square n x n, float32, GFLOP/s = 2 n^3 / median time, median of %d alternating "
       "rounds (OpenBLAS core: %s)\n\n",

@@ -1,5 +1,5 @@
 #pragma once
-// Communicator: one rank's endpoint of a group of `world_size` ranks (DESIGN §2). Every operation
+// Communicator: one rank's endpoint of a group of `world_size` ranks (docs/api.md). Every operation
 // returns new tensors and never modifies its inputs. See docs/collectives.md for the semantics,
 // the algorithms, the agreement checks, deadlines and errors.
 //

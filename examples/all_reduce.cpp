@@ -1,9 +1,14 @@
-// all_reduce: the seed's demo through the registered session API. Four logical ranks (threads)
-// register on one device with the ring strategy; rank r holds v[i] = 0.25 i + r (i = 0..256),
-// computes t = 2v + 1 on the device, then all-reduces: Sum must be exactly 2i + 16 and Mean
-// exactly (2i + 16) / 4 on every rank, the inputs unchanged, and every peer finishes the session.
+// all_reduce: the Ring all-reduce demo through the registered session API. Four logical ranks
+// (threads) register on one device with the ring strategy; rank r holds v[i] = 0.25 i + r (i =
+// 0..256), computes t = 2v + 1 on the device, then all-reduces: Sum must be exactly 2i + 16 and
+// Mean exactly (2i + 16) / 4 on every rank, the inputs unchanged, and every peer finishes the
+// session.
 //
-//   all_reduce [--device cpu|cuda]     (default cuda; without a GPU it says so and exits 1)
+//   all_reduce [--device cpu|cuda]
+//
+// The default device is cuda, but no CUDA tensor backend exists yet (cuda/ has the device query,
+// the checked calls and a self-test): on cuda the demo says so and exits 1, on every machine, with
+// or without a GPU. --device cpu runs it (a CTest test, label example).
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -63,7 +68,15 @@ int main(int argc, char** argv) {
     return 2;
   }
   const Device device = device_name == "cpu" ? Device::cpu() : Device::cuda(0);
-  if (device.is_cuda()) {
+  if (device.is_cuda() && !has_backend(DeviceType::CUDA)) {
+    std::printf(
+        "all_reduce: this build has no CUDA tensor backend (not written yet: ruCCL's CUDA layer "
+        "has "
+        "only the device query and self-test), so the demo cannot run on a GPU; run with --device "
+        "cpu\n");
+    return 1;
+  }
+  if (device.is_cuda()) {  // a CUDA backend is installed: is there a device?
     try {
       backend_for(device);
       (void)Tensor::zeros({1}, DType::F32, device);

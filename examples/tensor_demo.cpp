@@ -1,6 +1,6 @@
-// A short tensor demo: the README's first command runs it until the training demo
-// (examples/train_fashion_mnist) replaces it. Builds a tensor, takes strided views without copying,
-// materialises them, converts dtypes, and checks every value in closed form. Exit 0 when all hold.
+// A short tensor demo: builds a tensor, takes strided views without copying, materialises them,
+// converts dtypes, and checks every value in closed form. Exit 0 when all hold (a CTest test,
+// label example).
 #include <cstdint>
 #include <cstdio>
 #include <exception>

@@ -1,5 +1,5 @@
 #pragma once
-// DataParallel: token-weighted replicas (DESIGN §3). Every rank holds a replica of the model,
+// DataParallel: token-weighted replicas. Every rank holds a replica of the model,
 // computes the gradient of its LOCAL LOSS SUM over its own data, and reduce() turns the ranks'
 // gradients into the gradient of the global mean:
 //

@@ -6,10 +6,13 @@
 //
 // step() updates every trainable parameter of `model` that has a gradient in `grads`; frozen
 // parameters are never touched (a gradient for one is ignored) and parameters without a gradient
-// keep their value and state (torch's `p.grad is None`). Updates happen in place on the
-// parameter's storage, under no tape. The math runs on the host in the parameter's float type
-// (F64 for F64 parameters, F32 for every other floating dtype, whose state is then kept in F32);
-// parameters on another device are staged through the host.
+// keep their value and state (torch's `p.grad is None`). The math runs under no tape, on the host,
+// in the parameter's compute type (F64 for F64 parameters, F32 for every other floating dtype,
+// whose state is then kept in F32). A contiguous CPU F32 or F64 parameter is updated in place (its
+// storage, and every view of it, sees the new values); any other (F16, BF16, non-contiguous, or
+// on another device) is updated on an F32/F64 host copy, which then replaces the parameter's value
+// (Param::set_value: a new tensor of the same shape, dtype and device; views of the old value keep
+// the old values).
 #include <cstdint>
 #include <map>
 #include <string>
@@ -80,8 +83,9 @@ class Optimizer {
   };
   /// How many buffers a slot of this optimizer holds.
   virtual std::size_t buffer_count() const = 0;
-  /// Updates `param` (contiguous host tensor, F32 or F64) in place from `grad` (same dtype and
-  /// size); `slot.buffers` are allocated (zeros) and `slot.steps` counts earlier updates.
+  /// Updates `param` (contiguous host tensor, F32 or F64: the parameter itself, or step()'s copy
+  /// of it) in place from `grad` (same dtype and size); `slot.buffers` are allocated (zeros) and
+  /// `slot.steps` counts earlier updates.
   virtual void update(const Tensor& param, const Tensor& grad, Slot& slot, double lr) = 0;
 
  private:

@@ -14,7 +14,7 @@ struct PeerId {
   std::uint32_t value = 0;
   PeerId() = default;
   /// PeerId(3)
-  constexpr PeerId(std::uint32_t v) : value(v) {}  // NOLINT: implicit like the seed's From<u32>
+  constexpr PeerId(std::uint32_t v) : value(v) {}  // NOLINT: implicit, like Rust's From<u32>
   friend bool operator==(const PeerId&, const PeerId&) = default;
   friend auto operator<=>(const PeerId&, const PeerId&) = default;
 };

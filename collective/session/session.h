@@ -1,5 +1,5 @@
 #pragma once
-// The registered session API (the seed's tensor collective API): threads register as peers of
+// The registered session API (the original tensor collective API): threads register as peers of
 // one process-wide session, then call collectives by PeerId.
 //
 //   // on each of 4 threads, with its own id:

@@ -1,6 +1,7 @@
 // collective_training run|resume DIR: two ranks train a Linear(2 -> 1) with gradients averaged by
-// GradientsParams::all_reduce_with, verify the exact parameters after each step (DESIGN §4), and
-// checkpoint after step 1 (`run`) or continue from that checkpoint (`resume`).
+// GradientsParams::all_reduce_with, verify the exact parameters after each step (the values of
+// docs/training.md), and checkpoint after step 1 (`run`) or continue from that checkpoint
+// (`resume`).
 #include <cstring>
 #include <iostream>
 

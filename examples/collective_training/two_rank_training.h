@@ -1,5 +1,5 @@
 #pragma once
-// The logic of `collective_training run|resume DIR` (DESIGN §4), header-only so that
+// The logic of `collective_training run|resume DIR` (docs/training.md), header-only so that
 // tests/optim/collective_training_test.cpp runs exactly the code the example runs.
 //
 // Two ranks (threads), each with its own in-process Communicator and a Linear(2 -> 1) with weight

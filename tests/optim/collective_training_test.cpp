@@ -1,5 +1,5 @@
-// The code path of examples/collective_training (run, resume, refusals) with DESIGN §4's exact
-// values. The example binary itself prints the same values.
+// The code path of examples/collective_training (run, resume, refusals) with the exact values of
+// docs/training.md. The example binary itself prints the same values.
 #include <catch2/catch.hpp>
 
 #include <chrono>

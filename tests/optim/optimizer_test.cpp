@@ -238,3 +238,30 @@ TEST_CASE("an F32 parameter steps in F32 and an F16 one through F32 state", "[op
   CHECK(p16.dtype() == DType::F16);
   CHECK(p16.value().to(DType::F32).to_vector<float>() == expected);
 }
+
+TEST_CASE("step updates a contiguous CPU F32 parameter in place and replaces an F16 one's value",
+          "[optim]") {
+  nn::Param p32(1, Tensor::from_vector<float>({1.0f, -2.0f}));
+  nn::Param p16(2, Tensor::from_vector<float>({1.0f, -2.0f}).to(DType::F16));
+  struct Two : nn::Cloneable<Two> {
+    Two(nn::Param a, nn::Param b) {
+      register_parameter("a", a);
+      register_parameter("b", b);
+    }
+  } model(p32, p16);
+  const Tensor old32 = p32.value();  // shares the parameter's storage
+  const Tensor old16 = p16.value();
+  GradientsParams grads;
+  grads.insert(1, Tensor::from_vector<float>({0.5f, 0.25f}));
+  grads.insert(2, Tensor::from_vector<float>({0.5f, 0.25f}).to(DType::F16));
+  Sgd sgd;
+  sgd.step(0.5, model, grads);
+  const std::vector<float> expected = {0.75f, -2.125f};
+  // In place: the old tensor is the parameter's storage and sees the update.
+  CHECK(p32.value().storage() == old32.storage());
+  CHECK(old32.to_vector<float>() == expected);
+  // F16 is updated on an F32 copy that replaces the value: the old tensor keeps the old values.
+  CHECK(p16.value().storage() != old16.storage());
+  CHECK(p16.value().to(DType::F32).to_vector<float>() == expected);
+  CHECK(old16.to(DType::F32).to_vector<float>() == std::vector<float>{1.0f, -2.0f});
+}

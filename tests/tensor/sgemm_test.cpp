@@ -7,6 +7,10 @@
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include "tensor/backend/cpu/cpu_sgemm.h"
@@ -120,11 +124,44 @@ std::vector<float> check_product(const Case& cs, Layout la, Layout lb, int threa
   return c;
 }
 
+/// The CPU flags Linux reports (the first "flags" line of /proc/cpuinfo; the kernel leaves out
+/// AVX-512 when the OS does not save its registers), or an empty set where there is none.
+std::set<std::string> cpu_flags() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("flags", 0) != 0) continue;
+    std::istringstream words(line.substr(line.find(':') + 1));
+    std::set<std::string> flags;
+    for (std::string w; words >> w;) flags.insert(w);
+    return flags;
+  }
+  return {};
+}
+
 }  // namespace
+
+TEST_CASE("sgemm is available exactly where the CPU has AVX-512, whatever -march the build used",
+          "[tensor]") {
+  const std::set<std::string> flags = cpu_flags();
+  if (flags.empty()) {
+    WARN("no /proc/cpuinfo flags here: nothing to compare cpu::sgemm_available() with");
+    return;
+  }
+  bool has_avx512 = true;
+  for (const char* flag : {"avx512f", "avx512bw", "avx512dq", "avx512vl", "fma"}) {
+    has_avx512 = has_avx512 && flags.count(flag) == 1;
+  }
+#if defined(__x86_64__)
+  CHECK(ruccl::cpu::sgemm_available() == has_avx512);
+#else
+  CHECK_FALSE(ruccl::cpu::sgemm_available());
+#endif
+}
 
 TEST_CASE("sgemm matches a float64 reference at every tile edge, layout and thread split",
           "[tensor]") {
-  if (!ruccl::cpu::kHasSgemmKernel) {
+  if (!ruccl::cpu::sgemm_available()) {
     std::vector<float> c(1);
     const float one = 1.0f;
     REQUIRE_THROWS_AS(ruccl::cpu::sgemm(1, 1, 1, {&one, 1, 1}, {&one, 1, 1}, c.data(), 1, 1),
@@ -152,7 +189,7 @@ TEST_CASE("sgemm matches a float64 reference at every tile edge, layout and thre
 }
 
 TEST_CASE("sgemm walks a K too deep for one packed B in super-blocks", "[tensor]") {
-  if (!ruccl::cpu::kHasSgemmKernel) return;  // the first test checks the refusal
+  if (!ruccl::cpu::sgemm_available()) return;  // the reference test checks the refusal
   // 4100 columns pad to 4128; the packed B holds 4M floats, so 768 rows of K (three blocks) per
   // super-block: K = 800 takes two, the second accumulating onto the first.
   // Five rows split by column panels on 2 threads, 24 rows (two tile rows) by rows: then each
@@ -165,7 +202,7 @@ TEST_CASE("sgemm walks a K too deep for one packed B in super-blocks", "[tensor]
 }
 
 TEST_CASE("sgemm runs more than 16384 columns as column blocks", "[tensor]") {
-  if (!ruccl::cpu::kHasSgemmKernel) return;
+  if (!ruccl::cpu::sgemm_available()) return;
   // One 256-deep block of B would hold 16400 x 256 floats, over the 4M-float packed-B cap.
   const Case cs = make_case(3, 16400, 5);
   const std::vector<float> one = check_product(cs, Layout::RowMajor, Layout::RowMajor, 1);
@@ -173,14 +210,14 @@ TEST_CASE("sgemm runs more than 16384 columns as column blocks", "[tensor]") {
 }
 
 TEST_CASE("sgemm takes a thread count below 1 as 1", "[tensor]") {
-  if (!ruccl::cpu::kHasSgemmKernel) return;
+  if (!ruccl::cpu::sgemm_available()) return;
   const Case cs = make_case(100, 700, 100);  // above the parallel threshold
   CHECK(check_product(cs, Layout::RowMajor, Layout::RowMajor, 0) ==
         check_product(cs, Layout::RowMajor, Layout::RowMajor, 1));
 }
 
 TEST_CASE("sgemm with an empty depth writes zeros, and empty outputs touch nothing", "[tensor]") {
-  if (!ruccl::cpu::kHasSgemmKernel) return;
+  if (!ruccl::cpu::sgemm_available()) return;
   const float unused = 1.0f;
   std::vector<float> c(3 * 5, 9.0f);
   ruccl::cpu::sgemm(3, 4, 0, {&unused, 0, 1}, {&unused, 4, 1}, c.data(), 5, 2);

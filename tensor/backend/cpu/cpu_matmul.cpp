@@ -1,5 +1,6 @@
 // CpuBackend::matmul: batched GEMM. Float products of 64^3 multiply-adds or more run on ruCCL's own
-// AVX-512 kernel (cpu_sgemm.h), which splits itself over the CPU pool; double, smaller float
+// AVX-512 kernel (cpu_sgemm.h), which splits itself over the CPU pool, on every CPU where
+// cpu::sgemm_available() (a run-time check, whatever -march the build used); double, smaller float
 // products and CPUs without AVX-512 run on Eigen 3.4's blocked kernel (gebp), with our threading.
 //
 // Each [M, K] x [K, N] product maps its operands in place (row- or column-major with a leading
@@ -129,8 +130,8 @@ void gemm_serial(Index m, Index n, Index k, const T* a, Index lda, const T* b, I
 template <typename T, int AOrder, int BOrder>
 void gemm(Index m, Index n, Index k, const T* a, Index lda, const T* b, Index ldb, T* c, Index ldc,
           int threads) {
-  if constexpr (std::is_same_v<T, float> && kHasSgemmKernel) {
-    if (m > 1 && n > 1 && m * n * k >= kSgemmMinMacs) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (m > 1 && n > 1 && m * n * k >= kSgemmMinMacs && sgemm_available()) {
       const auto ref = [](const T* p, Index ld, bool row_major) {
         return row_major ? MatrixRef{p, ld, 1} : MatrixRef{p, 1, ld};
       };

@@ -17,6 +17,12 @@
 //
 // Every C element sums its products in k order, block by block, whatever the thread split: the
 // result does not depend on the thread count.
+//
+// Run-time dispatch: every function of the kernel below carries RUCCL_AVX512, a target attribute,
+// so this file compiles the AVX-512 code whatever -march the build uses, and only these functions
+// contain it (the templates and inline functions of the headers are instantiated for the build's
+// target, so no AVX-512 copy of them can be picked by the linker for another translation unit).
+// The public cpu::sgemm enters the kernel only after sgemm_available() has asked the CPU.
 #include "tensor/backend/cpu/cpu_sgemm.h"
 
 #include <algorithm>
@@ -28,14 +34,41 @@
 #include "tensor/backend/cpu/thread_buffer.h"
 #include "tensor/core/error.h"
 
-#if defined(__AVX512F__)
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define RUCCL_SGEMM_KERNEL 1
 #include <immintrin.h>
+// The instruction sets the kernel is compiled for; sgemm_available() checks the same list.
+#define RUCCL_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,fma")))
 #define RUCCL_CPU_PAUSE() _mm_pause()
+#else
+#define RUCCL_SGEMM_KERNEL 0
 #endif
 
 namespace ruccl::cpu {
 
-#if defined(__AVX512F__)
+namespace {
+
+/// Whether the CPU runs the kernel: __builtin_cpu_supports also checks that the OS saves the
+/// AVX-512 registers (XCR0), not only the CPUID bits.
+bool cpu_runs_kernel() {
+#if RUCCL_SGEMM_KERNEL
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
+         __builtin_cpu_supports("fma");
+#else
+  return false;
+#endif
+}
+
+}  // namespace
+
+bool sgemm_available() {
+  static const bool available = cpu_runs_kernel();
+  return available;
+}
+
+#if RUCCL_SGEMM_KERNEL
 
 namespace {
 
@@ -59,7 +92,7 @@ constexpr int kPackedBSlot = 1;
 constexpr int kPackedASlot = 2;
 
 /// Transposes the 8 x 8 block in r[0..7] (r[i][j] becomes r[j][i]).
-inline void transpose8x8(__m256 (&r)[8]) {
+RUCCL_AVX512 inline void transpose8x8(__m256 (&r)[8]) {
   __m256 t[8];
   for (int i = 0; i < 8; i += 2) {
     t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
@@ -81,8 +114,8 @@ inline void transpose8x8(__m256 (&r)[8]) {
 /// dst[k * width + i] = src[i * stride + k] for lanes i < count and k < kc, zeros in the lanes up
 /// to width: lanes that each run contiguously along k (the rows of a row-major A, the columns of a
 /// column-major B), transposed in 8 x 8 blocks (4 x 4 for a last group of 4 lanes).
-void pack_transposed(const float* src, std::int64_t stride, std::int64_t count, std::int64_t kc,
-                     std::int64_t width, float* dst) {
+RUCCL_AVX512 void pack_transposed(const float* src, std::int64_t stride, std::int64_t count,
+                                  std::int64_t kc, std::int64_t width, float* dst) {
   const std::int64_t lanes8 = count / 8 * 8;
   const std::int64_t lanes4 = count / 4 * 4;
   const std::int64_t blocked_k = kc / 8 * 8;
@@ -118,8 +151,9 @@ void pack_transposed(const float* src, std::int64_t stride, std::int64_t count, 
 
 /// dst[k * width + i] = src[k * k_stride + i * lane_stride] for i < count, zeros up to width: the
 /// general gather (also a column-major A, whose lanes are contiguous for each k).
-void pack_strided(const float* src, std::int64_t k_stride, std::int64_t lane_stride,
-                  std::int64_t count, std::int64_t kc, std::int64_t width, float* dst) {
+RUCCL_AVX512 void pack_strided(const float* src, std::int64_t k_stride, std::int64_t lane_stride,
+                               std::int64_t count, std::int64_t kc, std::int64_t width,
+                               float* dst) {
   for (std::int64_t k = 0; k < kc; ++k) {
     const float* s = src + k * k_stride;
     for (std::int64_t i = 0; i < count; ++i) dst[k * width + i] = s[i * lane_stride];
@@ -129,8 +163,8 @@ void pack_strided(const float* src, std::int64_t k_stride, std::int64_t lane_str
 
 /// Packs rows [i0, i0 + mc) x depth [p0, p0 + kc) of A as 12-row panels: panel r holds, for each
 /// k, its 12 rows' values contiguously (rows past the matrix are zeros).
-void pack_a(const MatrixRef& a, std::int64_t m, std::int64_t i0, std::int64_t mc, std::int64_t p0,
-            std::int64_t kc, float* dst) {
+RUCCL_AVX512 void pack_a(const MatrixRef& a, std::int64_t m, std::int64_t i0, std::int64_t mc,
+                         std::int64_t p0, std::int64_t kc, float* dst) {
   for (std::int64_t ir = 0; ir < mc; ir += kMr) {
     const std::int64_t rows = std::min(kMr, m - i0 - ir);
     const float* base = a.data + (i0 + ir) * a.row_stride + p0 * a.col_stride;
@@ -144,8 +178,8 @@ void pack_a(const MatrixRef& a, std::int64_t m, std::int64_t i0, std::int64_t mc
 
 /// Packs depth [p0, p0 + kc) x columns [j0, j0 + 32) of B as one panel: for each k, 32 columns
 /// contiguously (columns past the matrix are zeros).
-void pack_b(const MatrixRef& b, std::int64_t n, std::int64_t p0, std::int64_t kc, std::int64_t j0,
-            float* dst) {
+RUCCL_AVX512 void pack_b(const MatrixRef& b, std::int64_t n, std::int64_t p0, std::int64_t kc,
+                         std::int64_t j0, float* dst) {
   const std::int64_t cols = std::min(kNr, n - j0);
   const float* base = b.data + p0 * b.row_stride + j0 * b.col_stride;
   if (cols == kNr && b.col_stride == 1) {  // row-major B: a plain copy of each row's 32 floats
@@ -167,7 +201,8 @@ void pack_b(const MatrixRef& b, std::int64_t n, std::int64_t p0, std::int64_t kc
 
 /// C[12, 32] (leading dimension ldc) = (C +) A_panel * B_panel over kc steps.
 template <bool kAccumulate>
-void micro_kernel(std::int64_t kc, const float* a, const float* b, float* c, std::int64_t ldc) {
+RUCCL_AVX512 void micro_kernel(std::int64_t kc, const float* a, const float* b, float* c,
+                               std::int64_t ldc) {
   __m512 acc[kMr][2];
 #pragma GCC unroll 12
   for (int i = 0; i < kMr; ++i) {
@@ -207,8 +242,8 @@ constexpr std::uint8_t kPacked = 2;
 
 /// One micro-tile of C with `rows` x `cols` valid entries (a full tile runs in place; an edge tile
 /// goes through a local buffer).
-void tile(std::int64_t kc, const float* a, const float* b, float* c, std::int64_t ldc,
-          std::int64_t rows, std::int64_t cols, bool accumulate) {
+RUCCL_AVX512 void tile(std::int64_t kc, const float* a, const float* b, float* c, std::int64_t ldc,
+                       std::int64_t rows, std::int64_t cols, bool accumulate) {
   if (rows == kMr && cols == kNr) {
     if (accumulate) {
       micro_kernel<true>(kc, a, b, c, ldc);
@@ -242,7 +277,8 @@ struct Problem {
 /// use keeps the panel in L1 for the micro-kernels that follow; a thread that finds the panel
 /// being packed by another waits for it (a claimed panel is always being packed, so no thread
 /// ever waits on a thread that waits).
-const float* packed_panel(const Problem& pr, std::int64_t p, std::int64_t q, std::int64_t kc) {
+RUCCL_AVX512 const float* packed_panel(const Problem& pr, std::int64_t p, std::int64_t q,
+                                       std::int64_t kc) {
   float* panel = pr.packed_b + p * kNr * pr.panels + q * kNr * kc;
   PanelState& state = pr.state[(p / kKc) * pr.panels + q];
   std::uint8_t seen = state.load(std::memory_order_acquire);
@@ -260,8 +296,8 @@ const float* packed_panel(const Problem& pr, std::int64_t p, std::int64_t q, std
 /// C[rows r0:r1, panels q0:q1] (+)= A[r0:r1, k0:k0+kk] * B, on the calling thread. The panels are
 /// walked from q0 + rotate (cyclically), so that threads sharing B start by packing different
 /// panels.
-void compute_block(const Problem& pr, std::int64_t r0, std::int64_t r1, std::int64_t q0,
-                   std::int64_t q1, std::int64_t rotate) {
+RUCCL_AVX512 void compute_block(const Problem& pr, std::int64_t r0, std::int64_t r1,
+                                std::int64_t q0, std::int64_t q1, std::int64_t rotate) {
   float* packed_a = thread_buffer<float, kPackedASlot>(static_cast<std::size_t>(kMc * kKc));
   const std::int64_t count = q1 - q0;
   for (std::int64_t ic = r0; ic < r1; ic += kMc) {
@@ -283,10 +319,9 @@ void compute_block(const Problem& pr, std::int64_t r0, std::int64_t r1, std::int
   }
 }
 
-}  // namespace
-
-void sgemm(std::int64_t m, std::int64_t n, std::int64_t k, MatrixRef a, MatrixRef b, float* c,
-           std::int64_t ldc, int threads) {
+/// cpu::sgemm once sgemm_available() said yes.
+RUCCL_AVX512 void sgemm_avx512(std::int64_t m, std::int64_t n, std::int64_t k, MatrixRef a,
+                               MatrixRef b, float* c, std::int64_t ldc, int threads) {
   if (m == 0 || n == 0) return;
   if (k == 0) {
     for (std::int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.0f);
@@ -298,7 +333,7 @@ void sgemm(std::int64_t m, std::int64_t n, std::int64_t k, MatrixRef a, MatrixRe
   if (n > kMaxColumns) {
     for (std::int64_t j = 0; j < n; j += kMaxColumns) {
       const MatrixRef b_block{b.data + j * b.col_stride, b.row_stride, b.col_stride};
-      sgemm(m, std::min(kMaxColumns, n - j), k, a, b_block, c + j, ldc, threads);
+      sgemm_avx512(m, std::min(kMaxColumns, n - j), k, a, b_block, c + j, ldc, threads);
     }
     return;
   }
@@ -340,13 +375,21 @@ void sgemm(std::int64_t m, std::int64_t n, std::int64_t k, MatrixRef a, MatrixRe
   }
 }
 
-#else  // no AVX-512: cpu_matmul.cpp never calls this
+}  // namespace
 
-void sgemm(std::int64_t, std::int64_t, std::int64_t, MatrixRef, MatrixRef, float*, std::int64_t,
-           int) {
-  throw NotImplementedError("not implemented: cpu::sgemm needs a build with AVX-512 (-march)");
-}
+#endif  // RUCCL_SGEMM_KERNEL
 
+void sgemm(std::int64_t m, std::int64_t n, std::int64_t k, MatrixRef a, MatrixRef b, float* c,
+           std::int64_t ldc, int threads) {
+  RUCCL_CHECK(sgemm_available(), NotImplementedError,
+              "not implemented: cpu::sgemm needs an x86-64 CPU with AVX-512 F, BW, DQ, VL and "
+              "FMA (cpu::sgemm_available() is false here)");
+#if RUCCL_SGEMM_KERNEL
+  sgemm_avx512(m, n, k, a, b, c, ldc, threads);
+#else
+  static_cast<void>(m), static_cast<void>(n), static_cast<void>(k), static_cast<void>(a);
+  static_cast<void>(b), static_cast<void>(c), static_cast<void>(ldc), static_cast<void>(threads);
 #endif
+}
 
 }  // namespace ruccl::cpu

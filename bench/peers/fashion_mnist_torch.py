@@ -1,0 +1,66 @@
+#!/usr/bin/python3
+"""The PyTorch peer of the main job (examples/train_fashion_mnist): the same MLP, optimizer, batch
+and epochs on Debian's dataset-fashion-mnist, in one process.
+
+Usage: OPENBLAS_CORETYPE=SkylakeX /usr/bin/python3 bench/peers/fashion_mnist_torch.py
+           [--hidden 512,512] [--epochs 10] [--batch 128] [--lr 1e-3] [--data DIR]
+Model: 784 - hidden (ReLU) - 10, cross-entropy, Adam(lr); pixels scaled to [0, 1]; a fresh
+shuffle per epoch. Prints, per epoch: epoch, last batch loss, test accuracy, seconds since the
+start of training (data loading excluded, as the example's training time excludes it).
+"""
+import argparse
+import gzip
+import os
+import time
+
+import numpy as np
+import torch
+
+
+def read_idx(path, header_bytes):
+    with gzip.open(path) as f:
+        return np.frombuffer(f.read(), np.uint8, offset=header_bytes)
+
+
+def load(data, split):
+    images = read_idx(os.path.join(data, f"{split}-images-idx3-ubyte.gz"), 16)
+    labels = read_idx(os.path.join(data, f"{split}-labels-idx1-ubyte.gz"), 8)
+    x = torch.from_numpy(images.reshape(-1, 784).astype(np.float32) / 255.0)
+    return x, torch.from_numpy(labels.astype(np.int64))
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--hidden", default="512,512")
+    parser.add_argument("--epochs", type=int, default=10)
+    parser.add_argument("--batch", type=int, default=128)
+    parser.add_argument("--lr", type=float, default=1e-3)
+    parser.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
+    args = parser.parse_args()
+    torch.manual_seed(0)
+    train_x, train_y = load(args.data, "train")
+    test_x, test_y = load(args.data, "t10k")
+    layers, width = [], 784
+    for hidden in (int(h) for h in args.hidden.split(",")):
+        layers += [torch.nn.Linear(width, hidden), torch.nn.ReLU()]
+        width = hidden
+    model = torch.nn.Sequential(*layers, torch.nn.Linear(width, 10))
+    optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
+    print("epoch loss test_accuracy seconds", flush=True)
+    start = time.perf_counter()
+    for epoch in range(1, args.epochs + 1):
+        order = torch.randperm(len(train_x))
+        for first in range(0, len(train_x), args.batch):
+            rows = order[first:first + args.batch]
+            loss = torch.nn.functional.cross_entropy(model(train_x[rows]), train_y[rows])
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        with torch.no_grad():
+            accuracy = (model(test_x).argmax(1) == test_y).float().mean().item()
+        print(f"{epoch} {loss.item():.4f} {accuracy:.4f} {time.perf_counter() - start:.1f}",
+              flush=True)
+
+
+if __name__ == "__main__":
+    main()
