@@ -128,6 +128,8 @@ TrainingRecord TrainingRecord::parse_payload(const std::string& payload,
   // load; restore() refuses them unless told otherwise.)
   try {
     validate_blobs(r.params_, r.optimizer_, r.accumulator_);
+    Generator probe(0);
+    probe.set_state(r.caller_.rng);  // the caller's set_state must not be the first to refuse
   } catch (const std::exception& e) {
     throw CheckpointError(str("checkpoint ", origin, ": ", e.what()));
   }

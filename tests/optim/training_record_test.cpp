@@ -363,3 +363,23 @@ TEST_CASE("capture refuses a rank outside its world size, restore refuses a reco
               {.rank = 1, .world_size = 2, .allow_other_rank_or_world = true});
   REQUIRE_THAT(other->parameters()[0].value(), TensorEqual(model->parameters()[0].value()));
 }
+
+TEST_CASE("a CRC-valid record with an impossible generator state is refused at load", "[optim]") {
+  ScratchDir dir;
+  auto model = make_mlp(3);
+  Generator::State rng;
+  rng.seed = 0x5eed5eed5eed5eedULL;
+  rng.counter = 0x0c0c0c0c0c0c0c0cULL;
+  rng.buffered = 2;
+  const std::string payload =
+      TrainingRecord::capture(*model, nullptr, nullptr, nullptr, {.rng = rng}).serialize_payload();
+  // buffered (a u32 after seed and counter) is the words of its block still unused: at most 4.
+  std::string damaged = payload;
+  const std::size_t at = damaged.find(words({0x5eed5eed5eed5eedLL, 0x0c0c0c0c0c0c0c0cLL}));
+  REQUIRE(at != std::string::npos);
+  damaged[at + 16] = 9;  // buffered's low byte
+  write_record_file(dir / "rng.ckpt", damaged);
+  CHECK_THROWS_AS(TrainingRecord::load(dir / "rng.ckpt"), CheckpointError);
+  CHECK_THROWS_WITH(TrainingRecord::load(dir / "rng.ckpt"),
+                    Catch::Contains("rng.ckpt") && Catch::Contains("buffered <= 4"));
+}
