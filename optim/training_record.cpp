@@ -141,7 +141,7 @@ void TrainingRecord::save(const std::filesystem::path& path) const {
 }
 
 TrainingRecord TrainingRecord::load(const std::filesystem::path& path) {
-  TrainingRecord r = parse_payload(read_record_file(path), path.string());
+  TrainingRecord r = parse_payload(read_record_file(path), str(path));  // quoted, as the frame
   r.source_ = path;
   return r;
 }
