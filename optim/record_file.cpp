@@ -7,8 +7,8 @@
 
 #include <array>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <random>
 
 #include "optim/checkpoint_error.h"
@@ -57,13 +57,146 @@ bool write_all(int fd, const char* bytes, std::size_t size) {
   return true;
 }
 
+/// Reads up to `size` bytes into `out`, retrying short reads and EINTR; returns how many were
+/// read (fewer only at the end of the file). CheckpointError on a read error.
+std::size_t read_up_to(int fd, char* out, std::size_t size, const std::filesystem::path& path) {
+  std::size_t done = 0;
+  while (done < size) {
+    const ssize_t n = ::read(fd, out + done, size - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      fail(path, "read error: " + errno_text());
+    }
+    if (n == 0) break;
+    done += static_cast<std::size_t>(n);
+  }
+  return done;
+}
+
+/// Closes a descriptor when it goes out of scope.
+class Descriptor {
+ public:
+  explicit Descriptor(int fd) : fd_(fd) {}
+  ~Descriptor() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Descriptor(const Descriptor&) = delete;
+  Descriptor& operator=(const Descriptor&) = delete;
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+/// What a non-regular file is, for the refusal message.
+const char* file_kind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "a special file";
+}
+
+/// A temporary file beside the target, created exclusively under a short name; removed on
+/// destruction unless kept (after the rename).
+class TemporaryFile {
+ public:
+  TemporaryFile(const std::filesystem::path& dir, const std::filesystem::path& target) {
+    std::random_device entropy;
+    int err = 0;
+    for (int attempt = 0; attempt < 100; ++attempt) {  // a clash is ~2^-64 likely: 100 is plenty
+      const std::uint64_t word = (std::uint64_t{entropy()} << 32) | entropy();
+      char hex[17];
+      std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(word));
+      path_ = dir / (std::string(kRecordTemporaryPrefix) + hex);
+      // O_EXCL: never reuse a name (nor follow a link planted there); 0644 honours the umask.
+      fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+      if (fd_ >= 0) return;
+      err = errno;
+      if (err != EEXIST) break;
+    }
+    fail(target, str("cannot create a temporary file in ", dir.empty() ? "." : dir.string(), ": ",
+                     std::strerror(err)));
+  }
+  ~TemporaryFile() {
+    if (fd_ >= 0) ::close(fd_);
+    if (!kept_) ::unlink(path_.c_str());
+  }
+  TemporaryFile(const TemporaryFile&) = delete;
+  TemporaryFile& operator=(const TemporaryFile&) = delete;
+
+  int fd() const { return fd_; }
+  const std::filesystem::path& path() const { return path_; }
+  /// Closes the descriptor; false (errno set) when close() reports an error.
+  bool close() {
+    const int fd = fd_;
+    fd_ = -1;
+    return ::close(fd) == 0;
+  }
+  /// The file was renamed to the target: nothing to remove any more.
+  void keep() { kept_ = true; }
+
+ private:
+  std::filesystem::path path_;
+  int fd_ = -1;
+  bool kept_ = false;
+};
+
 void fsync_directory(const std::filesystem::path& dir, const std::filesystem::path& path) {
-  const int fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) fail(path, "cannot open its directory to fsync it: " + errno_text());
-  const int rc = ::fsync(fd);
-  const std::string err = errno_text();
-  ::close(fd);
-  if (rc != 0) fail(path, "fsync of its directory failed: " + err);
+  Descriptor fd(::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (fd.get() < 0) fail(path, "cannot open its directory to fsync it: " + errno_text());
+  if (::fsync(fd.get()) != 0) fail(path, "fsync of its directory failed: " + errno_text());
+}
+
+/// The checks of read_record_file, on an open descriptor of a regular file of `file_size` bytes.
+std::string read_frame(int fd, std::uint64_t file_size, const std::filesystem::path& path) {
+  std::array<char, kRecordHeaderSize> header{};
+  const std::size_t got = read_up_to(fd, header.data(), header.size(), path);
+  if (got < kRecordHeaderSize) {
+    fail(path, str("truncated: expected a header of ", kRecordHeaderSize, " bytes, got a file of ",
+                   got, " bytes"));
+  }
+  const char* h = header.data();
+  if (std::memcmp(h, kMagic.data(), kMagic.size()) != 0) {
+    fail(path, "not a ruCCL checkpoint (bad magic bytes), or its first bytes are corrupted");
+  }
+  if (get_u32(h + 28) != crc32_of(std::string_view(h, 28))) {
+    fail(path, "corrupted: header checksum mismatch");
+  }
+  const std::uint32_t version = get_u32(h + 8);
+  if (version != kRecordFormatVersion) {
+    fail(path,
+         str("unsupported format version: expected ", kRecordFormatVersion, ", got ", version));
+  }
+  const std::uint64_t length = get_u64(h + 16);
+  // The size fstat reported must be exactly header + payload: nothing is read on a length's word.
+  const std::uint64_t actual = file_size >= kRecordHeaderSize ? file_size - kRecordHeaderSize : 0;
+  if (actual < length) {
+    fail(path, str("truncated: expected a payload of ", length, " bytes, got ", actual));
+  }
+  if (actual > length) {
+    fail(path, str("corrupted: ", actual - length, " unexpected bytes after the payload of ",
+                   length, " bytes"));
+  }
+  std::string payload;
+  try {
+    payload.resize(static_cast<std::size_t>(length));
+  } catch (const std::exception& e) {  // bad_alloc, length_error
+    fail(path, str("a payload of ", length, " bytes does not fit in memory (", e.what(), ")"));
+  }
+  const std::size_t read = read_up_to(fd, payload.data(), payload.size(), path);
+  if (read < length) {
+    fail(path, str("truncated: expected a payload of ", length, " bytes, got ", read,
+                   " (the file shrank while it was read)"));
+  }
+  char extra = 0;
+  if (read_up_to(fd, &extra, 1, path) != 0) {
+    fail(path,
+         str("changed while it was read: it grew beyond the ", file_size, " bytes its size said"));
+  }
+  if (get_u32(h + 24) != crc32_of(payload)) fail(path, "corrupted: payload checksum mismatch");
+  return payload;
 }
 
 }  // namespace
@@ -81,7 +214,9 @@ std::uint32_t crc32_of(std::string_view bytes) {
   return static_cast<std::uint32_t>(crc);
 }
 
-void write_record_file(const std::filesystem::path& path, std::string_view payload) {
+namespace {
+
+void write_frame(const std::filesystem::path& path, std::string_view payload) {
   std::array<char, kRecordHeaderSize> header{};
   std::memcpy(header.data(), kMagic.data(), kMagic.size());
   put_u32(header.data() + 8, kRecordFormatVersion);
@@ -91,70 +226,52 @@ void write_record_file(const std::filesystem::path& path, std::string_view paylo
   put_u32(header.data() + 28, crc32_of(std::string_view(header.data(), 28)));
 
   const std::filesystem::path dir = path.parent_path();
-  // A unique temporary name in the target's directory, so rename() stays on one file system.
-  std::random_device entropy;
-  const std::filesystem::path tmp =
-      path.string() + str(".tmp.", ::getpid(), ".", entropy(), entropy());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) fail(path, str("cannot create temporary file ", tmp, ": ", errno_text()));
-  const bool written =
-      write_all(fd, header.data(), header.size()) && write_all(fd, payload.data(), payload.size());
-  const std::string write_err = errno_text();
-  const bool synced = written && ::fsync(fd) == 0;
-  const std::string sync_err = errno_text();
-  const bool closed = ::close(fd) == 0;
-  if (!written || !synced || !closed) {
-    std::error_code ignored;
-    std::filesystem::remove(tmp, ignored);
-    fail(path, !written ? "write failed: " + write_err
-                        : (!synced ? "fsync failed: " + sync_err : "close failed"));
+  TemporaryFile tmp(dir, path);  // removed by its destructor on every failure below
+  if (!write_all(tmp.fd(), header.data(), header.size()) ||
+      !write_all(tmp.fd(), payload.data(), payload.size())) {
+    fail(path, str("write of ", tmp.path(), " failed: ", errno_text()));
   }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string err = errno_text();
-    std::error_code ignored;
-    std::filesystem::remove(tmp, ignored);
-    fail(path, "rename of the temporary file failed: " + err);
+  if (::fsync(tmp.fd()) != 0) fail(path, str("fsync of ", tmp.path(), " failed: ", errno_text()));
+  if (!tmp.close()) fail(path, str("close of ", tmp.path(), " failed: ", errno_text()));
+  if (::rename(tmp.path().c_str(), path.c_str()) != 0) {
+    fail(path, str("rename of the temporary file ", tmp.path(), " failed: ", errno_text()));
   }
+  tmp.keep();
   fsync_directory(dir, path);
 }
 
+}  // namespace
+
+void write_record_file(const std::filesystem::path& path, std::string_view payload) {
+  try {
+    write_frame(path, payload);
+  } catch (const CheckpointError&) {
+    throw;
+  } catch (const std::exception& e) {  // std::random_device, memory: still names the file
+    fail(path, str("cannot be written (", e.what(), ")"));
+  }
+}
+
 std::string read_record_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    std::error_code ec;
-    fail(path,
-         std::filesystem::exists(path, ec) ? "cannot be opened for reading" : "does not exist");
+  try {
+    // O_NONBLOCK: opening a FIFO without a writer returns at once (and is refused below);
+    // regular files ignore the flag. O_NOCTTY: a terminal never becomes ours.
+    Descriptor fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
+    if (fd.get() < 0) {
+      if (errno == ENOENT) fail(path, "does not exist");
+      fail(path, "cannot be opened for reading: " + errno_text());
+    }
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0) fail(path, "cannot be examined (fstat): " + errno_text());
+    if (!S_ISREG(st.st_mode)) {
+      fail(path, str("is ", file_kind(st.st_mode), ", not a regular file"));
+    }
+    return read_frame(fd.get(), static_cast<std::uint64_t>(st.st_size), path);
+  } catch (const CheckpointError&) {
+    throw;
+  } catch (const std::exception& e) {  // anything else still names the file
+    fail(path, str("cannot be read (", e.what(), ")"));
   }
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) fail(path, "read error");
-  if (bytes.size() < kRecordHeaderSize) {
-    fail(path, str("truncated: expected a header of ", kRecordHeaderSize, " bytes, got a file of ",
-                   bytes.size(), " bytes"));
-  }
-  const char* h = bytes.data();
-  if (std::memcmp(h, kMagic.data(), kMagic.size()) != 0) {
-    fail(path, "not a ruCCL checkpoint (bad magic bytes), or its first bytes are corrupted");
-  }
-  if (get_u32(h + 28) != crc32_of(std::string_view(h, 28))) {
-    fail(path, "corrupted: header checksum mismatch");
-  }
-  const std::uint32_t version = get_u32(h + 8);
-  if (version != kRecordFormatVersion) {
-    fail(path,
-         str("unsupported format version: expected ", kRecordFormatVersion, ", got ", version));
-  }
-  const std::uint64_t length = get_u64(h + 16);
-  const std::uint64_t actual = bytes.size() - kRecordHeaderSize;
-  if (actual < length) {
-    fail(path, str("truncated: expected a payload of ", length, " bytes, got ", actual));
-  }
-  if (actual > length) {
-    fail(path, str("corrupted: ", actual - length, " unexpected bytes after the payload of ",
-                   length, " bytes"));
-  }
-  std::string payload = bytes.substr(kRecordHeaderSize);
-  if (get_u32(h + 24) != crc32_of(payload)) fail(path, "corrupted: payload checksum mismatch");
-  return payload;
 }
 
 }  // namespace ruccl::optim

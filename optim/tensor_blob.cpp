@@ -1,6 +1,7 @@
 #include "optim/tensor_blob.h"
 
 #include <cstring>
+#include <limits>
 
 #include "optim/checkpoint_error.h"
 
@@ -39,12 +40,25 @@ Shape TensorBlob::shape_value() const {
   }
 }
 
-Tensor TensorBlob::to_tensor(Device device) const {
+void TensorBlob::validate() const {
   const DType dt = dtype_value();
-  const Shape s = shape_value();
-  const auto expected = static_cast<std::uint64_t>(s.numel()) * dtype_size(dt);
+  const Shape s = shape_value();  // sizes >= 0, numel fits int64
+  // numel * element size in 64 bits can wrap (2^62 + 20 F32 elements "need" 80 bytes), so the
+  // product is checked rather than trusted to match the bytes.
+  std::uint64_t expected = 0;
+  const bool wraps = __builtin_mul_overflow(static_cast<std::uint64_t>(s.numel()),
+                                            static_cast<std::uint64_t>(dtype_size(dt)), &expected);
+  RUCCL_CHECK(
+      !wraps && expected <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()),
+      CheckpointError, "TensorBlob: the byte size of a ", dt, " tensor of shape ", s, " overflows");
   RUCCL_CHECK(expected == bytes.size(), CheckpointError, "TensorBlob: expected ", expected,
               " bytes for a ", dt, " tensor of shape ", s, ", got ", bytes.size());
+}
+
+Tensor TensorBlob::to_tensor(Device device) const {
+  validate();
+  const DType dt = dtype_value();
+  const Shape s = shape_value();
   Tensor host = Tensor::empty(s, dt, Device::cpu());
   if (!bytes.empty()) std::memcpy(host.data_ptr(), bytes.data(), bytes.size());
   return device.is_cpu() ? host : host.to(device);

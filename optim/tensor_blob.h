@@ -17,8 +17,13 @@ struct TensorBlob {
 
   /// Copies `t` (any device, any strides) to the host.
   static TensorBlob from_tensor(const Tensor& t);
-  /// A tensor on `device` with this blob's contents. Throws CheckpointError when the dtype code
-  /// is unknown or the byte count does not match the shape (a damaged record).
+  /// Checks, without allocating anything, that the blob describes a tensor: a known dtype code,
+  /// at most Shape::kMaxDims sizes, each >= 0, an element count and a byte count (numel times
+  /// the element size, checked for overflow) that fit, and exactly that many bytes. Throws
+  /// CheckpointError otherwise (a damaged record).
+  void validate() const;
+  /// A tensor on `device` with this blob's contents; validate()s first, so a damaged blob is a
+  /// CheckpointError before any memory is taken.
   Tensor to_tensor(Device device = Device::cpu()) const;
   /// The dtype this blob holds; throws CheckpointError for an unknown code.
   DType dtype_value() const;

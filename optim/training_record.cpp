@@ -36,12 +36,52 @@ namespace {
 /// Identifies the payload inside the frame (the frame's magic says "ruCCL checkpoint").
 constexpr const char* kPayloadKind = "ruccl.optim.TrainingRecord";
 
+bool valid_rank_and_world(std::int64_t rank, std::int64_t world_size) {
+  return world_size >= 1 && rank >= 0 && rank < world_size;
+}
+
+/// Checks every tensor of a parsed record (dtype, shape, byte count) without allocating any.
+void validate_blobs(const std::vector<RecordedParam>& params,
+                    const std::optional<OptimizerState>& optimizer,
+                    const std::optional<AccumulatorState>& accumulator) {
+  for (const RecordedParam& p : params) {
+    try {
+      p.value.validate();
+    } catch (const CheckpointError& e) {
+      throw CheckpointError(
+          str("parameter '", p.path.substr(0, 256), "' (ParamId ", p.id, "): ", e.what()));
+    }
+  }
+  if (optimizer.has_value()) {
+    for (const auto& [id, slot] : optimizer->slots) {
+      try {
+        for (const TensorBlob& b : slot.buffers) b.validate();
+      } catch (const CheckpointError& e) {
+        throw CheckpointError(str("the optimizer state of ParamId ", id, ": ", e.what()));
+      }
+    }
+  }
+  if (accumulator.has_value()) {
+    for (const auto& [id, blob] : accumulator->grads) {
+      try {
+        blob.validate();
+      } catch (const CheckpointError& e) {
+        throw CheckpointError(str("the accumulated gradient of ParamId ", id, ": ", e.what()));
+      }
+    }
+  }
+}
+
 }  // namespace
 
 TrainingRecord TrainingRecord::capture(const nn::Module& model, const Optimizer* optimizer,
                                        const LrScheduler* scheduler,
                                        const GradientsAccumulator* accumulator,
                                        const CallerState& caller) {
+  RUCCL_CHECK(valid_rank_and_world(caller.rank, caller.world_size), ValueError,
+              "TrainingRecord::capture: expected a world size >= 1 and a rank in [0, world size), "
+              "got rank ",
+              caller.rank, " of world size ", caller.world_size);
   TrainingRecord r;
   for (const auto& [path, p] : model.named_parameters()) {
     r.params_.push_back({path, p.id(), p.trainable(), TensorBlob::from_tensor(p.value())});
@@ -83,10 +123,15 @@ TrainingRecord TrainingRecord::parse_payload(const std::string& payload,
   } catch (const std::exception& e) {  // cereal::Exception, std::bad_alloc, length_error...
     throw CheckpointError(str("checkpoint ", origin, ": malformed record (", e.what(), ")"));
   }
-  // Validate every tensor now, so restore() cannot fail half-way on a bad blob.
+  // Validate every tensor now, so restore() cannot fail half-way on a bad blob. Whatever goes
+  // wrong while checking them still names the origin. (The caller state's rank and world size
+  // are not checked here: files whose writer set only the rank, when it was informative, still
+  // load; restore() refuses them unless told otherwise.)
   try {
-    for (const RecordedParam& p : r.params_) (void)p.value.to_tensor();
-  } catch (const CheckpointError& e) {
+    validate_blobs(r.params_, r.optimizer_, r.accumulator_);
+    Generator probe(0);
+    probe.set_state(r.caller_.rng);  // the caller's set_state must not be the first to refuse
+  } catch (const std::exception& e) {
     throw CheckpointError(str("checkpoint ", origin, ": ", e.what()));
   }
   return r;
@@ -97,7 +142,7 @@ void TrainingRecord::save(const std::filesystem::path& path) const {
 }
 
 TrainingRecord TrainingRecord::load(const std::filesystem::path& path) {
-  TrainingRecord r = parse_payload(read_record_file(path), path.string());
+  TrainingRecord r = parse_payload(read_record_file(path), str(path));  // quoted, as the frame
   r.source_ = path;
   return r;
 }
@@ -107,8 +152,23 @@ std::string TrainingRecord::where() const {
                          : str("TrainingRecord::restore: checkpoint ", source_, ": ");
 }
 
+void TrainingRecord::check_rank_and_world(const RestoreOptions& options) const {
+  RUCCL_CHECK(valid_rank_and_world(options.rank, options.world_size), ValueError,
+              "TrainingRecord::restore: expected a world size >= 1 and a rank in [0, world size), "
+              "got rank ",
+              options.rank, " of world size ", options.world_size);
+  if (options.allow_other_rank_or_world) return;
+  RUCCL_CHECK(caller_.rank == options.rank && caller_.world_size == options.world_size,
+              CheckpointError, where(), "expected world size ", caller_.world_size, " rank ",
+              caller_.rank, " (the record's), got world size ", options.world_size, " rank ",
+              options.rank,
+              "; set RestoreOptions::allow_other_rank_or_world to restore it elsewhere");
+}
+
 void TrainingRecord::restore(nn::Module& model, Optimizer* optimizer, LrScheduler* scheduler,
-                             GradientsAccumulator* accumulator) const {
+                             GradientsAccumulator* accumulator,
+                             const RestoreOptions& options) const {
+  check_rank_and_world(options);
   const std::string at = where();
   // 1. Check everything before changing anything.
   std::map<std::uint64_t, const RecordedParam*> recorded;

@@ -6,11 +6,13 @@
 //
 //   // save (each rank its own file)
 //   TrainingRecord::capture(model, &optimizer, &schedule, &accumulator,
-//                           {.step = step, .data_position = pos, .rng = gen.state()})
+//                           {.step = step, .data_position = pos, .rng = gen.state(),
+//                            .rank = comm.rank(), .world_size = comm.world_size()})
 //       .save(dir / ("rank" + std::to_string(rank) + ".ckpt"));
 //   // resume
 //   TrainingRecord record = TrainingRecord::load(path);        // CheckpointError if damaged
-//   record.restore(model, &optimizer, &schedule, &accumulator);   // checks ids, shapes, dtypes
+//   record.restore(model, &optimizer, &schedule, &accumulator,  // checks ids, shapes, dtypes,
+//                  {.rank = comm.rank(), .world_size = comm.world_size()});  // rank and world
 //   gen.set_state(record.caller().rng);
 #include <cstdint>
 #include <filesystem>
@@ -33,8 +35,21 @@ struct CallerState {
   std::int64_t step = 0;           ///< optimizer steps taken
   std::int64_t data_position = 0;  ///< where the data stream continues (sample, batch, byte...)
   Generator::State rng{};          ///< the data-order / dropout generator
-  std::int64_t rank = 0;           ///< the rank that wrote the record (informative)
-  std::int64_t world_size = 1;     ///< the world size of the run that wrote it (informative)
+  std::int64_t rank = 0;           ///< the rank that wrote the record (restore() checks it)
+  std::int64_t world_size = 1;     ///< the world size of the run that wrote it (checked likewise)
+};
+
+/// Where restore() runs. A record restores only on the rank and world size that wrote it (its
+/// CallerState), since a rank's optimizer state, accumulated gradients and data position belong
+/// to its shard: a resume with another world size or a swapped file would silently train on the
+/// wrong state.
+struct RestoreOptions {
+  std::int64_t rank = 0;        ///< this run's rank (0 for a single-process run)
+  std::int64_t world_size = 1;  ///< this run's world size
+  /// Restore a record written by another rank or world size anyway: for tools that re-shard or
+  /// inspect records, or to continue a run on another number of ranks on purpose (the caller
+  /// then owns what the data position and RNG state mean there).
+  bool allow_other_rank_or_world = false;
 };
 
 /// One parameter as recorded: its first path, id, trainable flag and value.
@@ -48,7 +63,8 @@ struct RecordedParam {
 /// A per-rank training checkpoint. See the file comment.
 class TrainingRecord {
  public:
-  /// Copies the state of `model` and of each non-null component. Nothing is modified.
+  /// Copies the state of `model` and of each non-null component. Nothing is modified. ValueError
+  /// when `caller` has a world size below 1 or a rank outside [0, world size).
   static TrainingRecord capture(const nn::Module& model, const Optimizer* optimizer = nullptr,
                                 const LrScheduler* scheduler = nullptr,
                                 const GradientsAccumulator* accumulator = nullptr,
@@ -57,18 +73,25 @@ class TrainingRecord {
   /// Writes the record to `path` atomically (temporary file, fsync, rename, fsync of the
   /// directory). CheckpointError naming the file when anything fails (the target is untouched).
   void save(const std::filesystem::path& path) const;
-  /// Reads a record. CheckpointError naming the file and the reason for a missing, truncated,
-  /// corrupted, wrong-version or malformed file.
+  /// Reads a record. CheckpointError naming the file and the reason for a missing, special
+  /// (directory, FIFO, device), truncated, corrupted, wrong-version or malformed file; every
+  /// tensor in it is validated here (dtype, shape, byte count) without allocating it.
   static TrainingRecord load(const std::filesystem::path& path);
 
   /// Puts the recorded state back into `model` and each non-null component. Checks first, and
-  /// changes nothing unless everything matches: the model must have exactly the recorded
-  /// ParamIds, with the same shapes, dtypes and trainable flags; a component passed here must
-  /// have been captured (and of the same kind and configuration); optimizer and accumulator
-  /// state must refer to the model's parameters with matching sizes. CheckpointError otherwise,
-  /// naming the file (when loaded from one) and the parameter.
+  /// changes nothing unless everything matches: the record's rank and world size must be
+  /// `options`' (unless `options.allow_other_rank_or_world`); the model must have exactly the
+  /// recorded ParamIds, with the same shapes, dtypes and trainable flags; a component passed
+  /// here must have been captured (and of the same kind and configuration); optimizer and
+  /// accumulator state must refer to the model's parameters with matching sizes. CheckpointError
+  /// otherwise, naming the file (when loaded from one) and the parameter; ValueError for
+  /// `options` with a world size below 1 or a rank outside it.
   void restore(nn::Module& model, Optimizer* optimizer = nullptr, LrScheduler* scheduler = nullptr,
-               GradientsAccumulator* accumulator = nullptr) const;
+               GradientsAccumulator* accumulator = nullptr,
+               const RestoreOptions& options = {}) const;
+  /// The rank and world-size part of restore()'s checks alone, for a caller that wants every
+  /// rank to agree that its record fits before any of them restores. Same errors as restore().
+  void check_rank_and_world(const RestoreOptions& options) const;
 
   /// The caller state given to capture().
   const CallerState& caller() const { return caller_; }

@@ -135,6 +135,7 @@ inline RankReport resume_rank(Communicator& comm, const std::filesystem::path& d
   std::string failure;
   try {
     record = optim::TrainingRecord::load(checkpoint_path(dir, comm.rank()));
+    record->check_rank_and_world({.rank = comm.rank(), .world_size = comm.world_size()});
   } catch (const optim::CheckpointError& e) {
     failure = e.what();
   }
@@ -148,7 +149,8 @@ inline RankReport resume_rank(Communicator& comm, const std::filesystem::path& d
   }
   auto model = make_model(comm.device());
   optim::Sgd sgd = make_optimizer();
-  record->restore(*model, &sgd);
+  record->restore(*model, &sgd, nullptr, nullptr,
+                  {.rank = comm.rank(), .world_size = comm.world_size()});
   RankReport report;
   report.after_step1 = values_of(*model);
   expect_exact("restored step 1", comm.rank(), report.after_step1, kAfterStep1);

@@ -183,6 +183,8 @@ inline TrainResult train_rank(Communicator& comm, const Dataset& train, const Da
         failure = str("checkpoint ", rank_checkpoint(options.checkpoint_dir, rank),
                       " was written by a run with ", record->caller().world_size,
                       " ranks; resume with --ranks ", record->caller().world_size);
+      } else {
+        record->check_rank_and_world({.rank = rank, .world_size = world});  // a swapped file
       }
     } catch (const optim::CheckpointError& e) {
       failure = e.what();
@@ -195,7 +197,7 @@ inline TrainResult train_rank(Communicator& comm, const Dataset& train, const Da
                                          rank_checkpoint(options.checkpoint_dir, r)));
       }
     }
-    record->restore(*model, opt.get());
+    record->restore(*model, opt.get(), nullptr, nullptr, {.rank = rank, .world_size = world});
     shuffle.set_state(record->caller().rng);
     first_epoch = static_cast<int>(record->caller().data_position);
     steps = record->caller().step;

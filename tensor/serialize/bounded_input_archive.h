@@ -4,8 +4,8 @@
 // vector to whatever count the stream claims before reading the elements, so eight damaged bytes
 // can ask for exabytes (std::bad_alloc at best, an OOM kill or a sanitizer abort at worst). Here
 // every container count is checked against the bytes that remain — each element we archive takes
-// at least one byte — and every read against the end of the buffer; both throw cereal::Exception,
-// which callers turn into their own typed error.
+// at least one byte — and every read against the end of the buffer, and a bool byte must be 0 or
+// 1; all three throw cereal::Exception, which callers turn into their own typed error.
 //
 //   std::string bytes = ...;                      // written by PortableBinaryOutputArchive
 //   ruccl::BoundedInputArchive archive(bytes);
@@ -92,7 +92,19 @@ template <class T>
 std::enable_if_t<std::is_arithmetic_v<T>> CEREAL_LOAD_FUNCTION_NAME(BoundedInputArchive& ar, T& t) {
   static_assert(!std::is_floating_point_v<T> || std::numeric_limits<T>::is_iec559,
                 "BoundedInputArchive reads IEEE 754 floating point only");
-  ar.read(&t, sizeof t, sizeof t);
+  if constexpr (std::is_same_v<T, bool>) {
+    // The writer stores a bool as one byte, 0 or 1. Anything else is damage, and copying it
+    // into a bool would be undefined behaviour.
+    static_assert(sizeof(bool) == 1, "PortableBinaryOutputArchive writes sizeof(bool) bytes");
+    std::uint8_t byte = 0;
+    ar.read(&byte, 1, 1);
+    if (byte > 1) {
+      throw cereal::Exception("expected a bool byte of 0 or 1, got " + std::to_string(byte));
+    }
+    t = byte == 1;
+  } else {
+    ar.read(&t, sizeof t, sizeof t);
+  }
 }
 
 template <class T>

@@ -61,6 +61,15 @@ TEST_CASE(
     CHECK_THROWS_WITH(ct::run_two_ranks(ct::Mode::Resume, dir, Device::cpu()),
                       Catch::Contains("rank0.ckpt") && Catch::Contains("corrupted"));
   }
+  SECTION("the two ranks' files are swapped") {
+    const auto tmp = scratch / "swap.ckpt";
+    std::filesystem::rename(ct::checkpoint_path(dir, 0), tmp);
+    std::filesystem::rename(ct::checkpoint_path(dir, 1), ct::checkpoint_path(dir, 0));
+    std::filesystem::rename(tmp, ct::checkpoint_path(dir, 1));
+    CHECK_THROWS_WITH(ct::run_two_ranks(ct::Mode::Resume, dir, Device::cpu()),
+                      Catch::Contains("expected world size 2 rank ") &&
+                          Catch::Contains("(the record's), got world size 2 rank "));
+  }
   SECTION("the directory does not exist") {
     CHECK_THROWS_WITH(ct::run_two_ranks(ct::Mode::Resume, scratch / "nothing", Device::cpu()),
                       Catch::Contains("does not exist"));

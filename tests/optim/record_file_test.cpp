@@ -1,16 +1,26 @@
 #include <catch2/catch.hpp>
 
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <chrono>
+#include <climits>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "optim/checkpoint_error.h"
 #include "optim/record_file.h"
 #include "optim/tensor_blob.h"
+#include "tests/optim/child_call.h"
 #include "tests/optim/scratch_dir.h"
 
 using namespace ruccl;
 using namespace ruccl::optim;
+using ruccl::optim::test_support::call_in_child;
+using ruccl::optim::test_support::ChildOutcome;
 using ruccl::optim::test_support::ScratchDir;
 
 namespace {
@@ -23,6 +33,29 @@ std::string read_bytes(const std::filesystem::path& path) {
 void write_bytes(const std::filesystem::path& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+/// Loads `path` in a child process (so a load that blocks or grows memory fails the test
+/// instead of hanging it) and requires a prompt CheckpointError whose message has `reason`.
+void require_refused(const std::filesystem::path& path, const std::string& reason) {
+  const auto start = std::chrono::steady_clock::now();
+  const ChildOutcome outcome = call_in_child([&] { (void)read_record_file(path); });
+  INFO("loading " << path << " " << test_support::to_string(outcome.kind) << ": "
+                  << outcome.message);
+  CHECK(outcome.kind == ChildOutcome::Kind::CheckpointError);
+  CHECK_THAT(outcome.message, Catch::Contains(path.string()) && Catch::Contains(reason) &&
+                                  Catch::Contains("not a regular file"));
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
+}
+
+/// The names in `dir`.
+std::vector<std::string> names_in(const std::filesystem::path& dir) {
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    names.push_back(entry.path().filename().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
 }
 
 std::string sample_payload() {
@@ -139,4 +172,75 @@ TEST_CASE("a tensor blob restores dtype, shape and bytes and rejects inconsisten
   TensorBlob negative = blob;
   negative.shape = {-3, -2};
   CHECK_THROWS_AS(negative.to_tensor(), CheckpointError);
+}
+
+TEST_CASE("loading a directory, a device or a FIFO without a writer is refused at once",
+          "[optim]") {
+  ScratchDir dir;
+  require_refused(dir.path(), "is a directory");
+  require_refused("/dev/zero", "is a character device");     // would grow memory without bound
+  require_refused("/dev/urandom", "is a character device");  // likewise, and never ends
+  const std::filesystem::path fifo = dir / "pipe.ckpt";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  require_refused(fifo, "is a FIFO (named pipe)");  // a blocking open would wait for a writer
+}
+
+TEST_CASE("a symbolic link to a record file is followed and what it points to is checked",
+          "[optim]") {
+  ScratchDir dir;
+  write_record_file(dir / "step10.rec", "ten");
+  std::filesystem::create_symlink(dir / "step10.rec", dir / "latest.rec");
+  CHECK(read_record_file(dir / "latest.rec") == "ten");
+  std::filesystem::create_symlink("/dev/zero", dir / "zero.rec");
+  require_refused(dir / "zero.rec", "is a character device");
+  std::filesystem::create_symlink(dir / "gone.rec", dir / "dangling.rec");
+  CHECK_THROWS_WITH(read_record_file(dir / "dangling.rec"),
+                    Catch::Contains("dangling.rec") && Catch::Contains("does not exist"));
+  // Saving to the link replaces the link by the new file; the old target stays as it was.
+  write_record_file(dir / "latest.rec", "eleven");
+  CHECK(!std::filesystem::is_symlink(dir / "latest.rec"));
+  CHECK(read_record_file(dir / "latest.rec") == "eleven");
+  CHECK(read_record_file(dir / "step10.rec") == "ten");
+}
+
+TEST_CASE("a record file whose name has NAME_MAX bytes is saved and loaded", "[optim]") {
+  ScratchDir dir;
+  const std::string name = std::string(NAME_MAX - 5, 'n') + ".ckpt";
+  REQUIRE(name.size() == 255);
+  write_record_file(dir / name, sample_payload());
+  CHECK(read_record_file(dir / name) == sample_payload());
+  write_record_file(dir / name, "again");  // over an existing file too
+  CHECK(read_record_file(dir / name) == "again");
+  CHECK(names_in(dir.path()) == std::vector<std::string>{name});
+  // One byte more is not a legal name: the error names the file, and nothing is left behind.
+  CHECK_THROWS_AS(write_record_file(dir / (name + "x"), "x"), CheckpointError);
+  CHECK(names_in(dir.path()) == std::vector<std::string>{name});
+}
+
+TEST_CASE("a save that fails after creating its temporary file removes it", "[optim]") {
+  ScratchDir dir;
+  // rename() cannot replace a non-empty directory: the last step before the commit fails.
+  std::filesystem::create_directories(dir / "taken" / "inside");
+  CHECK_THROWS_WITH(write_record_file(dir / "taken", sample_payload()),
+                    Catch::Contains("taken") && Catch::Contains("rename of the temporary file"));
+  CHECK(names_in(dir.path()) == std::vector<std::string>{"taken"});
+}
+
+TEST_CASE("a tensor blob whose byte count wraps around 2^64 is refused before allocating",
+          "[optim]") {
+  // (2^62 + 20) F32 elements are 2^64 + 80 bytes: 80 modulo 2^64, the byte count of a [5, 4] blob.
+  TensorBlob blob = TensorBlob::from_tensor(Tensor::zeros({5, 4}, DType::F32));
+  REQUIRE(blob.bytes.size() == 80);
+  blob.shape = {(std::int64_t{1} << 62) + 20, 1};
+  CHECK_THROWS_AS(blob.validate(), CheckpointError);
+  CHECK_THROWS_AS(blob.to_tensor(), CheckpointError);
+  CHECK_THROWS_WITH(blob.to_tensor(), Catch::Contains("byte size") && Catch::Contains("overflows"));
+  // 2^61 F64 elements wrap to 0 bytes: an empty blob.
+  TensorBlob empty;
+  empty.dtype = static_cast<std::uint8_t>(DType::F64);
+  empty.shape = {std::int64_t{1} << 61};
+  CHECK_THROWS_AS(empty.to_tensor(), CheckpointError);
+  // An element count beyond int64 is refused as a CheckpointError too.
+  empty.shape = {std::int64_t{1} << 40, std::int64_t{1} << 40};
+  CHECK_THROWS_AS(empty.to_tensor(), CheckpointError);
 }

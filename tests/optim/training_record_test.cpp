@@ -13,6 +13,7 @@
 #include "autodiff/nn/sequential.h"
 #include "optim/adam.h"
 #include "optim/checkpoint_error.h"
+#include "optim/record_file.h"
 #include "optim/sgd.h"
 #include "optim/training_record.h"
 #include "tests/optim/scratch_dir.h"
@@ -82,6 +83,27 @@ std::string read_bytes(const std::filesystem::path& path) {
 void write_bytes(const std::filesystem::path& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+/// The little-endian bytes of 64-bit words, as PortableBinaryOutputArchive writes them (the
+/// payload's byte-order flag says little endian on the hosts we build for).
+std::string words(std::initializer_list<std::int64_t> values) {
+  std::string out;
+  for (std::int64_t v : values) {
+    for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
+  }
+  return out;
+}
+
+/// `payload` with its `nth` (0-based) occurrence of `from` replaced by `to` (same length).
+std::string replace_nth(std::string payload, const std::string& from, const std::string& to,
+                        int nth) {
+  REQUIRE(from.size() == to.size());
+  std::size_t at = payload.find(from);
+  for (int i = 0; i < nth && at != std::string::npos; ++i) at = payload.find(from, at + 1);
+  REQUIRE(at != std::string::npos);
+  payload.replace(at, from.size(), to);
+  return payload;
 }
 
 }  // namespace
@@ -287,4 +309,111 @@ TEST_CASE("restore refuses a record that does not match, changing nothing", "[op
     CHECK(schedule.state().steps == 0);
     check_untouched(*other, 7);
   }
+}
+
+TEST_CASE("a CRC-valid record whose tensor shape wraps the byte count is refused naming the file",
+          "[optim]") {
+  ScratchDir dir;
+  Run run(3);
+  run.train(2);
+  const std::string payload = run.capture().serialize_payload();
+  // A [5, 4] F32 blob (2 dims, 80 bytes) becomes [2^62 + 20, 1]: 4 * (2^62 + 20) wraps to 80.
+  const std::string blob = words({2, 5, 4, 80});
+  const std::string wrapped = words({2, (std::int64_t{1} << 62) + 20, 1, 80});
+  // The first [5, 4] blob is the parameter 0.weight, the second its AdamW first moment.
+  for (int nth : {0, 1}) {
+    INFO("occurrence " << nth);
+    write_record_file(dir / "wrapped.ckpt", replace_nth(payload, blob, wrapped, nth));
+    CHECK_THROWS_AS(TrainingRecord::load(dir / "wrapped.ckpt"), CheckpointError);
+    CHECK_THROWS_WITH(TrainingRecord::load(dir / "wrapped.ckpt"),
+                      Catch::Contains("wrapped.ckpt") && Catch::Contains("overflows") &&
+                          Catch::Contains(nth == 0 ? "parameter '0.weight'"
+                                                   : "the optimizer state of ParamId 1"));
+  }
+}
+
+TEST_CASE("restore refuses a record of another rank or world size unless told otherwise",
+          "[optim]") {
+  ScratchDir dir;
+  Run run(3);
+  run.train(2);
+  TrainingRecord::capture(*run.model, nullptr, nullptr, nullptr, {.rank = 1, .world_size = 2})
+      .save(dir / "rank1.ckpt");
+  const TrainingRecord record = TrainingRecord::load(dir / "rank1.ckpt");
+  CHECK(record.caller().rank == 1);
+  CHECK(record.caller().world_size == 2);
+  auto other = make_mlp(7);
+  const Tensor before = other->parameters()[0].value().clone();
+  CHECK_THROWS_WITH(record.restore(*other, nullptr, nullptr, nullptr, {.rank = 0, .world_size = 3}),
+                    Catch::Contains("rank1.ckpt") &&
+                        Catch::Contains("expected world size 2 rank 1 (the record's), got world "
+                                        "size 3 rank 0") &&
+                        Catch::Contains("allow_other_rank_or_world"));
+  // The default options mean a single-process run: rank 0 of 1.
+  CHECK_THROWS_WITH(record.restore(*other),
+                    Catch::Contains("expected world size 2 rank 1 (the record's), got world "
+                                    "size 1 rank 0"));
+  CHECK_THROWS_AS(record.check_rank_and_world({.rank = 0, .world_size = 2}), CheckpointError);
+  REQUIRE_THAT(other->parameters()[0].value(), TensorEqual(before));
+  // Options that describe no run at all are the caller's mistake.
+  CHECK_THROWS_AS(record.restore(*other, nullptr, nullptr, nullptr, {.rank = 2, .world_size = 2}),
+                  ValueError);
+  CHECK_THROWS_AS(record.restore(*other, nullptr, nullptr, nullptr, {.rank = 0, .world_size = 0}),
+                  ValueError);
+
+  record.restore(*other, nullptr, nullptr, nullptr, {.rank = 1, .world_size = 2});
+  REQUIRE_THAT(other->parameters()[0].value(), TensorEqual(run.model->parameters()[0].value()));
+  auto elsewhere = make_mlp(8);
+  record.restore(*elsewhere, nullptr, nullptr, nullptr,
+                 {.rank = 0, .world_size = 3, .allow_other_rank_or_world = true});
+  REQUIRE_THAT(elsewhere->parameters()[0].value(), TensorEqual(run.model->parameters()[0].value()));
+}
+
+TEST_CASE("capture refuses a rank outside its world size, restore refuses a record with one",
+          "[optim]") {
+  ScratchDir dir;
+  auto model = make_mlp(3);
+  CHECK_THROWS_AS(
+      TrainingRecord::capture(*model, nullptr, nullptr, nullptr, {.rank = 2, .world_size = 2}),
+      ValueError);
+  CHECK_THROWS_AS(
+      TrainingRecord::capture(*model, nullptr, nullptr, nullptr, {.rank = -1, .world_size = 2}),
+      ValueError);
+  // A CRC-valid file whose record claims rank 5 of 2 (as one written with only .rank set, when
+  // the fields were informative, claims rank r of 1): it loads, and restores only when allowed.
+  const std::string payload =
+      TrainingRecord::capture(*model, nullptr, nullptr, nullptr,
+                              {.step = 77777, .data_position = 88888, .rank = 1, .world_size = 2})
+          .serialize_payload();
+  write_record_file(dir / "odd.ckpt", replace_nth(payload, words({77777, 88888, 1, 2}),
+                                                  words({77777, 88888, 5, 2}), 0));
+  const TrainingRecord odd = TrainingRecord::load(dir / "odd.ckpt");
+  CHECK(odd.caller().rank == 5);
+  auto other = make_mlp(7);
+  CHECK_THROWS_WITH(odd.restore(*other, nullptr, nullptr, nullptr, {.rank = 1, .world_size = 2}),
+                    Catch::Contains("odd.ckpt") &&
+                        Catch::Contains("expected world size 2 rank 5 (the record's)"));
+  odd.restore(*other, nullptr, nullptr, nullptr,
+              {.rank = 1, .world_size = 2, .allow_other_rank_or_world = true});
+  REQUIRE_THAT(other->parameters()[0].value(), TensorEqual(model->parameters()[0].value()));
+}
+
+TEST_CASE("a CRC-valid record with an impossible generator state is refused at load", "[optim]") {
+  ScratchDir dir;
+  auto model = make_mlp(3);
+  Generator::State rng;
+  rng.seed = 0x5eed5eed5eed5eedULL;
+  rng.counter = 0x0c0c0c0c0c0c0c0cULL;
+  rng.buffered = 2;
+  const std::string payload =
+      TrainingRecord::capture(*model, nullptr, nullptr, nullptr, {.rng = rng}).serialize_payload();
+  // buffered (a u32 after seed and counter) is the words of its block still unused: at most 4.
+  std::string damaged = payload;
+  const std::size_t at = damaged.find(words({0x5eed5eed5eed5eedLL, 0x0c0c0c0c0c0c0c0cLL}));
+  REQUIRE(at != std::string::npos);
+  damaged[at + 16] = 9;  // buffered's low byte
+  write_record_file(dir / "rng.ckpt", damaged);
+  CHECK_THROWS_AS(TrainingRecord::load(dir / "rng.ckpt"), CheckpointError);
+  CHECK_THROWS_WITH(TrainingRecord::load(dir / "rng.ckpt"),
+                    Catch::Contains("rng.ckpt") && Catch::Contains("buffered <= 4"));
 }

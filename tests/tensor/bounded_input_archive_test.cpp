@@ -84,3 +84,20 @@ TEST_CASE("BoundedInputArchive refuses a count or a read the remaining bytes can
   CHECK(first == 5);
   CHECK(ar.remaining() == 4);
 }
+
+TEST_CASE("BoundedInputArchive refuses a bool byte other than 0 or 1", "[tensor][serialize]") {
+  const auto little = cereal::PortableBinaryOutputArchive::Options::LittleEndian();
+  std::string bytes = portable_bytes(little, true, false);
+  {
+    BoundedInputArchive ar(bytes);
+    bool a = false;
+    bool b = true;
+    ar(a, b);
+    CHECK(a);
+    CHECK(!b);
+  }
+  bytes[1] = '\x02';  // the first bool, after the byte-order flag
+  BoundedInputArchive ar(bytes);
+  bool a = false;
+  CHECK_THROWS_WITH(ar(a), Catch::Contains("expected a bool byte of 0 or 1, got 2"));
+}
