@@ -273,6 +273,24 @@ void InProcessTransport::release(std::span<const int> peers, bool consumed) noex
   hub_->bell().ring();
 }
 
+template <typename Piece>
+void InProcessTransport::read_pieces(std::span<const int> peers, std::size_t total, Piece&& piece) {
+  std::size_t offset = 0;
+  try {
+    do {
+      const std::size_t n = std::min(kPieceBytes, total - offset);
+      piece(offset, n);
+      offset += n;
+    } while (offset < total && !hub_->failed());
+  } catch (...) {
+    release(peers, false);
+    throw;
+  }
+  const bool complete = offset >= total;
+  release(peers, complete);
+  if (!complete) throw_failure();
+}
+
 void InProcessTransport::recv_with(int peer, std::uint64_t tag, std::size_t nbytes,
                                    const ConsumeFn& consume, const Deadline& deadline) {
   InProcessHub::Mailbox& box = hub_->mailbox(peer, rank_);
@@ -283,20 +301,8 @@ void InProcessTransport::recv_with(int peer, std::uint64_t tag, std::size_t nbyt
   const int peers[1] = {peer};
   claim(peers);
   const auto* data = static_cast<const unsigned char*>(box.data);
-  std::size_t offset = 0;
-  try {
-    do {
-      const std::size_t n = std::min(kPieceBytes, nbytes - offset);
-      consume(offset, data + offset, n);
-      offset += n;
-    } while (offset < nbytes && !hub_->failed());
-  } catch (...) {
-    release(peers, false);
-    throw;
-  }
-  const bool complete = offset >= nbytes;
-  release(peers, complete);
-  if (!complete) throw_failure();
+  read_pieces(peers, nbytes,
+              [&](std::size_t offset, std::size_t n) { consume(offset, data + offset, n); });
 }
 
 void InProcessTransport::recv_all_with(std::span<const int> peers, std::uint64_t tag,
@@ -344,23 +350,12 @@ void InProcessTransport::recv_all_with(std::span<const int> peers, std::uint64_t
     total = std::max(total, sizes[i]);
   }
   claim(peers);
-  std::size_t offset = 0;
-  try {
-    do {
-      const std::size_t n = std::min(kPieceBytes, total - offset);
-      for (std::size_t i = 0; i < peers.size(); ++i) {
-        data[i] = base[i] == nullptr ? nullptr : base[i] + std::min(offset, sizes[i]);
-      }
-      consume(offset, std::span<const void* const>(data, peers.size()), n);
-      offset += n;
-    } while (offset < total && !hub_->failed());
-  } catch (...) {
-    release(peers, false);
-    throw;
-  }
-  const bool complete = offset >= total;
-  release(peers, complete);
-  if (!complete) throw_failure();
+  read_pieces(peers, total, [&](std::size_t offset, std::size_t n) {
+    for (std::size_t i = 0; i < peers.size(); ++i) {
+      data[i] = base[i] == nullptr ? nullptr : base[i] + std::min(offset, sizes[i]);
+    }
+    consume(offset, std::span<const void* const>(data, peers.size()), n);
+  });
 }
 
 void InProcessTransport::withdraw_sends() noexcept {

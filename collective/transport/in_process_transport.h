@@ -125,6 +125,12 @@ class InProcessTransport final : public Transport {
   void claim(std::span<const int> peers);
   /// Releases the claims of `peers`; `consumed`: also marks their messages consumed.
   void release(std::span<const int> peers, bool consumed) noexcept;
+  /// Calls piece(offset, n) for the consecutive pieces of [0, total) (one empty piece when total
+  /// is 0), stopping early when the group fails; then releases the claims of `peers` (marking
+  /// the messages consumed when complete) and throws the failure when it stopped early. Releases
+  /// on every path, a throwing piece included.
+  template <typename Piece>
+  void read_pieces(std::span<const int> peers, std::size_t total, Piece&& piece);
 
   std::shared_ptr<InProcessHub> hub_;
   int rank_;

@@ -1,5 +1,6 @@
 #pragma once
 // Inputs with closed-form reductions, shared by the collective tests.
+#include <chrono>
 #include <cstdint>
 #include <vector>
 
@@ -7,6 +8,13 @@
 #include "tensor/core/tensor.h"
 
 namespace ruccl::testing {
+
+/// Options whose deadline fails a test that would hang (10 s by default) instead of waiting 300 s.
+inline CommunicatorOptions short_timeout(std::chrono::milliseconds t = std::chrono::seconds(10)) {
+  CommunicatorOptions o;
+  o.timeout = t;
+  return o;
+}
 
 inline const std::vector<int> kWorldSizes = {1, 2, 3, 4, 5, 8};
 inline const std::vector<std::int64_t> kCounts = {0, 1, 3, 257};

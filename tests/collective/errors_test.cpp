@@ -16,12 +16,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-CommunicatorOptions short_timeout(std::chrono::milliseconds t = 10s) {
-  CommunicatorOptions o;
-  o.timeout = t;
-  return o;
-}
-
 // Every rank threw a CollectiveError of `kind`.
 template <typename T>
 void require_all(const std::vector<RankOutcome<T>>& out, Kind kind) {

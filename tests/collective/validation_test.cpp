@@ -16,12 +16,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-CommunicatorOptions short_timeout(std::chrono::milliseconds t = 10s) {
-  CommunicatorOptions o;
-  o.timeout = t;
-  return o;
-}
-
 const ReduceOperation kBadOp = static_cast<ReduceOperation>(42);
 const Algorithm kBadAlgorithm = static_cast<Algorithm>(9);
 
