@@ -111,8 +111,12 @@ void load(Archive& ar, Tensor& t) {
   if (nbytes <= kDirectReadBytes) {
     Tensor out = empty_for_load(shape, dtype);
     if (nbytes > 0) {
-      read_or_throw([&] { ar(cereal::binary_data(out.data_ptr(), nbytes)); }, "Tensor load",
-                    str(nbytes, " bytes of tensor data"));
+      // As bytes: a char* prvalue. Not void*: a portable archive instantiates
+      // loadBinary<sizeof(*p)>, and sizeof(void) is an error in standard C++ (clang; g++ accepts
+      // it as an extension). Not an lvalue: binary_data would then hold a char*&, whose
+      // "element" archives take to be 8 bytes wide and byte-swap.
+      read_or_throw([&] { ar(cereal::binary_data(static_cast<char*>(out.data_ptr()), nbytes)); },
+                    "Tensor load", str(nbytes, " bytes of tensor data"));
     }
     finish_load(out);
     t = std::move(out);
