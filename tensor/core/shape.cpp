@@ -52,19 +52,28 @@ std::int64_t Shape::numel(const char* op) const {
 
 Shape Shape::contiguous_strides(const char* op, std::size_t element_size) const {
   Shape strides = *this;
-  std::int64_t s = 1;     // the stride of dim i, in elements
-  bool overflow = false;  // s, or s in bytes, no longer fits int64
-  bool has_zero = false;
+  std::int64_t s = 1;
+  bool overflow = false;
   for (std::int64_t i = size_ - 1; i >= 0; --i) {
-    std::int64_t bytes = 0;
+    strides[i] = s;
+    const std::int64_t d = dims_[static_cast<std::size_t>(i)];
+    overflow = mul_overflows(s, d > 0 ? d : 1, s) || overflow;
+  }
+  std::int64_t bytes = 0;
+  // The fast path: the product of all sizes bounds every stride, so if it fits in bytes they do.
+  if (!overflow && !byte_size_overflows(s, element_size, bytes)) return strides;
+  // Else stride by stride: with a size 0 an overflow only concerns outer strides of a tensor
+  // without elements (0 there); without one, the element count or the byte size does not fit.
+  bool has_zero = false;
+  for (std::int64_t d : *this) has_zero = has_zero || d == 0;
+  s = 1;
+  overflow = false;
+  for (std::int64_t i = size_ - 1; i >= 0; --i) {
     overflow = overflow || byte_size_overflows(s, element_size, bytes);
     strides[i] = overflow ? 0 : s;
     const std::int64_t d = dims_[static_cast<std::size_t>(i)];
-    has_zero = has_zero || d == 0;
     overflow = overflow || mul_overflows(s, d > 0 ? d : 1, s);
   }
-  // With a size 0 an overflow only concerns outer strides of a tensor without elements: 0 there.
-  // Without one, the element count or the byte size does not fit.
   if (overflow && !has_zero) {
     (void)numel(op);
     throw ShapeError(str(op, ": expected a byte size that fits int64, got ", to_string(), " of ",
@@ -113,7 +122,6 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
                 db, ")");
     out.push_back(da == 1 ? db : da);
   }
-  (void)out.numel(op);  // [2^40, 1] and [1, 2^40] are fine alone; their broadcast is not
   return out;
 }
 

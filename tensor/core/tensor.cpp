@@ -22,31 +22,36 @@ void check_geometry(const Shape& shape, const Shape& strides, std::int64_t offse
                     std::size_t element_size, const Storage& storage, const char* op) {
   RUCCL_CHECK(shape.size() == strides.size(), ShapeError, op, ": expected ", shape.size(),
               " strides for shape ", shape, ", got ", strides.size(), " (", strides, ")");
-  const std::int64_t capacity =
-      static_cast<std::int64_t>(std::min<std::size_t>(storage.nbytes() / element_size, kInt64Max));
-  RUCCL_CHECK(offset >= 0 && offset <= capacity, IndexError, op,
-              ": expected a storage offset in [0, ", capacity, "] (the storage's elements), got ",
-              offset);
-  std::int64_t last = offset;  // the index of the last element the view reaches
+  // In bytes, so the fast path divides nothing; the element count only in messages.
+  const auto capacity = [&] {
+    return static_cast<std::int64_t>(
+        std::min<std::size_t>(storage.nbytes() / element_size, kInt64Max));
+  };
+  std::int64_t bytes = 0;
+  RUCCL_CHECK(offset >= 0 && !byte_size_overflows(offset, element_size, bytes) &&
+                  static_cast<std::size_t>(bytes) <= storage.nbytes(),
+              IndexError, op, ": expected a storage offset in [0, ", capacity(),
+              "] (the storage's elements), got ", offset);
+  std::int64_t end = offset;  // one past the last element the view reaches, once incremented
   bool empty = false;
   bool overflow = false;
   for (std::int64_t i = 0; i < shape.size(); ++i) {
     RUCCL_CHECK(shape[i] >= 0, ShapeError, op, ": expected non-negative sizes, got ", shape);
-    std::int64_t stride_bytes = 0;
-    RUCCL_CHECK(!byte_size_overflows(strides[i], element_size, stride_bytes), ShapeError, op,
+    RUCCL_CHECK(!byte_size_overflows(strides[i], element_size, bytes), ShapeError, op,
                 ": expected non-negative strides whose byte distance fits int64, got strides ",
                 strides, " (dim ", i, ", ", element_size, " bytes per element)");
-    if (shape[i] == 0) empty = true;
+    empty = empty || shape[i] == 0;
     std::int64_t span = 0;
-    if (shape[i] > 0) {
-      overflow = mul_overflows(shape[i] - 1, strides[i], span) || overflow;
-      overflow = add_overflows(last, span, last) || overflow;
-    }
+    overflow = overflow || (shape[i] > 0 && (mul_overflows(shape[i] - 1, strides[i], span) ||
+                                             add_overflows(end, span, end)));
   }
   if (empty) return;  // an empty view touches nothing
-  RUCCL_CHECK(!overflow && last < capacity, IndexError, op, ": view ", shape, " with strides ",
-              strides, " at offset ", offset, " reaches outside its storage of ", capacity,
-              " elements", overflow ? " (its last element's index overflows int64)" : "");
+  overflow =
+      overflow || add_overflows(end, 1, end) || byte_size_overflows(end, element_size, bytes);
+  RUCCL_CHECK(!overflow && static_cast<std::size_t>(bytes) <= storage.nbytes(), IndexError, op,
+              ": view ", shape, " with strides ", strides, " at offset ", offset,
+              " reaches outside its storage of ", capacity(), " elements",
+              overflow ? " (its last element's index overflows int64)" : "");
 }
 
 }  // namespace
@@ -73,19 +78,16 @@ Tensor Tensor::empty(const Shape& shape, DType dtype, Device device, const char*
   RUCCL_CHECK(!byte_size_overflows(n, dtype_size(dtype), bytes), ShapeError, op,
               ": expected a byte size that fits int64, got ", shape, " of ", dtype, " (", n,
               " elements of ", dtype_size(dtype), " bytes)");
-  Tensor t;
-  t.strides_ = shape.contiguous_strides(op, dtype_size(dtype));
+  const Shape strides = shape.contiguous_strides(op, dtype_size(dtype));
+  std::shared_ptr<Storage> storage;
   try {
-    t.storage_ = backend_for(device).allocate(static_cast<std::size_t>(bytes), device);
+    storage = backend_for(device).allocate(static_cast<std::size_t>(bytes), device);
   } catch (const OutOfMemoryError& e) {
     throw OutOfMemoryError(str(op, ": cannot allocate ", shape, " of ", dtype, " (", bytes,
                                " bytes) on ", device, ": ", e.what()));
   }
   // Geometry valid by construction: contiguous strides, offset 0, exactly the bytes it needs.
-  t.shape_ = shape;
-  t.numel_ = n;
-  t.dtype_ = dtype;
-  return t;
+  return Tensor(Unchecked{}, std::move(storage), shape, strides, n, dtype);
 }
 
 Tensor Tensor::zeros(const Shape& shape, DType dtype, Device device) {

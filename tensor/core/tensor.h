@@ -164,6 +164,15 @@ class Tensor {
   // The public constructor, with errors naming `op`.
   Tensor(const char* op, std::shared_ptr<Storage> storage, const Shape& shape, const Shape& strides,
          std::int64_t offset, DType dtype);
+  // Geometry already known valid (a fresh contiguous block from empty()): no check.
+  struct Unchecked {};
+  Tensor(Unchecked, std::shared_ptr<Storage> storage, const Shape& shape, const Shape& strides,
+         std::int64_t numel, DType dtype)
+      : storage_(std::move(storage)),
+        shape_(shape),
+        strides_(strides),
+        numel_(numel),
+        dtype_(dtype) {}
   void copy_to_host(void* dst) const;
   static Tensor from_host(const void* src, const Shape& shape, DType dtype, Device device);
 };
