@@ -183,9 +183,10 @@ std::ostream& operator<<(std::ostream& out, const Tensor& t);
 
 template <typename T>
 Tensor Tensor::from_vector(const std::vector<T>& values, const Shape& shape, Device device) {
-  RUCCL_CHECK(static_cast<std::int64_t>(values.size()) == shape.numel(), ShapeError,
-              "Tensor::from_vector: expected ", shape.numel(), " values for shape ", shape,
-              ", got ", values.size());
+  const std::int64_t numel = shape.numel("Tensor::from_vector");
+  RUCCL_CHECK(values.size() == static_cast<std::size_t>(numel), ShapeError,
+              "Tensor::from_vector: expected ", numel, " values for shape ", shape, ", got ",
+              values.size());
   if constexpr (std::is_same_v<T, bool>) {  // std::vector<bool> is packed: unpack it
     std::vector<std::uint8_t> bytes(values.begin(), values.end());
     return from_host(bytes.data(), shape, DType::Bool, device);

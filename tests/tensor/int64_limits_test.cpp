@@ -209,6 +209,11 @@ TEST_CASE("empty, zeros, ones, full and the random creators reject byte sizes ov
                          MessageContains("Tensor::arange: expected a byte size that fits int64"));
   REQUIRE_THROWS_AS(Tensor::arange(kMin, kMax), ShapeError);  // 2^64 - 1 elements
   REQUIRE(Tensor::empty({kMax, 0}).numel() == 0);
+  REQUIRE_THROWS_MATCHES(Tensor::from_vector<float>({1}, {kMax, 2}), ShapeError,
+                         Catch::Message("Tensor::from_vector: element count of "
+                                        "[9223372036854775807, 2] overflows int64"));
+  REQUIRE_THROWS_AS(Tensor::from_vector<float>({1}, {kMin}), ShapeError);
+  REQUIRE(Tensor::from_vector<float>({}, {kMax, 0}).numel() == 0);
 }
 
 TEST_CASE("an allocation the system cannot satisfy throws OutOfMemoryError naming the bytes",
