@@ -47,6 +47,11 @@ class IndexError : public Error {
 class ValueError : public Error {
   using Error::Error;
 };
+/// Memory a device cannot provide: the allocator failed for a size that is valid (the message
+/// names the op, the shape and the bytes asked for).
+class OutOfMemoryError : public Error {
+  using Error::Error;
+};
 /// An op a backend does not implement: "not implemented: <Backend>::<op>".
 class NotImplementedError : public Error {
   using Error::Error;

@@ -1,8 +1,8 @@
 #include "tensor/core/shape.h"
 
-#include <limits>
 #include <sstream>
 
+#include "tensor/core/checked_arithmetic.h"
 #include "tensor/core/error.h"
 
 namespace ruccl {
@@ -35,28 +35,49 @@ void Shape::erase(std::int64_t pos) {
   --size_;
 }
 
-std::int64_t Shape::numel() const {
+std::int64_t Shape::numel(const char* op) const {
   std::int64_t n = 1;
+  bool overflow = false;
+  bool has_zero = false;
   for (std::int64_t d : *this) {
-    RUCCL_CHECK(d >= 0, ShapeError, "Shape: expected non-negative sizes, got ", to_string());
-    if (d != 0 && n > std::numeric_limits<std::int64_t>::max() / d) {
-      // An overflow only matters if no later dimension is zero.
-      bool has_zero = false;
-      for (std::int64_t e : *this) has_zero = has_zero || e == 0;
-      if (has_zero) return 0;
-      throw ShapeError(str("Shape: element count of ", to_string(), " overflows int64"));
-    }
-    n *= d;
+    RUCCL_CHECK(d >= 0, ShapeError, op, ": expected non-negative sizes, got ", to_string());
+    has_zero = has_zero || d == 0;
+    overflow = mul_overflows(n, d, n) || overflow;
   }
-  return n;
+  // An overflow only matters if no dimension is zero (then the product is 0 however it wrapped).
+  RUCCL_CHECK(!overflow || has_zero, ShapeError, op, ": element count of ", to_string(),
+              " overflows int64");
+  return has_zero ? 0 : n;
 }
 
-Shape Shape::contiguous_strides() const {
+Shape Shape::contiguous_strides(const char* op, std::size_t element_size) const {
   Shape strides = *this;
   std::int64_t s = 1;
+  bool overflow = false;
   for (std::int64_t i = size_ - 1; i >= 0; --i) {
     strides[i] = s;
-    s *= dims_[static_cast<std::size_t>(i)] > 0 ? dims_[static_cast<std::size_t>(i)] : 1;
+    const std::int64_t d = dims_[static_cast<std::size_t>(i)];
+    overflow = mul_overflows(s, d > 0 ? d : 1, s) || overflow;
+  }
+  std::int64_t bytes = 0;
+  // The fast path: the product of all sizes bounds every stride, so if it fits in bytes they do.
+  if (!overflow && !byte_size_overflows(s, element_size, bytes)) return strides;
+  // Else stride by stride: with a size 0 an overflow only concerns outer strides of a tensor
+  // without elements (0 there); without one, the element count or the byte size does not fit.
+  bool has_zero = false;
+  for (std::int64_t d : *this) has_zero = has_zero || d == 0;
+  s = 1;
+  overflow = false;
+  for (std::int64_t i = size_ - 1; i >= 0; --i) {
+    overflow = overflow || byte_size_overflows(s, element_size, bytes);
+    strides[i] = overflow ? 0 : s;
+    const std::int64_t d = dims_[static_cast<std::size_t>(i)];
+    overflow = overflow || mul_overflows(s, d > 0 ? d : 1, s);
+  }
+  if (overflow && !has_zero) {
+    (void)numel(op);
+    throw ShapeError(str(op, ": expected a byte size that fits int64, got ", to_string(), " of ",
+                         element_size, "-byte elements"));
   }
   return strides;
 }

@@ -2,6 +2,7 @@
 // Shape: the sizes of a tensor's dimensions, stored inline (no heap) for up to kMaxDims dims.
 // The same type carries strides (in elements).
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <initializer_list>
 #include <ostream>
@@ -40,10 +41,15 @@ class Shape {
   void insert(std::int64_t pos, std::int64_t d);
   void erase(std::int64_t pos);
 
-  /// Product of the sizes (1 for a scalar). Throws ShapeError on a negative size or on overflow.
-  std::int64_t numel() const;
-  /// Row-major strides of a contiguous tensor of this shape.
-  Shape contiguous_strides() const;
+  /// Product of the sizes (1 for a scalar; 0 when a size is 0, even if the others overflow).
+  /// Throws ShapeError naming `op` on a negative size or when the product overflows int64.
+  std::int64_t numel(const char* op = "Shape") const;
+  /// Row-major strides of a contiguous tensor of this shape (a size-0 dim counts as 1). With a size
+  /// 0 in the shape, a stride whose byte distance (stride * element_size) would overflow int64 is
+  /// 0, since no element uses it ([0, 3, 2^62] has strides [0, 2^62, 1] for 1-byte elements,
+  /// [0, 0, 1] for 4-byte ones); without one, such a stride or an overflowing element count
+  /// throws ShapeError naming `op`.
+  Shape contiguous_strides(const char* op = "Shape", std::size_t element_size = 1) const;
 
   /// "[2, 3]"
   std::string to_string() const;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "tensor/core/checked_arithmetic.h"
 #include "tensor/core/device.h"
 #include "tensor/core/dtype.h"
 #include "tensor/core/error.h"
@@ -29,8 +30,11 @@ class Tensor {
   Tensor() = default;
 
   // ---- creation -------------------------------------------------------------------------------
-  /// Uninitialised memory of `shape`.
-  static Tensor empty(const Shape& shape, DType dtype = DType::F32, Device device = Device::cpu());
+  /// Uninitialised memory of `shape`. A negative size, or an element count, stride or byte count
+  /// that overflows int64, is a ShapeError; memory the device cannot provide is an
+  /// OutOfMemoryError. Both name `op`: frontend ops that allocate their output pass their own name.
+  static Tensor empty(const Shape& shape, DType dtype = DType::F32, Device device = Device::cpu(),
+                      const char* op = "Tensor::empty");
   static Tensor zeros(const Shape& shape, DType dtype = DType::F32, Device device = Device::cpu());
   static Tensor ones(const Shape& shape, DType dtype = DType::F32, Device device = Device::cpu());
   static Tensor full(const Shape& shape, Scalar value, DType dtype = DType::F32,
@@ -74,7 +78,15 @@ class Tensor {
   /// Size of dimension `d` (negative counts from the end).
   std::int64_t size(std::int64_t d) const;
   std::size_t element_size() const { return dtype_size(dtype_); }
-  std::size_t nbytes() const { return static_cast<std::size_t>(numel_) * element_size(); }
+  /// numel() * element_size(). Fits for every tensor with its own memory; a broadcast view
+  /// (stride 0) may address more bytes than exist, and then this throws ShapeError.
+  std::size_t nbytes() const {
+    std::int64_t bytes = 0;
+    RUCCL_CHECK(!byte_size_overflows(numel_, element_size(), bytes), ShapeError,
+                "Tensor::nbytes: expected a byte count that fits int64, got ", numel_,
+                " elements of ", dtype_, " (", element_size(), " bytes each) for shape ", shape_);
+    return static_cast<std::size_t>(bytes);
+  }
   /// Row-major with no gaps.
   bool is_contiguous() const;
   /// The storage shared by every view of this tensor.
@@ -131,10 +143,13 @@ class Tensor {
   /// Element `i` of dimension 0, dropping that dimension.
   Tensor select(std::int64_t d, std::int64_t i) const;
 
-  /// A view with explicit geometry over the same storage. Checked against the storage size.
+  /// A view with explicit geometry over the same storage: sizes and strides >= 0 (negative strides
+  /// are not supported), 0 <= offset <= the storage's element count, and every element inside the
+  /// storage, all in overflow-checked int64 (ShapeError for a bad size or stride, IndexError for a
+  /// view that reaches outside).
   Tensor as_strided(const Shape& shape, const Shape& strides, std::int64_t offset) const;
 
-  /// Wraps existing storage (for backends and deserialisation).
+  /// Wraps existing storage (for backends and deserialisation), checked as as_strided().
   Tensor(std::shared_ptr<Storage> storage, const Shape& shape, const Shape& strides,
          std::int64_t offset, DType dtype);
 
@@ -146,6 +161,18 @@ class Tensor {
   std::int64_t numel_ = 0;
   DType dtype_ = DType::F32;
 
+  // The public constructor, with errors naming `op`.
+  Tensor(const char* op, std::shared_ptr<Storage> storage, const Shape& shape, const Shape& strides,
+         std::int64_t offset, DType dtype);
+  // Geometry already known valid (a fresh contiguous block from empty()): no check.
+  struct Unchecked {};
+  Tensor(Unchecked, std::shared_ptr<Storage> storage, const Shape& shape, const Shape& strides,
+         std::int64_t numel, DType dtype)
+      : storage_(std::move(storage)),
+        shape_(shape),
+        strides_(strides),
+        numel_(numel),
+        dtype_(dtype) {}
   void copy_to_host(void* dst) const;
   static Tensor from_host(const void* src, const Shape& shape, DType dtype, Device device);
 };
@@ -156,9 +183,10 @@ std::ostream& operator<<(std::ostream& out, const Tensor& t);
 
 template <typename T>
 Tensor Tensor::from_vector(const std::vector<T>& values, const Shape& shape, Device device) {
-  RUCCL_CHECK(static_cast<std::int64_t>(values.size()) == shape.numel(), ShapeError,
-              "Tensor::from_vector: expected ", shape.numel(), " values for shape ", shape,
-              ", got ", values.size());
+  const std::int64_t numel = shape.numel("Tensor::from_vector");
+  RUCCL_CHECK(values.size() == static_cast<std::size_t>(numel), ShapeError,
+              "Tensor::from_vector: expected ", numel, " values for shape ", shape, ", got ",
+              values.size());
   if constexpr (std::is_same_v<T, bool>) {  // std::vector<bool> is packed: unpack it
     std::vector<std::uint8_t> bytes(values.begin(), values.end());
     return from_host(bytes.data(), shape, DType::Bool, device);
@@ -174,13 +202,16 @@ std::vector<T> Tensor::to_vector() const {
   RUCCL_CHECK(dtype_of<T>() == dtype_, DTypeError, "Tensor::to_vector: expected dtype ",
               dtype_of<T>(), " (the requested element type), got ", dtype_,
               "; convert with to(DType) first");
+  // The contiguous copy first: a broadcast view too large for memory fails there with a ruccl
+  // error, before the host vector is sized.
+  const Tensor c = contiguous();
   if constexpr (std::is_same_v<T, bool>) {
     std::vector<std::uint8_t> bytes(static_cast<std::size_t>(numel_));
-    copy_to_host(bytes.data());
+    c.copy_to_host(bytes.data());
     return std::vector<bool>(bytes.begin(), bytes.end());
   } else {
     std::vector<T> out(static_cast<std::size_t>(numel_));
-    copy_to_host(out.data());
+    c.copy_to_host(out.data());
     return out;
   }
 }

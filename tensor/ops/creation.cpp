@@ -12,10 +12,10 @@ namespace ruccl {
 
 namespace {
 
-// A CPU tensor of T with element i = value(i), as `dtype` on `device`.
+// A CPU tensor of T with element i = value(i), as `dtype` on `device`; errors name `op`.
 template <typename T, typename Value>
-Tensor host_tensor(const Shape& shape, DType dtype, Device device, Value&& value) {
-  Tensor t = Tensor::empty(shape, dtype_of<T>());
+Tensor host_tensor(const char* op, const Shape& shape, DType dtype, Device device, Value&& value) {
+  Tensor t = Tensor::empty(shape, dtype_of<T>(), Device::cpu(), op);
   T* p = t.data<T>();
   for (std::int64_t i = 0; i < t.numel(); ++i) p[i] = value(i);
   return t.to(dtype).to(device);
@@ -48,7 +48,8 @@ Tensor Tensor::arange(Scalar start, Scalar end, Scalar step, std::optional<DType
     // start + i * step lies between start and end for every i < count, but i * step alone may
     // not fit: compute modulo 2^64 (exact, since the sum fits).
     return host_tensor<std::int64_t>(
-        Shape{static_cast<std::int64_t>(count)}, out, device, [s, d](std::int64_t i) {
+        "Tensor::arange", Shape{static_cast<std::int64_t>(count)}, out, device,
+        [s, d](std::int64_t i) {
           return static_cast<std::int64_t>(static_cast<std::uint64_t>(s) +
                                            static_cast<std::uint64_t>(i) *
                                                static_cast<std::uint64_t>(d));
@@ -67,7 +68,7 @@ Tensor Tensor::arange(Scalar start, Scalar end, Scalar step, std::optional<DType
   const double count = std::ceil((e - s) / d);
   RUCCL_CHECK(count < static_cast<double>(std::numeric_limits<std::int64_t>::max()), ShapeError,
               "Tensor::arange: expected fewer than 2^63 elements, got ", count);
-  return host_tensor<double>(Shape{static_cast<std::int64_t>(count)}, out, device,
+  return host_tensor<double>("Tensor::arange", Shape{static_cast<std::int64_t>(count)}, out, device,
                              [s, d](std::int64_t i) { return s + static_cast<double>(i) * d; });
 }
 
@@ -75,13 +76,13 @@ Tensor Tensor::rand(const Shape& shape, Generator& gen, DType dtype, Device devi
   RUCCL_CHECK(is_floating(dtype), DTypeError, "Tensor::rand: expected a floating dtype, got ",
               dtype);
   if (dtype == DType::F64) {
-    return host_tensor<double>(shape, dtype, device,
+    return host_tensor<double>("Tensor::rand", shape, dtype, device,
                                [&](std::int64_t) { return gen.next_double(); });
   }
   // As many random bits as the dtype's significand holds, so rounding can never reach 1.0.
   const int bits = dtype == DType::F32 ? 24 : dtype == DType::F16 ? 11 : 8;
   const float scale = std::ldexp(1.0f, -bits);
-  return host_tensor<float>(shape, dtype, device, [&](std::int64_t) {
+  return host_tensor<float>("Tensor::rand", shape, dtype, device, [&](std::int64_t) {
     return static_cast<float>(gen.next_u32() >> (32 - bits)) * scale;
   });
 }
@@ -89,12 +90,13 @@ Tensor Tensor::rand(const Shape& shape, Generator& gen, DType dtype, Device devi
 Tensor Tensor::randn(const Shape& shape, Generator& gen, DType dtype, Device device) {
   RUCCL_CHECK(is_floating(dtype), DTypeError, "Tensor::randn: expected a floating dtype, got ",
               dtype);
-  return host_tensor<double>(shape, dtype, device, [&](std::int64_t) { return gen.next_normal(); });
+  return host_tensor<double>("Tensor::randn", shape, dtype, device,
+                             [&](std::int64_t) { return gen.next_normal(); });
 }
 
 Tensor Tensor::randperm(std::int64_t n, Generator& gen, Device device) {
   RUCCL_CHECK(n >= 0, ShapeError, "Tensor::randperm: expected a non-negative count, got ", n);
-  Tensor t = host_tensor<std::int64_t>(Shape{n}, DType::I64, Device::cpu(),
+  Tensor t = host_tensor<std::int64_t>("Tensor::randperm", Shape{n}, DType::I64, Device::cpu(),
                                        [](std::int64_t i) { return i; });
   std::int64_t* p = t.data<std::int64_t>();
   for (std::int64_t i = n - 1; i > 0; --i) {  // Fisher-Yates, from the end

@@ -62,7 +62,7 @@ Tensor binary(Op op, const char* name, const Tensor& a, const Tensor& b, Allowed
       a.shape() == b.shape() ? a.shape() : broadcast_shapes(a.shape(), b.shape(), name);
   Backend& backend = backend_for(device);
   check_supported(backend, op, dtype, device, name);
-  Tensor out = Tensor::empty(shape, bool_out ? DType::Bool : dtype, device);
+  Tensor out = Tensor::empty(shape, bool_out ? DType::Bool : dtype, device, name);
   Tensor ha;
   Tensor hb;
   backend.binary(op, prepare(a, dtype, shape, ha), prepare(b, dtype, shape, hb), out);
@@ -74,7 +74,7 @@ Tensor unary(Op op, const char* name, const Tensor& x, Allowed allowed) {
   check_dtype(allowed, x.dtype(), name);
   Backend& backend = backend_for(x.device());
   check_supported(backend, op, x.dtype(), x.device(), name);
-  Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
+  Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device(), name);
   backend.unary(op, x, out);
   return out;
 }
@@ -188,7 +188,7 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
       broadcast_shapes(cond.shape(), broadcast_shapes(a.shape(), b.shape(), "where"), "where");
   Backend& backend = backend_for(device);
   check_supported(backend, Op::Where, dtype, device, "where");
-  Tensor out = Tensor::empty(shape, dtype, device);
+  Tensor out = Tensor::empty(shape, dtype, device, "where");
   Tensor hc;
   Tensor ha;
   Tensor hb;

@@ -3,6 +3,7 @@
 #include "tensor/ops/index.h"
 
 #include <algorithm>
+#include <limits>
 #include <type_traits>
 
 #include "tensor/backend/backend.h"
@@ -66,7 +67,7 @@ Tensor index_select(const Tensor& x, std::int64_t dim, const Tensor& index) {
   check_bounds(idx, x.size(dim), "index_select", dim, x.shape());
   Shape shape = x.shape();
   shape[dim] = idx.size(0);
-  Tensor out = Tensor::empty(shape, x.dtype(), x.device());
+  Tensor out = Tensor::empty(shape, x.dtype(), x.device(), "index_select");
   backend_for(x.device()).index_select(x, dim, idx, out);
   return out;
 }
@@ -83,7 +84,7 @@ Tensor gather(const Tensor& x, std::int64_t dim, const Tensor& index) {
                 index.shape(), " and input ", x.shape());
   }
   check_bounds(index, x.size(dim), "gather", dim, x.shape());
-  Tensor out = Tensor::empty(index.shape(), x.dtype(), x.device());
+  Tensor out = Tensor::empty(index.shape(), x.dtype(), x.device(), "gather");
   backend_for(x.device()).gather(x, dim, index, out);
   return out;
 }
@@ -154,6 +155,9 @@ Tensor one_hot(const Tensor& indices, std::int64_t num_classes) {
                 "one_hot: expected indices to infer num_classes from, got an empty tensor");
     std::int64_t largest = 0;
     for_each_index(indices, [&](std::int64_t v, std::int64_t) { largest = std::max(largest, v); });
+    RUCCL_CHECK(largest < std::numeric_limits<std::int64_t>::max(), ValueError,
+                "one_hot: expected a largest index below 2^63 - 1 to infer num_classes, got ",
+                largest);
     num_classes = largest + 1;
   }
   for_each_index(indices, [&](std::int64_t v, std::int64_t i) {
@@ -162,7 +166,7 @@ Tensor one_hot(const Tensor& indices, std::int64_t num_classes) {
   });
   Shape shape = indices.shape();
   shape.push_back(num_classes);
-  Tensor out = Tensor::empty(shape, DType::I64, indices.device());
+  Tensor out = Tensor::empty(shape, DType::I64, indices.device(), "one_hot");
   backend_for(indices.device()).one_hot(indices, out);
   return out;
 }

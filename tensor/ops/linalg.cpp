@@ -59,7 +59,7 @@ MatmulPlan plan_matmul(const Tensor& a, const Tensor& b) {
   for (std::int64_t i = 0; i + 2 < a2.dim(); ++i) a_batch.push_back(a2.size(i));
   for (std::int64_t i = 0; i + 2 < b2.dim(); ++i) b_batch.push_back(b2.size(i));
   const Shape batch = broadcast_shapes(a_batch, b_batch, "matmul");
-  const std::int64_t batch_numel = batch.numel();
+  const std::int64_t batch_numel = batch.numel("matmul");
 
   Shape a_full = batch;
   a_full.push_back(m);
@@ -67,12 +67,16 @@ MatmulPlan plan_matmul(const Tensor& a, const Tensor& b) {
   Shape b_full = batch;
   b_full.push_back(k);
   b_full.push_back(n);
+  // Each operand fits int64 alone, but broadcast to the other's batch it may not.
+  (void)a_full.numel("matmul");
+  (void)b_full.numel("matmul");
   MatmulPlan plan;
   // reshape to 3-d stays a view for the common layouts (contiguous batches, a shared operand);
   // otherwise it copies the expanded operand.
   plan.a3 = a2.expand(a_full).reshape(Shape{batch_numel, m, k});
   plan.b3 = b2.expand(b_full).reshape(Shape{batch_numel, k, n});
   plan.out3 = Shape{batch_numel, m, n};
+  (void)plan.out3.numel("matmul");
   plan.result = batch;
   if (a.dim() > 1) plan.result.push_back(m);
   if (b.dim() > 1) plan.result.push_back(n);
@@ -83,7 +87,7 @@ MatmulPlan plan_matmul(const Tensor& a, const Tensor& b) {
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
   const MatmulPlan plan = plan_matmul(a, b);
-  Tensor out = Tensor::empty(plan.out3, a.dtype(), a.device());
+  Tensor out = Tensor::empty(plan.out3, a.dtype(), a.device(), "matmul");
   backend_for(a.device()).matmul(plan.a3, plan.b3, out);
   return out.view(plan.result);
 }
@@ -102,7 +106,7 @@ void matmul_out(const Tensor& a, const Tensor& b, Tensor& out) {
   if (out.is_contiguous() && !aliases) {
     backend_for(a.device()).matmul(plan.a3, plan.b3, out.view(plan.out3));
   } else {  // the backend writes a fresh contiguous [B, M, N]: compute aside, then copy in
-    Tensor result = Tensor::empty(plan.out3, a.dtype(), a.device());
+    Tensor result = Tensor::empty(plan.out3, a.dtype(), a.device(), "matmul_out");
     backend_for(a.device()).matmul(plan.a3, plan.b3, result);
     out.copy_(result.view(plan.result));
   }

@@ -77,14 +77,15 @@ Tensor reduce_op(Op op, const char* name, const Tensor& x, const DimSet& dims, b
               x.dtype(), " on ", x.device(), " (backend ", backend.name(), ")");
   Shape keep = x.shape();
   for (std::int64_t k = 0; k < dims.count; ++k) keep[dims.list[static_cast<std::size_t>(k)]] = 1;
-  Tensor out = Tensor::empty(keep, out_dtype, x.device());
+  Tensor out = Tensor::empty(keep, out_dtype, x.device(), name);
   backend.reduce(op, x, dims.span(), out);
   if (keepdim || dims.count == 0) return out;
   Shape shape;
   for (std::int64_t d = 0; d < x.dim(); ++d) {
     if (!dims.reduced[static_cast<std::size_t>(d)]) shape.push_back(x.shape()[d]);
   }
-  return out.as_strided(shape, shape.contiguous_strides(), 0);  // a view of the fresh output
+  // a view of the fresh output
+  return out.as_strided(shape, shape.contiguous_strides(name, out.element_size()), 0);
 }
 
 Tensor sum_impl(const Tensor& x, std::span<const std::int64_t> dims, bool keepdim) {
@@ -125,7 +126,7 @@ Tensor softmax_impl(Op op, const char* name, const Tensor& x, std::int64_t dim) 
   Backend& backend = backend_for(x.device());
   RUCCL_CHECK(backend.supports(op, x.dtype()), NotImplementedError, name, ": not implemented for ",
               x.dtype(), " on ", x.device(), " (backend ", backend.name(), ")");
-  Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
+  Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device(), name);
   backend.softmax(op, x, d, out);
   return out;
 }

@@ -3,6 +3,8 @@
 // narrow() views.
 #include "tensor/ops/shape_ops.h"
 
+#include "tensor/core/checked_arithmetic.h"
+
 namespace ruccl {
 
 namespace {
@@ -52,12 +54,15 @@ Tensor cat(const std::vector<Tensor>& tensors, std::int64_t dim) {
                   "; only dim ", dim, " may differ), got shape ", t.shape(), " and ",
                   first.shape());
     }
-    total += t.size(dim);
+    RUCCL_CHECK(!add_overflows(total, t.size(dim), total), ShapeError,
+                "cat: expected a total size along dim ", dim,
+                " that fits int64, got it overflowing ", "at tensor ", i, " (size ", t.size(dim),
+                ")");
   }
 
   Shape shape = first.shape();
   shape[dim] = total;
-  Tensor out = Tensor::empty(shape, dtype, first.device());
+  Tensor out = Tensor::empty(shape, dtype, first.device(), "cat");
   std::int64_t offset = 0;
   for (std::size_t i = 0; i < tensors.size(); ++i) {
     const Tensor& t = tensors[i];
@@ -98,8 +103,10 @@ std::vector<Tensor> split(const Tensor& x, std::int64_t split_size, std::int64_t
               " for dim ", dim, " of size ", size);
   if (size == 0) return {x};
   std::vector<Tensor> pieces;
-  for (std::int64_t start = 0; start < size; start += split_size) {
-    pieces.push_back(x.narrow(dim, start, std::min(split_size, size - start)));
+  for (std::int64_t start = 0; start < size;) {  // start + split_size may overflow: step by length
+    const std::int64_t length = std::min(split_size, size - start);
+    pieces.push_back(x.narrow(dim, start, length));
+    start += length;
   }
   return pieces;
 }
@@ -112,7 +119,9 @@ std::vector<Tensor> split(const Tensor& x, const std::vector<std::int64_t>& size
   for (std::size_t i = 0; i < sizes.size(); ++i) {
     RUCCL_CHECK(sizes[i] >= 0, ShapeError, "split: expected non-negative sizes, got ", sizes[i],
                 " at position ", i);
-    sum += sizes[i];
+    RUCCL_CHECK(!add_overflows(sum, sizes[i], sum), ShapeError,
+                "split: expected sizes that sum to ", x.size(dim), " (dim ", dim, " of shape ",
+                x.shape(), "), got ", list(sizes), ", whose sum overflows int64 at position ", i);
   }
   RUCCL_CHECK(sum == x.size(dim), ShapeError, "split: expected sizes that sum to ", x.size(dim),
               " (dim ", dim, " of shape ", x.shape(), "), got ", list(sizes), " summing to ", sum);
@@ -131,7 +140,8 @@ std::vector<Tensor> chunk(const Tensor& x, std::int64_t chunks, std::int64_t dim
   dim = normalize_dim(dim, x.dim(), "chunk");
   const std::int64_t size = x.size(dim);
   if (size == 0) return std::vector<Tensor>(static_cast<std::size_t>(chunks), x);  // as torch
-  return split(x, (size + chunks - 1) / chunks, dim);
+  // ceil(size / chunks) without size + chunks - 1, which may overflow
+  return split(x, size / chunks + (size % chunks != 0 ? 1 : 0), dim);
 }
 
 }  // namespace ruccl

@@ -290,10 +290,10 @@ TEST_CASE("copy_ broadcasts and converts the source into the destination's memor
 
 TEST_CASE("bad sizes, dims and element access throw typed errors", "[tensor]") {
   REQUIRE_THROWS_MATCHES(Tensor::zeros({2, -1}), ShapeError,
-                         Catch::Message("Shape: expected non-negative sizes, got [2, -1]"));
+                         Catch::Message("Tensor::zeros: expected non-negative sizes, got [2, -1]"));
   const std::int64_t huge = std::int64_t{1} << 40;
   REQUIRE_THROWS_MATCHES(Tensor::empty({huge, huge}), ShapeError,
-                         Catch::Message("Shape: element count of [1099511627776, "
+                         Catch::Message("Tensor::empty: element count of [1099511627776, "
                                         "1099511627776] overflows int64"));
   REQUIRE_THROWS_AS(Tensor::empty({std::int64_t{1} << 62}, DType::F64), ShapeError);  // bytes
   REQUIRE(Tensor::empty({huge, huge, 0}).numel() == 0);  // a zero dim wins over the overflow

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "tensor/backend/cpu/cpu_backend.h"
+#include "tensor/core/checked_arithmetic.h"
 #include "tensor/core/error.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -46,10 +47,11 @@ bool huge_pages_enabled() {
 }
 
 /// The size a request is served with: whole huge pages from 2 MiB, whole pages below (so requests
-/// of nearly equal size share blocks).
+/// of nearly equal size share blocks). 0 when that size does not fit size_t (no block can serve).
 std::size_t rounded_size(std::size_t bytes) {
   const std::size_t unit = bytes >= kHugePage && huge_pages_enabled() ? kHugePage : kPage;
-  return (bytes + unit - 1) / unit * unit;
+  std::size_t rounded = 0;
+  return round_up_overflows(bytes, unit, rounded) ? 0 : rounded;
 }
 
 void* allocate_fresh(std::size_t bytes) {
@@ -72,6 +74,7 @@ class BlockCache {
 
   void* acquire(std::size_t bytes) {
     const std::size_t size = rounded_size(bytes);
+    if (size == 0) return nullptr;  // larger than any block can be
     {
       std::lock_guard<std::mutex> lock(mutex_);
       auto it = idle_.find(size);

@@ -6,6 +6,7 @@
 #include "tensor/backend/cpu/cpu_backend.h"
 #include "tensor/backend/cpu/cpu_block_cache.h"
 #include "tensor/backend/cpu/strided_loop.h"
+#include "tensor/core/checked_arithmetic.h"
 #include "tensor/core/tensor.h"
 
 namespace ruccl::cpu {
@@ -35,16 +36,19 @@ To convert(From v) {
 }  // namespace
 
 std::shared_ptr<Storage> CpuBackend::allocate(std::size_t nbytes, Device device) {
-  const std::size_t rounded = (nbytes + kAlignment - 1) / kAlignment * kAlignment;
-  const bool cached = rounded >= kMinCachedBytes;  // large blocks are reused (cpu_block_cache.h)
+  // A size within kAlignment of SIZE_MAX would round to 0 and "succeed" with a null block.
+  std::size_t rounded = 0;
+  const bool fits = !round_up_overflows(nbytes, kAlignment, rounded);
+  const bool cached = fits && rounded >= kMinCachedBytes;  // large blocks are reused
   void* p = nullptr;
   if (cached) {
     p = acquire_block(rounded);
-  } else if (rounded > 0) {
+  } else if (fits && rounded > 0) {
     p = std::aligned_alloc(kAlignment, rounded);
   }
-  RUCCL_CHECK(rounded == 0 || p != nullptr, ValueError, "CpuBackend::allocate: out of memory for ",
-              nbytes, " bytes");
+  RUCCL_CHECK(fits && (rounded == 0 || p != nullptr), OutOfMemoryError,
+              "CpuBackend::allocate: out of memory: the system could not provide ", nbytes,
+              " bytes", fits ? "" : " (no block can be that large)");
   return std::make_shared<Storage>(p, nbytes, device, cached ? &release_block : &free_aligned);
 }
 
