@@ -2,7 +2,9 @@
 
 // g++ 12 warns "'__Y' may be used uninitialized" inside its own avx512fintrin.h when Eigen's
 // AVX-512 sqrt is inlined here: a false positive of the intrinsics header (GCC bug 105593).
+#if !defined(__clang__)  // clang has no -Wmaybe-uninitialized (and no such false positive)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 #include <Eigen/Core>
 #include <algorithm>

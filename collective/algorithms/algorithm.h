@@ -4,7 +4,9 @@
 // in elements of kernel.dtype(), byte sizes are explicit for data-movement collectives.
 //
 // Received messages arrive in pieces (Transport: ConsumeFn), so every consumer below works on
-// byte range [offset, offset + n) of its messages; pieces are element aligned.
+// byte range [offset, offset + n) of its messages; pieces are element aligned. Between an isend
+// and its wait_send an algorithm calls only the transport (which withdraws this rank's sends
+// before anything it throws) and non-throwing code: what it allocates, it allocates first.
 //
 // Reduction order (the same for every algorithm, so results are bit-identical whatever the
 // algorithm, on every rank, every run): split the `count` elements into W balanced chunks

@@ -42,8 +42,8 @@ void direct_all_reduce(const AlgorithmContext& ctx, const void* in, void* out, s
   RankVector<const void*> data(w);
   if (count * es <= fold_all_bytes) {
     // One exchange: everybody folds everything.
-    for (int p : peers) ctx.transport.isend(p, ctx.tag, in, count * es, ctx.deadline);
     const RankVector<std::size_t> sizes(peers.size(), count * es);
+    for (int p : peers) ctx.transport.isend(p, ctx.tag, in, count * es, ctx.deadline);
     ctx.transport.recv_all_with(
         peers, ctx.tag, sizes,
         [&](std::size_t offset, std::span<const void* const> received, std::size_t n) {
@@ -62,12 +62,14 @@ void direct_all_reduce(const AlgorithmContext& ctx, const void* in, void* out, s
   const std::size_t mine = static_cast<std::size_t>(rank);
   const std::size_t my_begin = chunk_begin(mine, count, w) * es;
   const std::size_t my_length = chunk_size(mine, count, w);
+  const RankVector<std::size_t> my_sizes(peers.size(), my_length * es);
+  RankVector<std::size_t> sizes;  // of the all-gather below
+  for (int p : peers) sizes.push_back(chunk_size(static_cast<std::size_t>(p), count, w) * es);
   for (int p : peers) {
     const auto q = static_cast<std::size_t>(p);
     ctx.transport.isend(p, ctx.tag, at(in, chunk_begin(q, count, w) * es),
                         chunk_size(q, count, w) * es, ctx.deadline);
   }
-  const RankVector<std::size_t> my_sizes(peers.size(), my_length * es);
   ctx.transport.recv_all_with(
       peers, ctx.tag, my_sizes,
       [&](std::size_t offset, std::span<const void* const> received, std::size_t n) {
@@ -82,8 +84,6 @@ void direct_all_reduce(const AlgorithmContext& ctx, const void* in, void* out, s
   // All-gather of the folded chunks.
   for (int p : peers)
     ctx.transport.isend(p, ctx.tag + 1, at(out, my_begin), my_length * es, ctx.deadline);
-  RankVector<std::size_t> sizes;
-  for (int p : peers) sizes.push_back(chunk_size(static_cast<std::size_t>(p), count, w) * es);
   ctx.transport.recv_all_with(
       peers, ctx.tag + 1, sizes,
       [&](std::size_t offset, std::span<const void* const> received, std::size_t n) {
@@ -140,12 +140,12 @@ void direct_reduce_scatter(const AlgorithmContext& ctx, const void* in, void* ou
     return;
   }
   const RankVector<int> peers = peers_of(ctx);
+  RankVector<const void*> data(w);
+  const RankVector<std::size_t> sizes(peers.size(), length * es);
   for (int p : peers) {
     ctx.transport.isend(p, ctx.tag, at(in, static_cast<std::size_t>(p) * length * es), length * es,
                         ctx.deadline);
   }
-  RankVector<const void*> data(w);
-  const RankVector<std::size_t> sizes(peers.size(), length * es);
   ctx.transport.recv_all_with(
       peers, ctx.tag, sizes,
       [&](std::size_t offset, std::span<const void* const> received, std::size_t n) {
@@ -179,10 +179,10 @@ void direct_broadcast(const AlgorithmContext& ctx, void* buf, std::size_t nbytes
 void direct_all_gather(const AlgorithmContext& ctx, const void* in, void* out,
                        std::size_t block_bytes) {
   const RankVector<int> peers = peers_of(ctx);
+  const RankVector<std::size_t> sizes(peers.size(), block_bytes);
   for (int p : peers) ctx.transport.isend(p, ctx.tag, in, block_bytes, ctx.deadline);
   copy_bytes(at(out, static_cast<std::size_t>(ctx.rank()) * block_bytes), in, block_bytes);
   if (peers.empty()) return;
-  const RankVector<std::size_t> sizes(peers.size(), block_bytes);
   ctx.transport.recv_all_with(
       peers, ctx.tag, sizes,
       [&](std::size_t offset, std::span<const void* const> received, std::size_t n) {
@@ -250,13 +250,13 @@ void exchange_counts(const AlgorithmContext& ctx, std::span<const std::int64_t> 
                      std::span<std::int64_t> recv_counts) {
   const std::size_t mine = static_cast<std::size_t>(ctx.rank());
   const RankVector<int> peers = peers_of(ctx);
+  const RankVector<std::size_t> sizes(peers.size(), sizeof(std::int64_t));
   for (int p : peers) {
     ctx.transport.isend(p, ctx.tag, &send_counts[static_cast<std::size_t>(p)], sizeof(std::int64_t),
                         ctx.deadline);
   }
   recv_counts[mine] = send_counts[mine];
   if (peers.empty()) return;
-  const RankVector<std::size_t> sizes(peers.size(), sizeof(std::int64_t));
   ctx.transport.recv_all_with(
       peers, ctx.tag, sizes,
       [&](std::size_t offset, std::span<const void* const> received, std::size_t n) {
@@ -275,14 +275,14 @@ void direct_all_to_all_v(const AlgorithmContext& ctx, const void* in,
                          std::span<const std::size_t> recv_bytes) {
   const std::size_t mine = static_cast<std::size_t>(ctx.rank());
   const RankVector<int> peers = peers_of(ctx);
+  RankVector<std::size_t> sizes;
+  for (int p : peers) sizes.push_back(recv_bytes[static_cast<std::size_t>(p)]);
   for (int p : peers) {
     const auto q = static_cast<std::size_t>(p);
     ctx.transport.isend(p, ctx.tag, at(in, send_offsets[q]), send_bytes[q], ctx.deadline);
   }
   copy_bytes(at(out, recv_offsets[mine]), at(in, send_offsets[mine]), send_bytes[mine]);
   if (peers.empty()) return;
-  RankVector<std::size_t> sizes;
-  for (int p : peers) sizes.push_back(recv_bytes[static_cast<std::size_t>(p)]);
   ctx.transport.recv_all_with(
       peers, ctx.tag, sizes,
       [&](std::size_t offset, std::span<const void* const> received, std::size_t n) {

@@ -78,7 +78,30 @@ InProcessTransport::InProcessTransport(std::shared_ptr<InProcessHub> hub, int ra
 
 InProcessTransport::~InProcessTransport() { hub_->leave(rank_); }
 
-void InProcessTransport::throw_failure() { throw hub_->failure(); }
+// Every failure this transport throws leaves this rank's sends withdrawn first: the caller's
+// stack unwinds from here, and buffers it lent (a collective's output, a staging vector) are
+// destroyed on the way, long before any catch block up the stack could withdraw them.
+void InProcessTransport::throw_failure() {
+  withdraw_sends();
+  throw hub_->failure();
+}
+
+void InProcessTransport::fail_from_current_exception(const Deadline& deadline) noexcept {
+  try {
+    throw;
+  } catch (const CollectiveError& e) {
+    hub_->fail(e);
+  } catch (const std::exception& e) {
+    hub_->fail(CollectiveError(
+        CollectiveErrorKind::Aborted,
+        str(call_name(deadline), ": ", hub_->names().name(rank_), " failed: ", e.what()), {rank_}));
+  } catch (...) {
+    hub_->fail(CollectiveError(CollectiveErrorKind::Aborted,
+                               str(call_name(deadline), ": ", hub_->names().name(rank_), " failed"),
+                               {rank_}));
+  }
+  withdraw_sends();
+}
 
 void InProcessTransport::begin_point_to_point(int peer, bool sending) noexcept {
   p2p_sending_ = sending;
@@ -274,7 +297,8 @@ void InProcessTransport::release(std::span<const int> peers, bool consumed) noex
 }
 
 template <typename Piece>
-void InProcessTransport::read_pieces(std::span<const int> peers, std::size_t total, Piece&& piece) {
+void InProcessTransport::read_pieces(std::span<const int> peers, std::size_t total,
+                                     const Deadline& deadline, Piece&& piece) {
   std::size_t offset = 0;
   try {
     do {
@@ -282,8 +306,9 @@ void InProcessTransport::read_pieces(std::span<const int> peers, std::size_t tot
       piece(offset, n);
       offset += n;
     } while (offset < total && !hub_->failed());
-  } catch (...) {
+  } catch (...) {  // the consumer threw: fail the group, so nobody waits for this rank
     release(peers, false);
+    fail_from_current_exception(deadline);
     throw;
   }
   const bool complete = offset >= total;
@@ -301,7 +326,7 @@ void InProcessTransport::recv_with(int peer, std::uint64_t tag, std::size_t nbyt
   const int peers[1] = {peer};
   claim(peers);
   const auto* data = static_cast<const unsigned char*>(box.data);
-  read_pieces(peers, nbytes,
+  read_pieces(peers, nbytes, deadline,
               [&](std::size_t offset, std::size_t n) { consume(offset, data + offset, n); });
 }
 
@@ -350,7 +375,7 @@ void InProcessTransport::recv_all_with(std::span<const int> peers, std::uint64_t
     total = std::max(total, sizes[i]);
   }
   claim(peers);
-  read_pieces(peers, total, [&](std::size_t offset, std::size_t n) {
+  read_pieces(peers, total, deadline, [&](std::size_t offset, std::size_t n) {
     for (std::size_t i = 0; i < peers.size(); ++i) {
       data[i] = base[i] == nullptr ? nullptr : base[i] + std::min(offset, sizes[i]);
     }

@@ -112,7 +112,11 @@ class InProcessTransport final : public Transport {
   /// (naming missing(), the ranks that never arrived).
   template <typename Ready, typename Missing>
   void wait_for(Ready&& ready, Missing&& missing, const Deadline& deadline, const char* what);
+  /// Withdraws this rank's sends, then throws the group's failure (every throw goes through it).
   [[noreturn]] void throw_failure();
+  /// Fails the group with the exception in flight (a consumer's), then withdraws this rank's
+  /// sends. Call inside a catch block.
+  void fail_from_current_exception(const Deadline& deadline) noexcept;
   /// A point-to-point call of `peer` that waits for this rank while this rank cannot serve it
   /// (`in_collective`: this rank waits in agree(); else this rank is in its own send/recv): the
   /// description of the deadlock, or "" when there is none.
@@ -128,9 +132,10 @@ class InProcessTransport final : public Transport {
   /// Calls piece(offset, n) for the consecutive pieces of [0, total) (one empty piece when total
   /// is 0), stopping early when the group fails; then releases the claims of `peers` (marking
   /// the messages consumed when complete) and throws the failure when it stopped early. Releases
-  /// on every path, a throwing piece included.
+  /// on every path; a throwing piece fails the group and withdraws this rank's sends.
   template <typename Piece>
-  void read_pieces(std::span<const int> peers, std::size_t total, Piece&& piece);
+  void read_pieces(std::span<const int> peers, std::size_t total, const Deadline& deadline,
+                   Piece&& piece);
 
   std::shared_ptr<InProcessHub> hub_;
   int rank_;

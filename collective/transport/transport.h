@@ -15,7 +15,11 @@
 //
 // Buffer lifetime (gloo's UnboundBuffer rule, on every path): a send buffer must stay valid and
 // unchanged until wait_send returns or, on any failure path, until withdraw_sends() returns. A
-// peer never touches it afterwards. The receiver owns what it consumes into.
+// peer never touches it afterwards. The receiver owns what it consumes into. Every exception a
+// transport call throws (a failure it detects, or one a consumer threw) leaves this rank's sends
+// withdrawn already: the caller's stack unwinds from the throw, destroying buffers it lent (a
+// collective's output, an algorithm's staging) before any catch block could withdraw them. So
+// algorithm code between isend and wait_send must not throw by itself (allocate before isend).
 #include <cstddef>
 #include <cstdint>
 #include <memory>

@@ -15,8 +15,10 @@
 #define EIGEN_DONT_PARALLELIZE  // threading is ours (see above)
 // g++ 12 flags its own AVX-512 intrinsics (avx512fintrin.h, `__Y`) once Eigen's packet code is
 // inlined here: a known false positive of -W(maybe-)uninitialized, silenced for this file only.
+#if !defined(__clang__)  // clang has no -Wmaybe-uninitialized (and no such false positive)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
 #include <Eigen/Core>
 #include "tensor/backend/cpu/eigen_gebp_traits.h"  // must precede any GEMM instantiation
 
