@@ -13,14 +13,16 @@ constexpr const char* kLabel = "GradientsParams::all_reduce_with";
 
 /// The ranks agree when these match: ParamId, dtype code, rank and sizes of every gradient, as
 /// int64 words (paths are not part of the contract, only of the messages).
+void append_gradient_words(std::string& out, ParamId id, const Tensor& g) {
+  append_word(out, static_cast<std::int64_t>(id));
+  append_word(out, static_cast<std::int64_t>(g.dtype()));
+  append_word(out, g.dim());
+  for (std::int64_t d : g.shape()) append_word(out, d);
+}
+
 std::string describe(const std::map<ParamId, Tensor>& grads) {
   std::string out;
-  for (const auto& [id, g] : grads) {
-    append_word(out, static_cast<std::int64_t>(id));
-    append_word(out, static_cast<std::int64_t>(g.dtype()));
-    append_word(out, g.dim());
-    for (std::int64_t d : g.shape()) append_word(out, d);
-  }
+  for (const auto& [id, g] : grads) append_gradient_words(out, id, g);
   return out;
 }
 
@@ -36,10 +38,7 @@ std::string describe_with_paths(const std::map<ParamId, Tensor>& grads,
                                 const std::map<ParamId, std::string>& paths) {
   std::string out;
   for (const auto& [id, g] : grads) {
-    append_word(out, static_cast<std::int64_t>(id));
-    append_word(out, static_cast<std::int64_t>(g.dtype()));
-    append_word(out, g.dim());
-    for (std::int64_t d : g.shape()) append_word(out, d);
+    append_gradient_words(out, id, g);
     const auto path = paths.find(id);
     const std::string text = path == paths.end() ? std::string() : path->second;
     append_word(out, static_cast<std::int64_t>(text.size()));

@@ -217,15 +217,20 @@ TEST_CASE("an optimizer resumed from its saved state continues bit for bit", "[o
   CHECK_THROWS_AS(other_config.load_state(a.state()), CheckpointError);
 }
 
+namespace {
+// A model of two parameters "a" and "b".
+struct TwoParams : nn::Cloneable<TwoParams> {
+  TwoParams(nn::Param a, nn::Param b) {
+    register_parameter("a", a);
+    register_parameter("b", b);
+  }
+};
+}  // namespace
+
 TEST_CASE("an F32 parameter steps in F32 and an F16 one through F32 state", "[optim]") {
   nn::Param p32(1, Tensor::from_vector<float>({1.0f, -2.0f}));
   nn::Param p16(2, Tensor::from_vector<float>({1.0f, -2.0f}).to(DType::F16));
-  struct Two : nn::Cloneable<Two> {
-    Two(nn::Param a, nn::Param b) {
-      register_parameter("a", a);
-      register_parameter("b", b);
-    }
-  } model(p32, p16);
+  TwoParams model(p32, p16);
   GradientsParams grads;
   grads.insert(1, Tensor::from_vector<float>({0.5f, 0.25f}));
   grads.insert(2, Tensor::from_vector<float>({0.5f, 0.25f}).to(DType::F16));
@@ -243,12 +248,7 @@ TEST_CASE("step updates a contiguous CPU F32 parameter in place and replaces an 
           "[optim]") {
   nn::Param p32(1, Tensor::from_vector<float>({1.0f, -2.0f}));
   nn::Param p16(2, Tensor::from_vector<float>({1.0f, -2.0f}).to(DType::F16));
-  struct Two : nn::Cloneable<Two> {
-    Two(nn::Param a, nn::Param b) {
-      register_parameter("a", a);
-      register_parameter("b", b);
-    }
-  } model(p32, p16);
+  TwoParams model(p32, p16);
   const Tensor old32 = p32.value();  // shares the parameter's storage
   const Tensor old16 = p16.value();
   GradientsParams grads;
