@@ -1,0 +1,163 @@
+#include "collective/transport/call_record_codec.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "collective/collective_error.h"
+#include "tensor/core/dtype.h"
+
+namespace ruccl {
+
+namespace {
+
+constexpr std::size_t kFixedBytes = 28;
+constexpr std::uint8_t kLastOpKind = static_cast<std::uint8_t>(OpKind::AllToAllV);
+constexpr std::uint8_t kLastDType = static_cast<std::uint8_t>(DType::Bool);
+constexpr std::uint8_t kLastErrorKind = static_cast<std::uint8_t>(CollectiveErrorKind::Unsupported);
+
+void put_u8(std::vector<std::uint8_t>& out, std::uint8_t v) { out.push_back(v); }
+void put_le(std::vector<std::uint8_t>& out, std::uint64_t v, int bytes) {
+  for (int i = 0; i < bytes; ++i) out.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
+}
+void put_text(std::vector<std::uint8_t>& out, const char* text, std::size_t capacity) {
+  const std::size_t n = strnlen(text, capacity - 1);
+  put_u8(out, static_cast<std::uint8_t>(n));
+  out.insert(out.end(), text, text + n);
+}
+
+// Reads fields front to back; the first failure sticks and every later read is a no-op.
+class Reader {
+ public:
+  explicit Reader(std::span<const std::uint8_t> bytes) : bytes_(bytes) {}
+
+  std::uint64_t le(int n, const char* what) {
+    if (!need(static_cast<std::size_t>(n), what)) return 0;
+    std::uint64_t v = 0;
+    for (int i = 0; i < n; ++i)
+      v |= std::uint64_t{bytes_[pos_ + static_cast<std::size_t>(i)]} << (8 * i);
+    pos_ += static_cast<std::size_t>(n);
+    return v;
+  }
+  void text(char* field, std::size_t capacity, const char* what) {
+    const auto n = static_cast<std::size_t>(le(1, what));
+    if (!error_.empty()) return;
+    if (n >= capacity) {
+      fail(str("CallRecord ", what, " of ", n, " bytes is longer than ", capacity - 1));
+      return;
+    }
+    if (!need(n, what)) return;
+    if (std::memchr(bytes_.data() + pos_, 0, n) != nullptr) {
+      fail(str("CallRecord ", what, " contains a NUL byte"));
+      return;
+    }
+    std::memcpy(field, bytes_.data() + pos_, n);
+    field[n] = '\0';
+    pos_ += n;
+  }
+  void fail(std::string why) {
+    if (error_.empty()) error_ = std::move(why);
+  }
+  bool ok() const { return error_.empty(); }
+  std::size_t remaining() const { return bytes_.size() - pos_; }
+  const std::string& error() const { return error_; }
+
+ private:
+  bool need(std::size_t n, const char* what) {
+    if (!error_.empty()) return false;
+    if (remaining() < n) {
+      fail(str("truncated CallRecord: ", what, " needs ", n, " bytes, ", remaining(), " left"));
+      return false;
+    }
+    return true;
+  }
+
+  std::span<const std::uint8_t> bytes_;
+  std::size_t pos_ = 0;
+  std::string error_;
+};
+
+}  // namespace
+
+void encode_call_record(const CallRecord& r, std::vector<std::uint8_t>& out) {
+  const std::size_t start = out.size();
+  put_le(out, kCallRecordWireVersion, 2);
+  put_le(out, 0, 2);  // length, patched below
+  put_le(out, r.seq, 8);
+  put_u8(out, static_cast<std::uint8_t>(r.kind));
+  put_u8(out, r.dtype);
+  put_u8(out, r.reduce_op);
+  put_u8(out, r.has_tensor);
+  put_u8(out, r.algorithm);
+  put_u8(out, r.error_kind);
+  const int ndim = r.ndim < 0 ? -1 : std::min(r.ndim, Shape::kMaxDims);
+  const int words = std::clamp(r.num_words, 0, CallRecord::kMaxWords);
+  put_u8(out, static_cast<std::uint8_t>(ndim + 1));
+  put_u8(out, static_cast<std::uint8_t>(words));
+  put_le(out, static_cast<std::uint32_t>(r.root), 4);
+  put_le(out, static_cast<std::uint32_t>(r.tree_arity), 4);
+  for (int d = 0; d < ndim; ++d) put_le(out, static_cast<std::uint64_t>(r.dims[d]), 8);
+  for (int w = 0; w < words; ++w) put_le(out, static_cast<std::uint64_t>(r.words[w]), 8);
+  for (int w = 0; w < words; ++w) put_text(out, r.word_names[w], CallRecord::kWordNameBytes);
+  put_text(out, r.label, CallRecord::kLabelBytes);
+  put_text(out, r.error_message, CallRecord::kMessageBytes);
+  const std::size_t length = out.size() - start - 4;
+  out[start + 2] = static_cast<std::uint8_t>(length);
+  out[start + 3] = static_cast<std::uint8_t>(length >> 8);
+}
+
+std::string decode_call_record(std::span<const std::uint8_t> bytes, CallRecord& r) {
+  r = CallRecord{};
+  Reader in(bytes);
+  const auto version = static_cast<std::uint16_t>(in.le(2, "the version"));
+  if (in.ok() && version != kCallRecordWireVersion) {
+    return str("unsupported CallRecord version ", version, " (expected ", kCallRecordWireVersion,
+               ")");
+  }
+  const auto length = static_cast<std::size_t>(in.le(2, "the length"));
+  if (in.ok() && length != in.remaining()) {
+    return str("CallRecord length field says ", length, " bytes, ", in.remaining(), " follow");
+  }
+  r.seq = in.le(8, "seq");
+  const auto kind = static_cast<std::uint8_t>(in.le(1, "kind"));
+  r.dtype = static_cast<std::uint8_t>(in.le(1, "dtype"));
+  r.reduce_op = static_cast<std::uint8_t>(in.le(1, "reduce_op"));
+  r.has_tensor = static_cast<std::uint8_t>(in.le(1, "has_tensor"));
+  r.algorithm = static_cast<std::uint8_t>(in.le(1, "algorithm"));
+  r.error_kind = static_cast<std::uint8_t>(in.le(1, "error_kind"));
+  const int ndim = static_cast<int>(in.le(1, "ndim")) - 1;
+  const int words = static_cast<int>(in.le(1, "num_words"));
+  r.root = static_cast<std::int32_t>(static_cast<std::uint32_t>(in.le(4, "root")));
+  r.tree_arity = static_cast<std::int32_t>(static_cast<std::uint32_t>(in.le(4, "tree_arity")));
+  if (!in.ok()) return in.error();
+  if (kind > kLastOpKind) return str("CallRecord kind ", int{kind}, " is no collective");
+  r.kind = static_cast<OpKind>(kind);
+  if (r.dtype != CallRecord::kNone && r.dtype > kLastDType) {
+    return str("CallRecord dtype ", int{r.dtype}, " is no DType");
+  }
+  if (r.has_tensor > 1) return str("CallRecord has_tensor ", int{r.has_tensor}, " is not 0 or 1");
+  if (r.error_kind != CallRecord::kNone && r.error_kind > kLastErrorKind) {
+    return str("CallRecord error_kind ", int{r.error_kind}, " is no CollectiveErrorKind");
+  }
+  if (ndim > Shape::kMaxDims) {
+    return str("CallRecord ndim ", ndim, " out of range [0, ", Shape::kMaxDims, "]");
+  }
+  if (words > CallRecord::kMaxWords) {
+    return str("CallRecord num_words ", words, " out of range [0, ", CallRecord::kMaxWords, "]");
+  }
+  r.ndim = ndim;
+  r.num_words = words;
+  for (int d = 0; d < ndim; ++d) {
+    r.dims[d] = static_cast<std::int64_t>(in.le(8, "a dim"));
+    if (in.ok() && r.dims[d] < 0) return str("CallRecord dim ", d, " is negative: ", r.dims[d]);
+  }
+  for (int w = 0; w < words; ++w) r.words[w] = static_cast<std::int64_t>(in.le(8, "a word"));
+  for (int w = 0; w < words; ++w) in.text(r.word_names[w], CallRecord::kWordNameBytes, "word name");
+  in.text(r.label, CallRecord::kLabelBytes, "label");
+  in.text(r.error_message, CallRecord::kMessageBytes, "error message");
+  if (!in.ok()) return in.error();
+  if (in.remaining() != 0)
+    return str("CallRecord has ", in.remaining(), " unexpected bytes after it");
+  return "";
+}
+
+}  // namespace ruccl
