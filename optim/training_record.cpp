@@ -178,8 +178,10 @@ void TrainingRecord::restore(nn::Module& model, Optimizer* optimizer, LrSchedule
   for (const auto& [path, p] : named) {
     const auto it = recorded.find(p.id());
     if (it == recorded.end()) {
-      const auto same_path = std::find_if(params_.begin(), params_.end(),
-                                          [&](const RecordedParam& rp) { return rp.path == path; });
+      const std::string& wanted = path;  // clang 14 cannot capture a structured binding
+      const auto same_path =
+          std::find_if(params_.begin(), params_.end(),
+                       [&](const RecordedParam& rp) { return rp.path == wanted; });
       if (same_path != params_.end()) {
         throw CheckpointError(str(at, "the model's parameter '", path, "' (ParamId ", p.id(),
                                   ") is not in the record, which has '", path, "' under ParamId ",
