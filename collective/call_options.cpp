@@ -1,5 +1,7 @@
 #include "collective/call_options.h"
 
+#include <string>
+
 namespace ruccl {
 
 const char* algorithm_name(Algorithm algorithm) {
@@ -16,6 +18,11 @@ const char* algorithm_name(Algorithm algorithm) {
       return "centralized";
   }
   return nullptr;
+}
+
+std::string invalid_algorithm_message(Algorithm algorithm) {
+  return "expected an Algorithm (Auto, Direct, Ring, Tree, Centralized), got Algorithm(" +
+         std::to_string(static_cast<int>(algorithm)) + ")";
 }
 
 }  // namespace ruccl

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
 
 #include "collective/rank_names.h"
 
@@ -17,6 +18,8 @@ enum class Algorithm : unsigned char { Auto, Direct, Ring, Tree, Centralized };
 /// "auto", "direct", "ring", "tree", "centralized"; nullptr for a value that is not an Algorithm
 /// (such as Algorithm(9)), which every call rejects as InvalidArgument.
 const char* algorithm_name(Algorithm algorithm);
+/// "expected an Algorithm (Auto, ...), got Algorithm(9)": the message for such a value.
+std::string invalid_algorithm_message(Algorithm algorithm);
 
 /// One named word that higher layers add to the call's agreement fingerprint, for arguments the
 /// collective layer does not know (the axis of all_gather_dim, "input requires grad", ...). Every

@@ -42,4 +42,16 @@ std::string_view collective_error_kind_name(CollectiveErrorKind kind) {
   return "Unknown";
 }
 
+CollectiveError current_exception_as_collective_error(const std::string& who, int rank) {
+  try {
+    throw;
+  } catch (const CollectiveError& e) {
+    return e;
+  } catch (const std::exception& e) {
+    return CollectiveError(CollectiveErrorKind::Aborted, str(who, " failed: ", e.what()), {rank});
+  } catch (...) {
+    return CollectiveError(CollectiveErrorKind::Aborted, str(who, " failed"), {rank});
+  }
+}
+
 }  // namespace ruccl

@@ -65,4 +65,9 @@ class CollectiveError : public Error {
   std::vector<int> ranks_;
 };
 
+/// The exception in flight as the group's failure: itself when it is a CollectiveError, else
+/// Aborted "<who> failed: <what>" about `rank` (who names the call and the rank: "all_reduce
+/// (call #3): rank 1"). Call inside a catch block.
+CollectiveError current_exception_as_collective_error(const std::string& who, int rank);
+
 }  // namespace ruccl

@@ -108,9 +108,7 @@ Algorithm CommunicatorCore::choose_algorithm(CallScope& scope, const CallOptions
                                              Algorithm group_default, std::size_t bytes) {
   Algorithm a = call.algorithm != Algorithm::Auto ? call.algorithm : group_default;
   if (algorithm_name(a) == nullptr) {
-    reject(scope, CollectiveErrorKind::InvalidArgument,
-           str("expected an Algorithm (Auto, Direct, Ring, Tree, Centralized), got Algorithm(",
-               static_cast<int>(a), ")"));
+    reject(scope, CollectiveErrorKind::InvalidArgument, invalid_algorithm_message(a));
     scope.record.algorithm = static_cast<std::uint8_t>(a);
     return Algorithm::Direct;  // never runs: agreement raises the rejection on every rank
   }
@@ -157,21 +155,10 @@ std::uint64_t CommunicatorCore::next_p2p_tag(int peer, bool sending) {
 }
 
 void CommunicatorCore::fail_group_from_current_exception(const char* label) noexcept {
-  try {
-    throw;
-  } catch (const CollectiveError& e) {
-    transport_->fail(e);
-  } catch (const std::exception& e) {
-    transport_->fail(CollectiveError(
-        CollectiveErrorKind::Aborted,
-        str(label, ": ", options_.rank_names.name(rank_), " failed: ", e.what()), {rank_}));
-  } catch (...) {
-    transport_->fail(CollectiveError(CollectiveErrorKind::Aborted,
-                                     str(label, ": ", options_.rank_names.name(rank_), " failed"),
-                                     {rank_}));
-  }
-  // The group has failed: peers stop reading within a piece. Only then may the caller unwind and
-  // release the buffers it lent them.
+  transport_->fail(current_exception_as_collective_error(
+      str(label, ": ", options_.rank_names.name(rank_)), rank_));
+  // The transport withdrew this rank's sends already if it threw; this covers an exception of the
+  // rank's own code, for buffers that outlive the call (the caller's tensors peers read in place).
   transport_->withdraw_sends();
 }
 

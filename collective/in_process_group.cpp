@@ -24,12 +24,7 @@ std::vector<Communicator> InProcessGroup::create(int world_size, std::vector<Dev
     throw invalid(str("expected tree_arity >= 2, got ", options.tree_arity));
   for (const Algorithm a :
        {options.all_reduce_algorithm, options.reduce_algorithm, options.broadcast_algorithm}) {
-    if (algorithm_name(a) == nullptr) {
-      throw invalid(
-          str("expected an Algorithm (Auto, Direct, Ring, Tree, Centralized), got "
-              "Algorithm(",
-              static_cast<int>(a), ")"));
-    }
+    if (algorithm_name(a) == nullptr) throw invalid(invalid_algorithm_message(a));
   }
   if (options.timeout.count() <= 0) {
     throw invalid(str("expected a positive timeout, got ", options.timeout.count(), " ms"));

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <sstream>
 #include <utility>
 
 namespace ruccl {
@@ -87,19 +86,8 @@ void InProcessTransport::throw_failure() {
 }
 
 void InProcessTransport::fail_from_current_exception(const Deadline& deadline) noexcept {
-  try {
-    throw;
-  } catch (const CollectiveError& e) {
-    hub_->fail(e);
-  } catch (const std::exception& e) {
-    hub_->fail(CollectiveError(
-        CollectiveErrorKind::Aborted,
-        str(call_name(deadline), ": ", hub_->names().name(rank_), " failed: ", e.what()), {rank_}));
-  } catch (...) {
-    hub_->fail(CollectiveError(CollectiveErrorKind::Aborted,
-                               str(call_name(deadline), ": ", hub_->names().name(rank_), " failed"),
-                               {rank_}));
-  }
+  hub_->fail(current_exception_as_collective_error(
+      str(call_name(deadline), ": ", hub_->names().name(rank_)), rank_));
   withdraw_sends();
 }
 
