@@ -11,6 +11,12 @@
 // broadcast. GB = 1e9 bytes. Our ops return a new tensor, so the time includes its allocation.
 //
 //   collective_bench [--quick] [--no-peers] [--peers DIR] [--worlds 2,4]
+//                    [--algorithm auto|direct|ring|tree|centralized] [--segment-bytes N]
+//                    [--ops all_reduce,broadcast]
+//
+// --algorithm forces all_reduce / reduce / broadcast onto one algorithm (in process Auto is
+// Direct), so the ring paths and their segment size (--segment-bytes, CommunicatorOptions::
+// segment_bytes) can be measured here too.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -78,10 +84,16 @@ int iterations_for(std::size_t bytes, bool quick) {
 }
 
 // Times one (op, world, bytes) configuration.
-Row measure(BenchOp op, int world, std::size_t bytes, bool quick) {
+Row measure(BenchOp op, int world, std::size_t bytes, bool quick, Algorithm algorithm,
+            std::size_t segment_bytes) {
   const int iters = iterations_for(bytes, quick);
   const int warmup = std::max(2, iters / 8);
-  std::vector<Communicator> comms = InProcessGroup::create(world);
+  CommunicatorOptions options;
+  options.all_reduce_algorithm = algorithm;
+  options.reduce_algorithm = algorithm;
+  options.broadcast_algorithm = algorithm;
+  if (segment_bytes != 0) options.segment_bytes = segment_bytes;
+  std::vector<Communicator> comms = InProcessGroup::create(world, {}, options);
   std::vector<std::vector<double>> times(static_cast<std::size_t>(world));
   std::vector<std::thread> threads;
   for (int r = 0; r < world; ++r) {
@@ -205,6 +217,10 @@ int main(int argc, char** argv) {
   bool peers_wanted = true;
   std::string peers_flag;
   std::vector<int> worlds = {2, 4};
+  Algorithm algorithm = Algorithm::Auto;
+  std::size_t segment_bytes = 0;  // 0: the default
+  std::vector<BenchOp> ops = {BenchOp::AllReduce, BenchOp::AllGather, BenchOp::ReduceScatter,
+                              BenchOp::Broadcast};
   for (int a = 1; a < argc; ++a) {
     if (!std::strcmp(argv[a], "--quick"))
       quick = true;
@@ -217,26 +233,61 @@ int main(int argc, char** argv) {
       std::istringstream f(argv[++a]);
       std::string w;
       while (std::getline(f, w, ',')) worlds.push_back(std::atoi(w.c_str()));
+    } else if (!std::strcmp(argv[a], "--algorithm") && a + 1 < argc) {
+      const std::string name = argv[++a];
+      bool known = false;
+      for (Algorithm x : {Algorithm::Auto, Algorithm::Direct, Algorithm::Ring, Algorithm::Tree,
+                          Algorithm::Centralized}) {
+        if (name == algorithm_name(x)) {
+          algorithm = x;
+          known = true;
+        }
+      }
+      if (!known) {
+        std::fprintf(stderr, "collective_bench: unknown algorithm '%s'\n", name.c_str());
+        return 2;
+      }
+    } else if (!std::strcmp(argv[a], "--segment-bytes") && a + 1 < argc) {
+      segment_bytes = static_cast<std::size_t>(std::strtoull(argv[++a], nullptr, 10));
+    } else if (!std::strcmp(argv[a], "--ops") && a + 1 < argc) {
+      ops.clear();
+      std::istringstream f(argv[++a]);
+      std::string name;
+      while (std::getline(f, name, ',')) {
+        bool known = false;
+        for (BenchOp x :
+             {BenchOp::AllReduce, BenchOp::AllGather, BenchOp::ReduceScatter, BenchOp::Broadcast}) {
+          if (name == op_name(x)) {
+            ops.push_back(x);
+            known = true;
+          }
+        }
+        if (!known) {
+          std::fprintf(stderr, "collective_bench: unknown op '%s'\n", name.c_str());
+          return 2;
+        }
+      }
     } else {
       std::fprintf(stderr,
-                   "usage: collective_bench [--quick] [--no-peers] [--peers DIR] [--worlds 2,4]\n");
+                   "usage: collective_bench [--quick] [--no-peers] [--peers DIR] [--worlds 2,4] "
+                   "[--algorithm NAME] [--segment-bytes N] [--ops "
+                   "all_reduce,all_gather,reduce_scatter,broadcast]\n");
       return 2;
     }
   }
   const std::vector<std::size_t> sizes = {4u << 10, 16u << 10, 64u << 10, 256u << 10,
                                           1u << 20, 4u << 20,  16u << 20, 64u << 20};
   std::printf(
-      "# ruCCL in-process collectives, F32, %u hardware threads; time = median over iterations "
-      "of the max over ranks\n",
-      std::thread::hardware_concurrency());
+      "# ruCCL in-process collectives, F32, %u hardware threads, algorithm %s; time = median over "
+      "iterations of the max over ranks\n",
+      std::thread::hardware_concurrency(), algorithm_name(algorithm));
   std::printf("%-15s %5s %9s %6s %11s %11s %11s %11s\n", "op", "world", "size", "iters", "time_us",
               "min_us", "algbw_GB/s", "busbw_GB/s");
   std::vector<Row> rows;
-  for (BenchOp op :
-       {BenchOp::AllReduce, BenchOp::AllGather, BenchOp::ReduceScatter, BenchOp::Broadcast}) {
+  for (BenchOp op : ops) {
     for (int world : worlds) {
       for (std::size_t bytes : sizes) {
-        const Row row = measure(op, world, bytes, quick);
+        const Row row = measure(op, world, bytes, quick, algorithm, segment_bytes);
         const double algbw = static_cast<double>(bytes) / row.median_us / 1e3;
         std::printf("%-15s %5d %9s %6d %11.1f %11.1f %11.3f %11.3f\n", op_name(op), world,
                     size_text(bytes).c_str(), row.iters, row.median_us, row.min_us, algbw,

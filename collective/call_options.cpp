@@ -2,6 +2,9 @@
 
 #include <string>
 
+#include "collective/collective_error.h"
+#include "collective/transport/transport.h"
+
 namespace ruccl {
 
 const char* algorithm_name(Algorithm algorithm) {
@@ -23,6 +26,33 @@ const char* algorithm_name(Algorithm algorithm) {
 std::string invalid_algorithm_message(Algorithm algorithm) {
   return "expected an Algorithm (Auto, Direct, Ring, Tree, Centralized), got Algorithm(" +
          std::to_string(static_cast<int>(algorithm)) + ")";
+}
+
+void validate_communicator_options(const CommunicatorOptions& options, const std::string& who) {
+  auto invalid = [&](const std::string& message) {
+    return CollectiveError(CollectiveErrorKind::InvalidConfig, str(who, ": ", message));
+  };
+  if (options.tree_arity < 2) {
+    throw invalid(str("expected tree_arity >= 2, got ", options.tree_arity));
+  }
+  for (const Algorithm a :
+       {options.all_reduce_algorithm, options.reduce_algorithm, options.broadcast_algorithm}) {
+    if (algorithm_name(a) == nullptr) throw invalid(invalid_algorithm_message(a));
+  }
+  if (options.timeout.count() <= 0) {
+    throw invalid(str("expected a positive timeout, got ", options.timeout.count(), " ms"));
+  }
+  if (options.segment_bytes == 0 || options.segment_bytes % kPieceAlign != 0) {
+    throw invalid(str("expected segment_bytes > 0 and a multiple of ", kPieceAlign, ", got ",
+                      options.segment_bytes));
+  }
+}
+
+Algorithm auto_algorithm(OpKind kind, std::size_t bytes, bool zero_copy,
+                         const CommunicatorOptions& options) {
+  (void)kind;  // one rule for all three today; TCP measurements may tell them apart
+  if (zero_copy) return Algorithm::Direct;
+  return bytes < options.ring_threshold_bytes ? Algorithm::Direct : Algorithm::Ring;
 }
 
 }  // namespace ruccl

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "collective/rank_names.h"
+#include "collective/transport/call_record.h"
 
 namespace ruccl {
 
@@ -90,9 +91,31 @@ struct CommunicatorOptions {
   /// Direct all-reduce: at or below this many bytes every rank folds every input (one exchange);
   /// above, a pairwise reduce-scatter then all-gather (two exchanges, less work per rank).
   std::size_t direct_fold_all_bytes = std::size_t{64} << 10;
+  /// The ring algorithms (all-reduce, reduce, broadcast) move each chunk in messages of at most
+  /// this many bytes, so that a rank sends segment k + 1 while its neighbour reduces segment k
+  /// (the reduction order is unchanged: results stay bit-identical). Must be > 0 and a multiple
+  /// of kPieceAlign (64), so a segment never splits an element. The default is measured
+  /// (docs/performance.md, "Ring segments").
+  static constexpr std::size_t kDefaultSegmentBytes = std::size_t{256} << 10;
+  std::size_t segment_bytes = kDefaultSegmentBytes;
   /// How error messages name the ranks ("rank 2" by default; the registered session API names
   /// its PeerIds). Empty ids, or one per rank.
   RankNames rank_names;
 };
+
+/// Checks options a group is made with; throws CollectiveError(InvalidConfig) "<who>: expected X,
+/// got Y" naming the field (tree_arity < 2, timeout <= 0, an Algorithm that is no enumerator,
+/// segment_bytes 0 or not a multiple of 64). Every group factory calls it (InProcessGroup::create,
+/// TCP). Rank names and devices are the factory's to check (it knows the world size).
+void validate_communicator_options(const CommunicatorOptions& options, const std::string& who);
+
+/// What Algorithm::Auto means for a collective of `kind` (AllReduce, Reduce or Broadcast) moving
+/// `bytes` per rank (all_reduce / reduce: the input in its accumulation dtype; broadcast: root's
+/// tensor) over a transport that reads in place (`zero_copy`) or copies. The one place the rule
+/// lives: in process always Direct (every rank reads its peers' memory in place, the fewest bytes
+/// moved); a copying transport Direct below options.ring_threshold_bytes and Ring at or above
+/// (bandwidth-optimal, pipelined in segment_bytes). Never returns Auto.
+Algorithm auto_algorithm(OpKind kind, std::size_t bytes, bool zero_copy,
+                         const CommunicatorOptions& options);
 
 }  // namespace ruccl

@@ -73,7 +73,7 @@ Tensor Communicator::all_reduce(const Tensor& t, ReduceOperation op, const CallO
     const CommunicatorOptions& o = c.options();
     switch (algorithm) {
       case Algorithm::Ring:
-        ring_all_reduce(ctx, in.data_ptr(), out.data_ptr(), count, kernel);
+        ring_all_reduce(ctx, in.data_ptr(), out.data_ptr(), count, kernel, o.segment_bytes);
         break;
       case Algorithm::Tree:
         tree_all_reduce(ctx, in.data_ptr(), out.data_ptr(), count, kernel, scope.record.tree_arity);
@@ -110,7 +110,7 @@ std::optional<Tensor> Communicator::reduce(const Tensor& t, int root, ReduceOper
     const auto count = static_cast<std::size_t>(in.numel());
     switch (algorithm) {
       case Algorithm::Ring:
-        ring_reduce(ctx, in.data_ptr(), out_ptr, count, kernel, root);
+        ring_reduce(ctx, in.data_ptr(), out_ptr, count, kernel, root, c.options().segment_bytes);
         break;
       case Algorithm::Tree:
         tree_reduce(ctx, in.data_ptr(), out_ptr, count, kernel, root, scope.record.tree_arity);

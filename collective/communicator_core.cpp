@@ -105,16 +105,16 @@ void CommunicatorCore::describe_root(CallScope& scope, int root) {
 }
 
 Algorithm CommunicatorCore::choose_algorithm(CallScope& scope, const CallOptions& call,
-                                             Algorithm group_default, std::size_t bytes) {
+                                             Algorithm group_default,
+                                             std::optional<std::size_t> bytes) {
   Algorithm a = call.algorithm != Algorithm::Auto ? call.algorithm : group_default;
   if (algorithm_name(a) == nullptr) {
     reject(scope, CollectiveErrorKind::InvalidArgument, invalid_algorithm_message(a));
     scope.record.algorithm = static_cast<std::uint8_t>(a);
     return Algorithm::Direct;  // never runs: agreement raises the rejection on every rank
   }
-  if (a == Algorithm::Auto) {
-    a = transport_->zero_copy() || bytes < options_.ring_threshold_bytes ? Algorithm::Direct
-                                                                         : Algorithm::Ring;
+  if (a == Algorithm::Auto && bytes.has_value()) {
+    a = auto_algorithm(scope.record.kind, *bytes, transport_->zero_copy(), options_);
   }
   int arity = 0;
   if (a == Algorithm::Tree) {
@@ -127,6 +127,13 @@ Algorithm CommunicatorCore::choose_algorithm(CallScope& scope, const CallOptions
   scope.record.algorithm = static_cast<std::uint8_t>(a);
   scope.record.tree_arity = arity;
   return a;
+}
+
+Algorithm CommunicatorCore::agreed_algorithm(const CallScope& scope, std::size_t bytes) const {
+  const auto a = static_cast<Algorithm>(scope.record.algorithm);
+  return a == Algorithm::Auto
+             ? auto_algorithm(scope.record.kind, bytes, transport_->zero_copy(), options_)
+             : a;
 }
 
 void CommunicatorCore::agree(CallScope& scope) {

@@ -3,6 +3,7 @@
 // the one code path every collective goes through: describe the call, agree, run the algorithm,
 // and turn any failure into a group-wide CollectiveError.
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,9 +47,14 @@ class CommunicatorCore {
   /// checks it against the dtype).
   void describe_reduce_op(CallScope& scope, ReduceOperation op);
   /// Resolves the call's algorithm (CallOptions, then `group_default`, then Auto by size and
-  /// transport) and records it for agreement. Returns it; the arity is in scope.record.
+  /// transport: auto_algorithm) and records it for agreement. Returns it; the arity is in
+  /// scope.record. `bytes` nullopt (a broadcast, whose size only root knows before agreement):
+  /// Auto stays Auto in the record and agreed_algorithm resolves it once every rank knows the size.
   Algorithm choose_algorithm(CallScope& scope, const CallOptions& call, Algorithm group_default,
-                             std::size_t bytes);
+                             std::optional<std::size_t> bytes);
+  /// The algorithm an agreed call runs: the recorded one, or auto_algorithm(bytes) when it was
+  /// left Auto (bytes must then be the same on every rank, e.g. from root's record).
+  Algorithm agreed_algorithm(const CallScope& scope, std::size_t bytes) const;
   /// Publishes the record, waits for every rank's and checks agreement; throws on mismatch (on
   /// every rank) or on a local error of any rank.
   void agree(CallScope& scope);

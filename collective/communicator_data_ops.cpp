@@ -25,11 +25,11 @@ Tensor empty_like_record(const CallRecord& rec) {
   return Tensor::empty(rec.shape(), static_cast<DType>(rec.dtype));
 }
 
-void broadcast_bytes(const CallScope& scope, const AlgorithmContext& ctx, void* buf,
-                     std::size_t nbytes, int root) {
-  switch (static_cast<Algorithm>(scope.record.algorithm)) {
+void broadcast_bytes(const CommunicatorCore& c, const CallScope& scope, const AlgorithmContext& ctx,
+                     void* buf, std::size_t nbytes, int root) {
+  switch (c.agreed_algorithm(scope, nbytes)) {
     case Algorithm::Ring:
-      ring_broadcast(ctx, buf, nbytes, root);
+      ring_broadcast(ctx, buf, nbytes, root, c.options().segment_bytes);
       break;
     case Algorithm::Tree:
       tree_broadcast(ctx, buf, nbytes, root, scope.record.tree_arity);
@@ -48,14 +48,14 @@ Tensor run_broadcast(CommunicatorCore& c, CallScope& scope, const Tensor& t, int
       // and the root's own result is a copy made afterwards: so an abort during the transfer
       // fails the root at once instead of after copying the whole tensor first.
       const Tensor in = host_contiguous(t);
-      broadcast_bytes(scope, ctx, const_cast<void*>(in.data_ptr()), in.nbytes(), root);
+      broadcast_bytes(c, scope, ctx, const_cast<void*>(in.data_ptr()), in.nbytes(), root);
       Tensor out =
           Tensor::empty(in.shape(), in.dtype());  // a new tensor: never the caller's memory
       copy_bytes(out.data_ptr(), in.data_ptr(), in.nbytes());
       result = to_device(out, c.device());
     } else {
       Tensor out = empty_like_record(c.records()[static_cast<std::size_t>(root)]);
-      broadcast_bytes(scope, ctx, out.data_ptr(), out.nbytes(), root);
+      broadcast_bytes(c, scope, ctx, out.data_ptr(), out.nbytes(), root);
       result = to_device(out, c.device());
     }
   });
@@ -105,9 +105,9 @@ Tensor Communicator::broadcast(const Tensor& t, int root, const CallOptions& cal
   CommunicatorCore& c = core();
   CallScope scope = c.begin(OpKind::Broadcast, call);
   describe_root_tensor(c, scope, t, root);
-  // Broadcast moves bytes: Auto means Direct in process; the size is unknown on non-roots, so
-  // Auto never depends on it here.
-  c.choose_algorithm(scope, call, c.options().broadcast_algorithm, 0);
+  // The size is unknown on non-roots until agreement: Auto is resolved after it (from root's
+  // record, the same on every rank).
+  c.choose_algorithm(scope, call, c.options().broadcast_algorithm, std::nullopt);
   c.agree(scope);
   return run_broadcast(c, scope, t, root);
 }
@@ -117,7 +117,7 @@ Tensor Communicator::broadcast_from_sender(const std::optional<Tensor>& t,
   CommunicatorCore& c = core();
   CallScope scope = c.begin(OpKind::BroadcastFromSender, call);
   if (t.has_value()) c.describe_tensor(scope, *t, "input");
-  c.choose_algorithm(scope, call, c.options().broadcast_algorithm, 0);
+  c.choose_algorithm(scope, call, c.options().broadcast_algorithm, std::nullopt);
   c.agree(scope);
   int root = 0;
   for (int r = 0; r < c.world_size(); ++r) {

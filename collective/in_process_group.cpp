@@ -20,15 +20,7 @@ std::vector<Communicator> InProcessGroup::create(int world_size, std::vector<Dev
     throw invalid(str("expected ", world_size, " rank names (one per rank) or none, got ",
                       options.rank_names.ids().size()));
   }
-  if (options.tree_arity < 2)
-    throw invalid(str("expected tree_arity >= 2, got ", options.tree_arity));
-  for (const Algorithm a :
-       {options.all_reduce_algorithm, options.reduce_algorithm, options.broadcast_algorithm}) {
-    if (algorithm_name(a) == nullptr) throw invalid(invalid_algorithm_message(a));
-  }
-  if (options.timeout.count() <= 0) {
-    throw invalid(str("expected a positive timeout, got ", options.timeout.count(), " ms"));
-  }
+  validate_communicator_options(options, "InProcessGroup::create");
   if (devices.empty()) devices.assign(static_cast<std::size_t>(world_size), Device::cpu());
   auto hub = std::make_shared<InProcessHub>(world_size, options.rank_names);
   std::vector<Communicator> comms;

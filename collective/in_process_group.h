@@ -15,7 +15,8 @@ class InProcessGroup {
   /// One Communicator per rank: element r is rank r; give each to its own thread.
   /// `devices`: the device of each rank (size world_size), or empty for all CPU.
   /// Throws CollectiveError(InvalidConfig) when world_size < 1, devices has the wrong size or the
-  /// options are invalid (tree_arity < 2, timeout <= 0).
+  /// options are invalid (validate_communicator_options: tree_arity < 2, timeout <= 0,
+  /// segment_bytes not a positive multiple of 64, ...).
   ///
   ///   std::vector<Communicator> comms = InProcessGroup::create(4);
   static std::vector<Communicator> create(int world_size, std::vector<Device> devices = {},

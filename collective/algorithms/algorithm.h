@@ -3,9 +3,12 @@
 // place) and ReduceKernel (type-erased combine), on raw bytes: buffers are contiguous, `count` is
 // in elements of kernel.dtype(), byte sizes are explicit for data-movement collectives.
 //
-// Received messages arrive in pieces (Transport: ConsumeFn), so every consumer below works on
-// byte range [offset, offset + n) of its messages; pieces are element aligned. Between an isend
-// and its wait_send an algorithm calls only the transport (which withdraws this rank's sends
+// Folds consume received messages in pieces (Transport::recv_with / recv_all_with), so every
+// consumer below works on byte range [offset, offset + n) of its messages; pieces are element
+// aligned. A message that is only copied is received with recv_into / recv_all_into instead (a
+// copying transport lands it in place, with no staging). No algorithm takes wait_send as a sign
+// that the peer received anything: it only frees the send buffer (Transport::wait_send). Between an
+// isend and its wait_send an algorithm calls only the transport (which withdraws this rank's sends
 // before anything it throws) and non-throwing code: what it allocates, it allocates first.
 //
 // Reduction order (the same for every algorithm, so results are bit-identical whatever the
@@ -61,9 +64,10 @@ void fold_elements(const ReduceKernel& kernel, void* out, std::span<const void* 
 /// all-gather of the folded chunks.
 void direct_all_reduce(const AlgorithmContext& ctx, const void* in, void* out, std::size_t count,
                        const ReduceKernel& kernel, std::size_t fold_all_bytes);
-/// Ring reduce-scatter then ring all-gather in balanced chunks, W - 1 steps each.
+/// Ring reduce-scatter then ring all-gather in balanced chunks, W - 1 steps each, every chunk
+/// moved in segments of at most segment_bytes (a multiple of 64), pipelined (ring.cpp).
 void ring_all_reduce(const AlgorithmContext& ctx, const void* in, void* out, std::size_t count,
-                     const ReduceKernel& kernel);
+                     const ReduceKernel& kernel, std::size_t segment_bytes);
 /// Inputs travel up a tree of the given arity to rank 0 (raw, so the fold order stays canonical),
 /// rank 0 folds, the result travels down the tree.
 void tree_all_reduce(const AlgorithmContext& ctx, const void* in, void* out, std::size_t count,
@@ -76,9 +80,10 @@ void centralized_all_reduce(const AlgorithmContext& ctx, const void* in, void* o
 /// Root receives every input and folds (also the centralized reduce).
 void direct_reduce(const AlgorithmContext& ctx, const void* in, void* out, std::size_t count,
                    const ReduceKernel& kernel, int root);
-/// Ring reduce-scatter, then every rank sends its folded chunk to root.
+/// Ring reduce-scatter (segmented like ring_all_reduce), then every rank sends its folded chunk
+/// to root.
 void ring_reduce(const AlgorithmContext& ctx, const void* in, void* out, std::size_t count,
-                 const ReduceKernel& kernel, int root);
+                 const ReduceKernel& kernel, int root, std::size_t segment_bytes);
 /// Inputs travel up a tree rooted at root; root folds.
 void tree_reduce(const AlgorithmContext& ctx, const void* in, void* out, std::size_t count,
                  const ReduceKernel& kernel, int root, int arity);
@@ -91,8 +96,9 @@ void direct_reduce_scatter(const AlgorithmContext& ctx, const void* in, void* ou
 // ---- broadcast: root's buf (nbytes) -> every rank's buf ---------------------------------------
 /// Root sends to every rank (also the centralized broadcast).
 void direct_broadcast(const AlgorithmContext& ctx, void* buf, std::size_t nbytes, int root);
-/// A chain root -> root+1 -> ... in pipelined segments.
-void ring_broadcast(const AlgorithmContext& ctx, void* buf, std::size_t nbytes, int root);
+/// A chain root -> root+1 -> ... in pipelined segments of segment_bytes (the last one short).
+void ring_broadcast(const AlgorithmContext& ctx, void* buf, std::size_t nbytes, int root,
+                    std::size_t segment_bytes);
 /// Down a tree of the given arity rooted at root.
 void tree_broadcast(const AlgorithmContext& ctx, void* buf, std::size_t nbytes, int root,
                     int arity);

@@ -21,6 +21,13 @@ RankVector<int> peers_of(const AlgorithmContext& ctx) {
   return peers;
 }
 
+// Where each peer's block of `block_bytes` lands in `out` (block index = the peer's rank).
+RankVector<void*> blocks_of(const RankVector<int>& peers, void* out, std::size_t block_bytes) {
+  RankVector<void*> dsts;
+  for (int p : peers) dsts.push_back(at(out, static_cast<std::size_t>(p) * block_bytes));
+  return dsts;
+}
+
 void wait_all_sends(const AlgorithmContext& ctx, const RankVector<int>& peers) {
   for (int p : peers) ctx.transport.wait_send(p, ctx.deadline);
 }
@@ -64,7 +71,11 @@ void direct_all_reduce(const AlgorithmContext& ctx, const void* in, void* out, s
   const std::size_t my_length = chunk_size(mine, count, w);
   const RankVector<std::size_t> my_sizes(peers.size(), my_length * es);
   RankVector<std::size_t> sizes;  // of the all-gather below
-  for (int p : peers) sizes.push_back(chunk_size(static_cast<std::size_t>(p), count, w) * es);
+  RankVector<void*> chunk_dsts;
+  for (int p : peers) {
+    sizes.push_back(chunk_size(static_cast<std::size_t>(p), count, w) * es);
+    chunk_dsts.push_back(at(out, chunk_begin(static_cast<std::size_t>(p), count, w) * es));
+  }
   for (int p : peers) {
     const auto q = static_cast<std::size_t>(p);
     ctx.transport.isend(p, ctx.tag, at(in, chunk_begin(q, count, w) * es),
@@ -84,16 +95,7 @@ void direct_all_reduce(const AlgorithmContext& ctx, const void* in, void* out, s
   // All-gather of the folded chunks.
   for (int p : peers)
     ctx.transport.isend(p, ctx.tag + 1, at(out, my_begin), my_length * es, ctx.deadline);
-  ctx.transport.recv_all_with(
-      peers, ctx.tag + 1, sizes,
-      [&](std::size_t offset, std::span<const void* const> received, std::size_t n) {
-        for (std::size_t i = 0; i < peers.size(); ++i) {
-          const auto q = static_cast<std::size_t>(peers[i]);
-          copy_bytes(at(out, chunk_begin(q, count, w) * es + offset), received[i],
-                     piece_bytes(sizes[i], offset, n));
-        }
-      },
-      ctx.deadline);
+  ctx.transport.recv_all_into(peers, ctx.tag + 1, chunk_dsts, sizes, ctx.deadline);
   wait_all_sends(ctx, peers);
 }
 
@@ -168,30 +170,18 @@ void direct_broadcast(const AlgorithmContext& ctx, void* buf, std::size_t nbytes
     wait_all_sends(ctx, peers);
     return;
   }
-  ctx.transport.recv_with(
-      root, ctx.tag, nbytes,
-      [&](std::size_t offset, const void* data, std::size_t n) {
-        copy_bytes(at(buf, offset), data, n);
-      },
-      ctx.deadline);
+  ctx.transport.recv_into(root, ctx.tag, buf, nbytes, ctx.deadline);
 }
 
 void direct_all_gather(const AlgorithmContext& ctx, const void* in, void* out,
                        std::size_t block_bytes) {
   const RankVector<int> peers = peers_of(ctx);
   const RankVector<std::size_t> sizes(peers.size(), block_bytes);
+  const RankVector<void*> dsts = blocks_of(peers, out, block_bytes);  // allocated before isend
   for (int p : peers) ctx.transport.isend(p, ctx.tag, in, block_bytes, ctx.deadline);
   copy_bytes(at(out, static_cast<std::size_t>(ctx.rank()) * block_bytes), in, block_bytes);
   if (peers.empty()) return;
-  ctx.transport.recv_all_with(
-      peers, ctx.tag, sizes,
-      [&](std::size_t offset, std::span<const void* const> received, std::size_t n) {
-        for (std::size_t i = 0; i < peers.size(); ++i) {
-          copy_bytes(at(out, static_cast<std::size_t>(peers[i]) * block_bytes + offset),
-                     received[i], n);
-        }
-      },
-      ctx.deadline);
+  ctx.transport.recv_all_into(peers, ctx.tag, dsts, sizes, ctx.deadline);
   wait_all_sends(ctx, peers);
 }
 
@@ -206,26 +196,14 @@ void direct_gather(const AlgorithmContext& ctx, const void* in, void* out, std::
   const RankVector<int> peers = peers_of(ctx);
   if (peers.empty()) return;
   const RankVector<std::size_t> sizes(peers.size(), block_bytes);
-  ctx.transport.recv_all_with(
-      peers, ctx.tag, sizes,
-      [&](std::size_t offset, std::span<const void* const> received, std::size_t n) {
-        for (std::size_t i = 0; i < peers.size(); ++i) {
-          copy_bytes(at(out, static_cast<std::size_t>(peers[i]) * block_bytes + offset),
-                     received[i], n);
-        }
-      },
-      ctx.deadline);
+  ctx.transport.recv_all_into(peers, ctx.tag, blocks_of(peers, out, block_bytes), sizes,
+                              ctx.deadline);
 }
 
 void direct_scatter(const AlgorithmContext& ctx, const void* in, void* out, std::size_t block_bytes,
                     int root) {
   if (ctx.rank() != root) {
-    ctx.transport.recv_with(
-        root, ctx.tag, block_bytes,
-        [&](std::size_t offset, const void* data, std::size_t n) {
-          copy_bytes(at(out, offset), data, n);
-        },
-        ctx.deadline);
+    ctx.transport.recv_into(root, ctx.tag, out, block_bytes, ctx.deadline);
     return;
   }
   const RankVector<int> peers = peers_of(ctx);
@@ -251,20 +229,15 @@ void exchange_counts(const AlgorithmContext& ctx, std::span<const std::int64_t> 
   const std::size_t mine = static_cast<std::size_t>(ctx.rank());
   const RankVector<int> peers = peers_of(ctx);
   const RankVector<std::size_t> sizes(peers.size(), sizeof(std::int64_t));
+  RankVector<void*> dsts;
+  for (int p : peers) dsts.push_back(&recv_counts[static_cast<std::size_t>(p)]);
   for (int p : peers) {
     ctx.transport.isend(p, ctx.tag, &send_counts[static_cast<std::size_t>(p)], sizeof(std::int64_t),
                         ctx.deadline);
   }
   recv_counts[mine] = send_counts[mine];
   if (peers.empty()) return;
-  ctx.transport.recv_all_with(
-      peers, ctx.tag, sizes,
-      [&](std::size_t offset, std::span<const void* const> received, std::size_t n) {
-        for (std::size_t i = 0; i < peers.size(); ++i) {
-          copy_bytes(at(&recv_counts[static_cast<std::size_t>(peers[i])], offset), received[i], n);
-        }
-      },
-      ctx.deadline);
+  ctx.transport.recv_all_into(peers, ctx.tag, dsts, sizes, ctx.deadline);
   wait_all_sends(ctx, peers);
 }
 
@@ -276,22 +249,18 @@ void direct_all_to_all_v(const AlgorithmContext& ctx, const void* in,
   const std::size_t mine = static_cast<std::size_t>(ctx.rank());
   const RankVector<int> peers = peers_of(ctx);
   RankVector<std::size_t> sizes;
-  for (int p : peers) sizes.push_back(recv_bytes[static_cast<std::size_t>(p)]);
+  RankVector<void*> dsts;
+  for (int p : peers) {
+    sizes.push_back(recv_bytes[static_cast<std::size_t>(p)]);
+    dsts.push_back(at(out, recv_offsets[static_cast<std::size_t>(p)]));
+  }
   for (int p : peers) {
     const auto q = static_cast<std::size_t>(p);
     ctx.transport.isend(p, ctx.tag, at(in, send_offsets[q]), send_bytes[q], ctx.deadline);
   }
   copy_bytes(at(out, recv_offsets[mine]), at(in, send_offsets[mine]), send_bytes[mine]);
   if (peers.empty()) return;
-  ctx.transport.recv_all_with(
-      peers, ctx.tag, sizes,
-      [&](std::size_t offset, std::span<const void* const> received, std::size_t n) {
-        for (std::size_t i = 0; i < peers.size(); ++i) {
-          copy_bytes(at(out, recv_offsets[static_cast<std::size_t>(peers[i])] + offset),
-                     received[i], piece_bytes(sizes[i], offset, n));
-        }
-      },
-      ctx.deadline);
+  ctx.transport.recv_all_into(peers, ctx.tag, dsts, sizes, ctx.deadline);
   wait_all_sends(ctx, peers);
 }
 

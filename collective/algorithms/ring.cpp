@@ -3,6 +3,14 @@
 // and folds its own contribution into the partial of chunk (r - s - 2) that arrives from the left,
 // so chunk c starts at rank c + 1, meets ranks c + 2, ..., and ends complete on rank c: exactly
 // the canonical order. All-gather: in step s rank r forwards chunk (r - s) to the right.
+//
+// Pipelining: every chunk moves in K segments of at most segment_bytes (K from the largest chunk,
+// so every step has K messages on every link; a smaller chunk's last segment may be empty). The
+// messages of a pass are numbered j = s * K + k; each rank sends message 0, then alternates
+// "receive j, send j + 1". Message j + 1 only needs what message j - K + 1 <= j brought, so segment
+// k of step s + 1 leaves while segment k + 1 of step s is still arriving: sending, reducing and
+// receiving overlap, and at most one message per link is in flight (Transport::isend). Segments
+// only cut chunks into element ranges: every element is combined exactly as without them.
 #include <algorithm>
 #include <vector>
 
@@ -19,69 +27,120 @@ unsigned char* at(void* p, std::size_t offset) { return static_cast<unsigned cha
 
 std::size_t mod(long long a, long long w) { return static_cast<std::size_t>(((a % w) + w) % w); }
 
+// The segments of a `count`-element buffer split into W balanced chunks.
+struct RingSegments {
+  std::size_t count;
+  std::size_t world;
+  std::size_t element_size;
+  std::size_t segment_elements;
+  std::size_t per_chunk;  // K: segments of every chunk
+
+  RingSegments(std::size_t n, std::size_t w, std::size_t es, std::size_t segment_bytes)
+      : count(n),
+        world(w),
+        element_size(es),
+        segment_elements(std::max<std::size_t>(1, segment_bytes / es)) {
+    const std::size_t largest = chunk_size(0, n, w);
+    per_chunk = std::max<std::size_t>(1, (largest + segment_elements - 1) / segment_elements);
+  }
+  // Byte offset and byte length of segment k of chunk c.
+  std::size_t begin(std::size_t c, std::size_t k) const {
+    return (chunk_begin(c, count, world) +
+            std::min(k * segment_elements, chunk_size(c, count, world))) *
+           element_size;
+  }
+  std::size_t bytes(std::size_t c, std::size_t k) const {
+    const std::size_t length = chunk_size(c, count, world);
+    const std::size_t first = std::min(k * segment_elements, length);
+    return std::min(segment_elements, length - first) * element_size;
+  }
+};
+
+// Runs a pass of `messages` messages on this rank: send(0), then receive(j) / send(j + 1)
+// alternately; waits until the last send to the right may be reused.
+template <typename Send, typename Receive>
+void ring_pass(const AlgorithmContext& ctx, int right, std::size_t messages, Send&& send,
+               Receive&& receive) {
+  if (messages == 0) return;
+  send(std::size_t{0});
+  for (std::size_t j = 0; j < messages; ++j) {
+    receive(j);
+    if (j + 1 < messages) send(j + 1);
+  }
+  ctx.transport.wait_send(right, ctx.deadline);
+}
+
+std::uint64_t step_tag(const AlgorithmContext& ctx, std::uint64_t phase, std::size_t j) {
+  return ctx.tag + phase + (static_cast<std::uint64_t>(j) & 0x7FFF);
+}
+
 // Ring reduce-scatter over whole buffers: `work` (count elements) receives the partials; on
-// return chunk `rank` of `work` holds the complete fold (Mean applied).
+// return chunk `rank` of `work` holds the complete fold (Mean applied). With `then_all_gather`
+// the same pass goes on with the all-gather of the folded chunks, so `work` ends complete.
 void ring_reduce_scatter_into(const AlgorithmContext& ctx, const void* in, void* work,
-                              std::size_t count, const ReduceKernel& kernel) {
+                              std::size_t count, const ReduceKernel& kernel,
+                              std::size_t segment_bytes, bool then_all_gather) {
   const long long w = ctx.world();
   const long long r = ctx.rank();
-  const std::size_t ws = static_cast<std::size_t>(w);
   const std::size_t es = kernel.element_size();
+  if (w == 1) {
+    copy_bytes(work, in, count * es);
+    kernel.finish(work, count, 1);
+    return;
+  }
+  const RingSegments seg(count, static_cast<std::size_t>(w), es, segment_bytes);
+  const std::size_t k_count = seg.per_chunk;
+  const std::size_t steps = static_cast<std::size_t>(w - 1);
+  const std::size_t reduce_messages = steps * k_count;
   const int right = static_cast<int>(mod(r + 1, w));
   const int left = static_cast<int>(mod(r - 1, w));
-  for (long long s = 0; s + 1 < w; ++s) {
-    const std::size_t send_c = mod(r - s - 1, w);
-    const std::size_t recv_c = mod(r - s - 2, w);
-    const void* partial = s == 0 ? at(in, chunk_begin(send_c, count, ws) * es)
-                                 : at(work, chunk_begin(send_c, count, ws) * es);
-    ctx.transport.isend(right, ctx.tag + static_cast<std::uint64_t>(s), partial,
-                        chunk_size(send_c, count, ws) * es, ctx.deadline);
-    const std::size_t begin = chunk_begin(recv_c, count, ws) * es;
-    const std::size_t length = chunk_size(recv_c, count, ws);
-    ctx.transport.recv_with(
-        left, ctx.tag + static_cast<std::uint64_t>(s), length * es,
-        [&](std::size_t offset, const void* data, std::size_t n) {
-          kernel.combine(at(work, begin + offset), data, at(in, begin + offset), n / es);
-        },
-        ctx.deadline);
-    ctx.transport.wait_send(right, ctx.deadline);
-  }
-  const std::size_t mine = static_cast<std::size_t>(r);
-  if (w == 1) copy_bytes(work, in, count * es);
-  kernel.finish(at(work, chunk_begin(mine, count, ws) * es), chunk_size(mine, count, ws),
-                static_cast<int>(w));
+  auto send = [&](std::size_t j) {
+    if (j < reduce_messages) {
+      const auto s = static_cast<long long>(j / k_count);
+      const std::size_t c = mod(r - s - 1, w);
+      const std::size_t begin = seg.begin(c, j % k_count);
+      ctx.transport.isend(right, step_tag(ctx, 0, j), s == 0 ? at(in, begin) : at(work, begin),
+                          seg.bytes(c, j % k_count), ctx.deadline);
+      return;
+    }
+    const std::size_t g = j - reduce_messages;
+    const std::size_t c = mod(r - static_cast<long long>(g / k_count), w);
+    ctx.transport.isend(right, step_tag(ctx, 0x8000, g), at(work, seg.begin(c, g % k_count)),
+                        seg.bytes(c, g % k_count), ctx.deadline);
+  };
+  auto receive = [&](std::size_t j) {
+    if (j < reduce_messages) {
+      const auto s = static_cast<long long>(j / k_count);
+      const std::size_t c = mod(r - s - 2, w);
+      const std::size_t begin = seg.begin(c, j % k_count);
+      const std::size_t nbytes = seg.bytes(c, j % k_count);
+      ctx.transport.recv_with(
+          left, step_tag(ctx, 0, j), nbytes,
+          [&](std::size_t offset, const void* data, std::size_t n) {
+            kernel.combine(at(work, begin + offset), data, at(in, begin + offset), n / es);
+          },
+          ctx.deadline);
+      // The last step completes chunk r: Mean divides it now, before it is sent on.
+      if (s == w - 2) kernel.finish(at(work, begin), nbytes / es, static_cast<int>(w));
+      return;
+    }
+    const std::size_t g = j - reduce_messages;
+    const std::size_t c = mod(r - static_cast<long long>(g / k_count) - 1, w);
+    ctx.transport.recv_into(left, step_tag(ctx, 0x8000, g), at(work, seg.begin(c, g % k_count)),
+                            seg.bytes(c, g % k_count), ctx.deadline);
+  };
+  ring_pass(ctx, right, then_all_gather ? 2 * reduce_messages : reduce_messages, send, receive);
 }
 
 }  // namespace
 
 void ring_all_reduce(const AlgorithmContext& ctx, const void* in, void* out, std::size_t count,
-                     const ReduceKernel& kernel) {
-  ring_reduce_scatter_into(ctx, in, out, count, kernel);
-  const long long w = ctx.world();
-  const long long r = ctx.rank();
-  const std::size_t ws = static_cast<std::size_t>(w);
-  const std::size_t es = kernel.element_size();
-  const int right = static_cast<int>(mod(r + 1, w));
-  const int left = static_cast<int>(mod(r - 1, w));
-  const std::uint64_t tag = ctx.tag + 0x8000;
-  for (long long s = 0; s + 1 < w; ++s) {
-    const std::size_t send_c = mod(r - s, w);
-    const std::size_t recv_c = mod(r - s - 1, w);
-    ctx.transport.isend(right, tag + static_cast<std::uint64_t>(s),
-                        at(out, chunk_begin(send_c, count, ws) * es),
-                        chunk_size(send_c, count, ws) * es, ctx.deadline);
-    ctx.transport.recv_with(
-        left, tag + static_cast<std::uint64_t>(s), chunk_size(recv_c, count, ws) * es,
-        [&](std::size_t offset, const void* data, std::size_t n) {
-          copy_bytes(at(out, chunk_begin(recv_c, count, ws) * es + offset), data, n);
-        },
-        ctx.deadline);
-    ctx.transport.wait_send(right, ctx.deadline);
-  }
+                     const ReduceKernel& kernel, std::size_t segment_bytes) {
+  ring_reduce_scatter_into(ctx, in, out, count, kernel, segment_bytes, true);
 }
 
 void ring_reduce(const AlgorithmContext& ctx, const void* in, void* out, std::size_t count,
-                 const ReduceKernel& kernel, int root) {
+                 const ReduceKernel& kernel, int root, std::size_t segment_bytes) {
   const std::size_t ws = static_cast<std::size_t>(ctx.world());
   const std::size_t es = kernel.element_size();
   // Root folds into `out` directly; the others need a scratch for the partials.
@@ -91,7 +150,7 @@ void ring_reduce(const AlgorithmContext& ctx, const void* in, void* out, std::si
     scratch.resize(std::max<std::size_t>(1, count * es));
     work = scratch.data();
   }
-  ring_reduce_scatter_into(ctx, in, work, count, kernel);
+  ring_reduce_scatter_into(ctx, in, work, count, kernel, segment_bytes, false);
   const std::uint64_t tag = ctx.tag + 0x8000;
   const auto mine = static_cast<std::size_t>(ctx.rank());
   if (ctx.rank() != root) {
@@ -102,45 +161,33 @@ void ring_reduce(const AlgorithmContext& ctx, const void* in, void* out, std::si
   }
   std::vector<int> peers;
   std::vector<std::size_t> sizes;
+  std::vector<void*> dsts;
   for (int p = 0; p < ctx.world(); ++p) {
     if (p == root) continue;
+    const auto q = static_cast<std::size_t>(p);
     peers.push_back(p);
-    sizes.push_back(chunk_size(static_cast<std::size_t>(p), count, ws) * es);
+    sizes.push_back(chunk_size(q, count, ws) * es);
+    dsts.push_back(at(out, chunk_begin(q, count, ws) * es));
   }
   if (peers.empty()) return;
-  ctx.transport.recv_all_with(
-      peers, tag, sizes,
-      [&](std::size_t offset, std::span<const void* const> received, std::size_t n) {
-        for (std::size_t i = 0; i < peers.size(); ++i) {
-          copy_bytes(
-              at(out, chunk_begin(static_cast<std::size_t>(peers[i]), count, ws) * es + offset),
-              received[i], piece_bytes(sizes[i], offset, n));
-        }
-      },
-      ctx.deadline);
+  ctx.transport.recv_all_into(peers, tag, dsts, sizes, ctx.deadline);
 }
 
-void ring_broadcast(const AlgorithmContext& ctx, void* buf, std::size_t nbytes, int root) {
+void ring_broadcast(const AlgorithmContext& ctx, void* buf, std::size_t nbytes, int root,
+                    std::size_t segment_bytes) {
   const long long w = ctx.world();
   if (w == 1) return;
   const long long v = static_cast<long long>(mod(ctx.rank() - root, w));  // position in chain
   const int next = static_cast<int>(mod(ctx.rank() + 1, w));
   const int prev = static_cast<int>(mod(ctx.rank() - 1, w));
-  // Pipelined in segments so all links work at once on large messages.
-  constexpr std::size_t kSegment = std::size_t{256} << 10;
-  const std::size_t segments = std::max<std::size_t>(1, (nbytes + kSegment - 1) / kSegment);
+  // Segment s is bytes [s * segment_bytes, ...), the last one short; 0 bytes is one message.
+  const std::size_t segments =
+      std::max<std::size_t>(1, (nbytes + segment_bytes - 1) / segment_bytes);
   for (std::size_t s = 0; s < segments; ++s) {
-    const std::size_t begin = chunk_begin(s, nbytes, segments);
-    const std::size_t length = chunk_size(s, nbytes, segments);
+    const std::size_t begin = std::min(nbytes, s * segment_bytes);
+    const std::size_t length = std::min(segment_bytes, nbytes - begin);
     const std::uint64_t tag = ctx.tag + (s & 0x7FFF);
-    if (v > 0) {
-      ctx.transport.recv_with(
-          prev, tag, length,
-          [&](std::size_t offset, const void* data, std::size_t n) {
-            copy_bytes(at(buf, begin + offset), data, n);
-          },
-          ctx.deadline);
-    }
+    if (v > 0) ctx.transport.recv_into(prev, tag, at(buf, begin), length, ctx.deadline);
     if (v + 1 < w) ctx.transport.isend(next, tag, at(buf, begin), length, ctx.deadline);
   }
   if (v + 1 < w) ctx.transport.wait_send(next, ctx.deadline);

@@ -71,15 +71,9 @@ void tree_gather_raw(const AlgorithmContext& ctx, const void* in, std::size_t by
   }
   std::vector<unsigned char> staging(std::max<std::size_t>(1, total));
   copy_bytes(staging.data(), in, bytes);
-  ctx.transport.recv_all_with(
-      kid_ranks, ctx.tag, kid_bytes,
-      [&](std::size_t offset, std::span<const void* const> received, std::size_t n) {
-        for (std::size_t i = 0; i < kids.size(); ++i) {
-          copy_bytes(staging.data() + kid_offsets[i] + offset, received[i],
-                     piece_bytes(kid_bytes[i], offset, n));
-        }
-      },
-      ctx.deadline);
+  std::vector<void*> kid_dsts;
+  for (std::size_t off : kid_offsets) kid_dsts.push_back(staging.data() + off);
+  ctx.transport.recv_all_into(kid_ranks, ctx.tag, kid_dsts, kid_bytes, ctx.deadline);
   if (v == 0) {
     std::vector<const void*> data(static_cast<std::size_t>(ctx.world()));
     data[static_cast<std::size_t>(ctx.rank())] = in;
@@ -120,12 +114,7 @@ void tree_broadcast(const AlgorithmContext& ctx, void* buf, std::size_t nbytes, 
   const TreeShape tree{ctx.world(), root, arity};
   const int v = tree.virt(ctx.rank());
   if (v != 0) {
-    ctx.transport.recv_with(
-        tree.real(tree.parent(v)), ctx.tag, nbytes,
-        [&](std::size_t offset, const void* data, std::size_t n) {
-          copy_bytes(static_cast<unsigned char*>(buf) + offset, data, n);
-        },
-        ctx.deadline);
+    ctx.transport.recv_into(tree.real(tree.parent(v)), ctx.tag, buf, nbytes, ctx.deadline);
   }
   const std::vector<int> kids = tree.children(v);
   for (int c : kids) ctx.transport.isend(tree.real(c), ctx.tag, buf, nbytes, ctx.deadline);

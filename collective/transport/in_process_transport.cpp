@@ -371,6 +371,22 @@ void InProcessTransport::recv_all_with(std::span<const int> peers, std::uint64_t
   });
 }
 
+void InProcessTransport::recv_all_into(std::span<const int> peers, std::uint64_t tag,
+                                       std::span<void* const> dsts,
+                                       std::span<const std::size_t> sizes,
+                                       const Deadline& deadline) {
+  RUCCL_ASSERT(peers.size() == dsts.size() && peers.size() == sizes.size());
+  recv_all_with(
+      peers, tag, sizes,
+      [&](std::size_t offset, std::span<const void* const> data, std::size_t n) {
+        for (std::size_t i = 0; i < peers.size(); ++i) {
+          const std::size_t k = piece_bytes(sizes[i], offset, n);
+          if (k != 0) std::memcpy(static_cast<unsigned char*>(dsts[i]) + offset, data[i], k);
+        }
+      },
+      deadline);
+}
+
 void InProcessTransport::withdraw_sends() noexcept {
   const int world = world_size();
   for (int p = 0; p < world; ++p) {

@@ -100,6 +100,9 @@ class InProcessTransport final : public Transport {
   void recv_all_with(std::span<const int> peers, std::uint64_t tag,
                      std::span<const std::size_t> sizes, const ConsumeManyFn& consume,
                      const Deadline& deadline) override;
+  /// Reads every sender's memory in place at once (recv_all_with), copying into dsts.
+  void recv_all_into(std::span<const int> peers, std::uint64_t tag, std::span<void* const> dsts,
+                     std::span<const std::size_t> sizes, const Deadline& deadline) override;
   void fail(const CollectiveError& error) noexcept override { hub_->fail(error); }
   void withdraw_sends() noexcept override;
   bool failed() const noexcept override { return hub_->failed(); }

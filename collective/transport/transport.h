@@ -6,11 +6,14 @@
 // Three services:
 //  1. agreement: agree() publishes this rank's CallRecord for its next collective and returns every
 //     rank's record for the same call (it is also a barrier);
-//  2. tagged messages with deadlines: isend / wait_send / recv_with / recv_all_with. Receivers
-//     *consume* a message through a callback that sees the bytes in place, in consecutive pieces
-//     of at most kPieceBytes: the in-process transport hands over the sender's own memory (zero
-//     copy), a network transport its receive buffer. Between pieces the transport checks whether
-//     the group failed, so a reader in a long copy stops within one piece;
+//  2. tagged messages with deadlines: isend / wait_send, and two ways to receive. recv_with /
+//     recv_all_with hand a message to a callback that sees the bytes in place, in consecutive
+//     pieces of at most kPieceBytes (the in-process transport hands over the sender's own memory,
+//     zero copy; a network transport its receive buffer): for folds, which read each byte once.
+//     recv_into / recv_all_into land a message in the caller's buffer: for everything that only
+//     copies (a copying transport receives straight into it, with no staging). Between pieces the
+//     transport checks whether the group failed, so a reader in a long copy stops within one
+//     piece;
 //  3. failure: fail() finishes the whole group; every pending and later wait on every rank throws.
 //
 // Buffer lifetime (gloo's UnboundBuffer rule, on every path): a send buffer must stay valid and
@@ -22,6 +25,7 @@
 // algorithm code between isend and wait_send must not throw by itself (allocate before isend).
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <span>
 #include <type_traits>
@@ -96,12 +100,22 @@ class Transport {
   virtual void agree(const CallRecord& mine, std::span<CallRecord> all,
                      const Deadline& deadline) = 0;
 
-  /// Starts sending `nbytes` at `data` to `peer` with `tag` (waits only while this rank's previous
-  /// message to `peer` is unconsumed). `data` must stay valid until wait_send(peer) returns or,
-  /// when anything fails, until withdraw_sends() returns.
+  /// Starts sending `nbytes` at `data` to `peer` with `tag`. At most one message per direction is
+  /// in flight: isend first waits until the previous message to `peer` may be reused (as
+  /// wait_send), never for the peer to post its receive of this one. `data` must stay valid and
+  /// unchanged until wait_send(peer) (or the next isend to `peer`) returns or, when anything
+  /// fails, until withdraw_sends() returns.
   virtual void isend(int peer, std::uint64_t tag, const void* data, std::size_t nbytes,
                      const Deadline& deadline) = 0;
-  /// Waits until `peer` has consumed every message this rank sent it.
+  /// Waits until the buffers of every message this rank sent `peer` may be reused: the transport
+  /// no longer reads them. It does NOT mean the peer received them (over TCP the bytes are in the
+  /// kernel's socket buffer; waiting for the peer would cost a round trip per ring step), so no
+  /// algorithm may treat its return as a synchronisation with the peer: ordering between ranks
+  /// comes only from messages (and agree()). The in-process transport still returns only once
+  /// the peer consumed the message, because the peer reads the sender's memory in place: there
+  /// "may be reused" and "consumed" are the same event. That is stronger than the contract, so
+  /// it stays correct; tests that need a copying transport's behaviour run the same algorithms
+  /// over the fault-injecting wrapper and TCP.
   virtual void wait_send(int peer, const Deadline& deadline) = 0;
   /// Receives the next message from `peer`, which must carry `tag` and `nbytes` bytes, and hands it
   /// to `consume` piece by piece. When the group fails meanwhile it stops between pieces and
@@ -113,6 +127,31 @@ class Transport {
   virtual void recv_all_with(std::span<const int> peers, std::uint64_t tag,
                              std::span<const std::size_t> sizes, const ConsumeManyFn& consume,
                              const Deadline& deadline) = 0;
+  /// Receives the next message from `peer` (it must carry `tag` and `nbytes` bytes) into
+  /// [dst, dst + nbytes). When anything fails it throws like recv_with, and the bytes of `dst`
+  /// are then meaningless. The default copies out of recv_with; a copying transport overrides it
+  /// to receive straight into `dst`.
+  virtual void recv_into(int peer, std::uint64_t tag, void* dst, std::size_t nbytes,
+                         const Deadline& deadline) {
+    auto* out = static_cast<unsigned char*>(dst);
+    recv_with(
+        peer, tag, nbytes,
+        [&](std::size_t offset, const void* data, std::size_t n) {
+          if (n != 0) std::memcpy(out + offset, data, n);
+        },
+        deadline);
+  }
+  /// Receives the next message of each of `peers` (sizes[i] bytes with `tag` from peers[i]) into
+  /// dsts[i]. The default receives them one by one with recv_into, in the order given (right for
+  /// a copying transport, whose kernel buffers the others meanwhile); a transport that reads in
+  /// place overrides it to read all of them at once.
+  virtual void recv_all_into(std::span<const int> peers, std::uint64_t tag,
+                             std::span<void* const> dsts, std::span<const std::size_t> sizes,
+                             const Deadline& deadline) {
+    for (std::size_t i = 0; i < peers.size(); ++i) {
+      recv_into(peers[i], tag, dsts[i], sizes[i], deadline);
+    }
+  }
 
   /// Finishes the group with `error` (the first failure wins): every pending and later wait on
   /// every rank throws it. Never throws.

@@ -128,6 +128,16 @@ inline std::vector<AlgorithmConfig> algorithm_configs() {
   out.push_back({"auto", with(Algorithm::Auto, 2, std::size_t{64} << 10)});
   out.push_back({"direct reduce-scatter/all-gather", with(Algorithm::Direct, 2, 0)});
   out.push_back({"ring", with(Algorithm::Ring, 2, 0)});
+  // Segments far smaller than the chunks, so the pipelined paths run with small inputs: 64 bytes
+  // (one F64 segment = 8 elements: chunk boundaries fall inside segments, smaller chunks end in an
+  // empty segment) and 192 bytes (not a power of two; the last segment of a chunk is short).
+  auto segmented = [&](std::size_t bytes) {
+    CommunicatorOptions o = with(Algorithm::Ring, 2, 0);
+    o.segment_bytes = bytes;
+    return o;
+  };
+  out.push_back({"ring in 64-byte segments", segmented(64)});
+  out.push_back({"ring in 192-byte segments", segmented(192)});
   out.push_back({"tree(2)", with(Algorithm::Tree, 2, 0)});
   out.push_back({"tree(3)", with(Algorithm::Tree, 3, 0)});
   out.push_back({"centralized", with(Algorithm::Centralized, 2, 0)});

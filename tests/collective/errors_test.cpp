@@ -232,6 +232,31 @@ TEST_CASE("a bad group configuration raises InvalidConfig", "[collective]") {
   o.timeout = 0ms;
   REQUIRE(kind_of([&] { InProcessGroup::create(2, {}, o); }) == Kind::InvalidConfig);
   REQUIRE(kind_of([] { Communicator().barrier(); }) == Kind::InvalidArgument);
+  for (std::size_t bad : {std::size_t{0}, std::size_t{100}, std::size_t{32}}) {
+    o = CommunicatorOptions();
+    o.segment_bytes = bad;
+    std::string message;
+    try {
+      InProcessGroup::create(2, {}, o);
+    } catch (const CollectiveError& e) {
+      REQUIRE(e.kind() == Kind::InvalidConfig);
+      message = e.what();
+    }
+    INFO(message);
+    REQUIRE(message.find("expected segment_bytes > 0 and a multiple of 64, got " +
+                         std::to_string(bad)) != std::string::npos);
+  }
+}
+
+TEST_CASE("Auto picks Direct in process and Ring at the threshold on a copying transport",
+          "[collective]") {
+  CommunicatorOptions o;
+  o.ring_threshold_bytes = 1000;
+  for (OpKind kind : {OpKind::AllReduce, OpKind::Reduce, OpKind::Broadcast}) {
+    REQUIRE(auto_algorithm(kind, 1 << 30, true, o) == Algorithm::Direct);
+    REQUIRE(auto_algorithm(kind, 999, false, o) == Algorithm::Direct);
+    REQUIRE(auto_algorithm(kind, 1000, false, o) == Algorithm::Ring);
+  }
 }
 
 TEST_CASE("a deadline that expires names the ranks that never arrived", "[collective]") {
