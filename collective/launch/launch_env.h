@@ -1,0 +1,82 @@
+#pragma once
+// The job a process belongs to, read from the environment its launcher set: ruccl-run, torchrun,
+// Slurm's srun or OpenMPI's mpirun. See docs/collectives.md "Starting a job" for the variables,
+// their precedence and every error.
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace ruccl {
+
+/// The job's 128-bit session id: every rendezvous request and frame carries it, so that processes
+/// of another job (or an earlier attempt) that reach the same address are refused.
+using SessionId = std::array<std::uint8_t, 16>;
+
+/// The largest world size read_launch_env accepts. Values from outside are capped before anything
+/// is sized by them; 2^20 ranks is larger than any job today.
+inline constexpr int kMaxLaunchWorldSize = 1 << 20;
+
+/// Ports read_launch_env derives from SLURM_JOB_ID when no port is given:
+/// kSlurmPortBase + (SLURM_JOB_ID * 64 + SLURM_STEP_ID) % kSlurmPortSpan, i.e. [20000, 30000):
+/// below Linux's ephemeral range (32768 and up), distinct for the 64 first steps of a job and for
+/// jobs whose ids differ by less than 156.
+inline constexpr int kSlurmPortBase = 20000;
+inline constexpr int kSlurmPortSpan = 10000;
+
+/// Where this process sits in its job, and where the job meets.
+struct LaunchEnv {
+  int rank = 0;              ///< global rank, in [0, world_size)
+  int world_size = 1;        ///< number of processes in the job
+  int local_rank = 0;        ///< rank among the processes of this node, in [0, local_world_size)
+  int local_world_size = 1;  ///< number of processes on this node
+  int node_rank = 0;         ///< this node's index, in [0, num_nodes)
+  int num_nodes = 1;         ///< number of nodes of the job
+  std::string master_addr;   ///< where rank 0 serves the rendezvous store (host name or address)
+  std::uint16_t master_port = 0;  ///< its port, in [1, 65535]
+  /// RUCCL_SESSION_ID when set (32 hex digits); otherwise empty, and the id is derived from
+  /// session_seed.
+  std::optional<SessionId> session_id;
+  /// A job identity every process of the job computes alike from its own environment
+  /// ("slurm:1234.0@node01:21234", "torchrun:<run id>@host:29500", "openmpi:<PMIx namespace>@...",
+  /// "ruccl-run@127.0.0.1:41234"): always set. It names the job, it is no secret.
+  std::string session_seed;
+  /// The variables used: "ruccl-run", "torchrun", "slurm" or "openmpi".
+  std::string source;
+  /// How many times the job was restarted: RUCCL_RESTART_COUNT, else TORCHELASTIC_RESTART_COUNT
+  /// (torchrun) or SLURM_RESTART_COUNT (Slurm), else 0.
+  int restart_count = 0;
+};
+
+/// Looks up one environment variable: its value, or nothing when it is not set. Tests pass a map.
+using EnvLookup = std::function<std::optional<std::string>(const char* name)>;
+
+/// The process environment (std::getenv; like getenv, not safe against a concurrent setenv).
+EnvLookup process_env();
+
+/// Reads the launch environment. Sources, first match wins:
+///   ruccl-run (RUCCL_RANK or RUCCL_WORLD_SIZE set), torchrun (RANK or WORLD_SIZE),
+///   OpenMPI (OMPI_COMM_WORLD_RANK or OMPI_COMM_WORLD_SIZE), Slurm (SLURM_PROCID).
+/// RUCCL_MASTER_ADDR / RUCCL_MASTER_PORT, then MASTER_ADDR / MASTER_PORT, give the rendezvous
+/// address for every source; RUCCL_SESSION_ID and RUCCL_RESTART_COUNT apply to every source.
+/// Throws CollectiveError(InvalidConfig) naming the variable, what was expected, what came and the
+/// source used, for any missing, unparsable, out-of-range or inconsistent variable, and listing
+/// what it looked for when no source is set.
+///
+///   const LaunchEnv job = read_launch_env();  // in a process started by ruccl-run or torchrun
+LaunchEnv read_launch_env(const EnvLookup& env = process_env());
+
+/// One line for logs: "rank 1 of 4 (local rank 1 of 2, node 0 of 2), rendezvous at
+/// 127.0.0.1:29500, from ruccl-run's variables".
+std::string describe(const LaunchEnv& job);
+
+/// Parses 32 hex digits (either case, nothing else) into a session id; all zeros is refused (an
+/// unset id, not a random one). Throws CollectiveError(InvalidConfig) whose message starts with
+/// `what` (the variable or option it came from).
+SessionId parse_session_id(std::string_view hex, std::string_view what);
+/// 32 lower-case hex digits.
+std::string format_session_id(const SessionId& id);
+
+}  // namespace ruccl
