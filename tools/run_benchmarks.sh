@@ -2,13 +2,13 @@
 # Runs every benchmark of bench/ one after another with its peer from bench/peers/ (when the
 # peer's Debian packages are installed, see docs/performance.md) and prints the tables, for
 # docs/performance.md. Run it on an idle machine: every figure is a wall-clock time.
-# Usage: bash tools/run_benchmarks.sh [BUILD_DIR] [NAME...]   (all seven by default)
+# Usage: bash tools/run_benchmarks.sh [BUILD_DIR] [NAME...]   (all eight by default)
 #   BUILD_DIR defaults to $RUCCL_BUILD_DIR, else build/release (the release preset's folder; it is
 #   configured first if it does not exist yet). NAME: gemm elementwise autodiff collective
-#   diff_collective ddp handoff. $RUCCL_PEERS_DIR names another folder of peer programs (bench/peers_dir.h).
+#   diff_collective ddp handoff crc32c. $RUCCL_PEERS_DIR names another folder of peer programs (bench/peers_dir.h).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-all=(gemm elementwise autodiff collective diff_collective ddp handoff)
+all=(gemm elementwise autodiff collective diff_collective ddp handoff crc32c)
 build="${RUCCL_BUILD_DIR:-$root/build/release}"
 if (($# > 0)) && [[ " ${all[*]} " != *" $1 "* ]]; then  # a first argument that is no NAME
   build="${1:-$build}"

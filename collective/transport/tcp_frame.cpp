@@ -36,6 +36,41 @@ std::string hex(std::uint64_t v, int digits) {
   return out.str();
 }
 
+// The checks of the decoded fields (type known, payload within the cap, the fields the type
+// leaves 0): what decode_frame_header reports and encode_frame_header asserts.
+std::string field_error(const FrameHeader& h) {
+  const auto type = static_cast<std::uint8_t>(h.type);
+  if (type == 0 || type > kLastFrameType) return str("unknown frame type ", int{type});
+  const std::string_view name = frame_type_name(h.type);
+  const std::size_t cap = frame_payload_cap(h.type);
+  if (h.type == FrameType::Hello && h.payload_bytes != cap) {
+    return str("Hello payload ", h.payload_bytes, " bytes (expected ", cap, ")");
+  }
+  if (h.payload_bytes > cap) {
+    if (cap == 0)
+      return str(name, " frame with a payload of ", h.payload_bytes, " bytes (expected none)");
+    return str(name, " payload ", h.payload_bytes, " bytes over the cap ", cap);
+  }
+  if (h.type == FrameType::Data) {
+    if (h.payload_bytes > h.message_bytes) {
+      return str("Data payload ", h.payload_bytes, " bytes larger than its message of ",
+                 h.message_bytes, " bytes");
+    }
+  } else {
+    if (h.message_bytes != 0) {
+      return str(name, " frame message_bytes ", h.message_bytes, " (expected 0)");
+    }
+    if (h.tag != 0 && h.type != FrameType::Record) {
+      return str(name, " frame tag ", h.tag, " (expected 0)");
+    }
+  }
+  if (h.payload_bytes == 0 && h.payload_crc != 0) {
+    return str(name, " frame payload_crc ", hex(h.payload_crc, 8),
+               " for an empty payload (expected 0x00000000)");
+  }
+  return "";
+}
+
 }  // namespace
 
 std::string_view frame_type_name(FrameType type) {
@@ -74,6 +109,8 @@ std::size_t frame_payload_cap(FrameType type) {
 }
 
 void encode_frame_header(const FrameHeader& h, std::span<std::uint8_t, kFrameHeaderBytes> out) {
+  const std::string error = field_error(h);
+  RUCCL_ASSERT(error.empty(), "encode_frame_header: a header its peer would refuse: ", error);
   put_le(out, 0, kFrameMagic, 4);
   put_le(out, 4, kFrameVersion, 2);
   put_le(out, 6, kFrameHeaderBytes, 2);
@@ -114,7 +151,6 @@ std::string decode_frame_header(std::span<const std::uint8_t, kFrameHeaderBytes>
   const auto type = static_cast<std::uint8_t>(get_le(in, 8, 1));
   if (type == 0 || type > kLastFrameType) return str("unknown frame type ", int{type});
   h.type = static_cast<FrameType>(type);
-  const std::string_view name = frame_type_name(h.type);
   const auto flags = static_cast<std::uint8_t>(get_le(in, 9, 1));
   if (flags != 0) return str("nonzero frame flags ", hex(flags, 2), " (expected 0)");
   const auto reserved = static_cast<std::uint16_t>(get_le(in, 10, 2));
@@ -122,35 +158,10 @@ std::string decode_frame_header(std::span<const std::uint8_t, kFrameHeaderBytes>
     return str("nonzero reserved header field ", hex(reserved, 4), " (expected 0)");
 
   h.payload_bytes = static_cast<std::uint32_t>(get_le(in, 12, 4));
-  const std::size_t cap = frame_payload_cap(h.type);
-  if (h.type == FrameType::Hello && h.payload_bytes != cap) {
-    return str("Hello payload ", h.payload_bytes, " bytes (expected ", cap, ")");
-  }
-  if (h.payload_bytes > cap) {
-    if (cap == 0)
-      return str(name, " frame with a payload of ", h.payload_bytes, " bytes (expected none)");
-    return str(name, " payload ", h.payload_bytes, " bytes over the cap ", cap);
-  }
   h.tag = get_le(in, 40, 8);
   h.message_bytes = get_le(in, 48, 8);
   h.payload_crc = static_cast<std::uint32_t>(get_le(in, 56, 4));
-  if (h.type == FrameType::Data) {
-    if (h.payload_bytes > h.message_bytes) {
-      return str("Data payload ", h.payload_bytes, " bytes larger than its message of ",
-                 h.message_bytes, " bytes");
-    }
-  } else {
-    if (h.message_bytes != 0) {
-      return str(name, " frame message_bytes ", h.message_bytes, " (expected 0)");
-    }
-    if (h.tag != 0 && h.type != FrameType::Record) {
-      return str(name, " frame tag ", h.tag, " (expected 0)");
-    }
-  }
-  if (h.payload_bytes == 0 && h.payload_crc != 0) {
-    return str(name, " frame payload_crc ", hex(h.payload_crc, 8),
-               " for an empty payload (expected 0x00000000)");
-  }
+  if (std::string error = field_error(h); !error.empty()) return error;
 
   std::copy(in.begin() + 16, in.begin() + 32, h.session.begin());
   if (h.session != expected_session) {

@@ -69,7 +69,9 @@ struct FrameHeader {
 };
 
 /// Writes the 64 header bytes of `header` (computing header_crc). The caller sets payload_crc
-/// (crc32c of the payload) and keeps the fields within what decode_frame_header accepts.
+/// (crc32c of the payload). Throws InternalError (a bug of the sender) for a header that
+/// decode_frame_header would refuse: an unknown type, a payload over the type's cap, a nonzero
+/// tag or message_bytes the type leaves 0, a nonzero payload_crc of an empty payload.
 void encode_frame_header(const FrameHeader& header, std::span<std::uint8_t, kFrameHeaderBytes> out);
 
 /// Decodes and checks a header received from a peer: returns "" and fills `out`, or the first

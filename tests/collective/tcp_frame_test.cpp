@@ -13,6 +13,7 @@
 #include "collective/transport/crc32c.h"
 #include "collective/transport/tcp_frame.h"
 #include "collective/transport/tcp_frame_payloads.h"
+#include "tensor/core/error.h"
 
 using namespace ruccl;
 
@@ -205,6 +206,21 @@ TEST_CASE("Each corrupted header field is refused with its name", "[collective][
   reseal(hb);
   REQUIRE(decode(hb) ==
           "Heartbeat frame payload_crc 0xDEADBEEF for an empty payload (expected 0x00000000)");
+}
+
+TEST_CASE("Encoding a header its peer would refuse is an internal error", "[collective][tcp]") {
+  HeaderBytes out{};
+  FrameHeader h = data_header();
+  h.payload_bytes = kMaxDataFramePayload + 1;
+  h.message_bytes = ~std::uint64_t{0};
+  REQUIRE_THROWS_WITH(encode_frame_header(h, out),
+                      Catch::Contains("Data payload 1048577 bytes over the cap 1048576"));
+  FrameHeader heartbeat;
+  heartbeat.tag = 3;
+  REQUIRE_THROWS_AS(encode_frame_header(heartbeat, out), InternalError);
+  heartbeat.tag = 0;
+  heartbeat.type = static_cast<FrameType>(9);
+  REQUIRE_THROWS_WITH(encode_frame_header(heartbeat, out), Catch::Contains("unknown frame type 9"));
 }
 
 TEST_CASE("A garbled header is reported as garbage before any session or seq complaint",
