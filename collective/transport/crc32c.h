@@ -21,7 +21,7 @@ std::uint32_t crc32c(const void* data, std::size_t n, std::uint32_t crc = 0);
 /// hardware path is tested against.
 std::uint32_t crc32c_portable(const void* data, std::size_t n, std::uint32_t crc = 0);
 
-/// Whether this CPU runs the hardware path (x86 with SSE4.2).
+/// Whether this CPU runs the hardware path (x86-64 with SSE4.2).
 bool crc32c_hardware_available();
 
 /// The hardware path itself, three interleaved streams. Precondition: crc32c_hardware_available().

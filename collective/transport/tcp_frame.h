@@ -65,7 +65,7 @@ struct FrameHeader {
   std::uint64_t seq = 0;
   std::uint64_t tag = 0;
   std::uint64_t message_bytes = 0;
-  std::uint32_t payload_crc = 0;  ///< crc32c of the payload (frame_payload_crc)
+  std::uint32_t payload_crc = 0;  ///< crc32c of the payload (0 for an empty one)
 };
 
 /// Writes the 64 header bytes of `header` (computing header_crc). The caller sets payload_crc

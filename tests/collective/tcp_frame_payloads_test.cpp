@@ -66,7 +66,7 @@ TEST_CASE("A Hello payload survives its encoding and its layout is pinned", "[co
   REQUIRE(decode_hello(encode(single)) == "");
 }
 
-TEST_CASE("A truncated, long or corrupted Hello is refused with a reason", "[collective][tcp]") {
+TEST_CASE("A truncated or long or corrupted Hello is refused with a reason", "[collective][tcp]") {
   HelloPayload h;
   h.rank = 3;
   h.world_size = 4;
@@ -104,7 +104,7 @@ TEST_CASE("A truncated, long or corrupted Hello is refused with a reason", "[col
   }
 }
 
-TEST_CASE("An Abort payload carries the error's kind, ranks and message", "[collective][tcp]") {
+TEST_CASE("An Abort payload carries the error's kind and ranks and message", "[collective][tcp]") {
   const CollectiveError error(CollectiveErrorKind::PeerLost, "rank 5 lost: connection reset (é✓)",
                               {5, 2, 5});
   const auto bytes = encode(error);
