@@ -55,6 +55,13 @@ void InProcessHub::fail(const CollectiveError& error) noexcept {
   bell_.ring();
 }
 
+void InProcessHub::cut_link(int a, int b) noexcept {
+  mailbox(a, b).cut.store(true, std::memory_order_release);
+  mailbox(b, a).cut.store(true, std::memory_order_release);
+  anyone_gone_.store(true, std::memory_order_release);
+  bell_.ring();
+}
+
 void InProcessHub::leave(int rank) noexcept {
   rank_state(rank).gone.store(true, std::memory_order_release);
   anyone_gone_.store(true, std::memory_order_release);
@@ -126,10 +133,13 @@ std::string InProcessTransport::p2p_deadlock(int peer, bool in_collective) const
 template <typename Ready, typename Missing>
 void InProcessTransport::wait_for(Ready&& ready, Missing&& missing, const Deadline& deadline,
                                   const char* what) {
+  auto lost = [&](int r) {
+    return hub_->rank_state(r).gone.load(std::memory_order_acquire) || hub_->link_cut(rank_, r);
+  };
   auto missing_gone = [&] {
     if (!hub_->anyone_gone()) return false;  // cheap check first: nobody has left
     for (int r : missing()) {
-      if (hub_->rank_state(r).gone.load(std::memory_order_acquire)) return true;
+      if (lost(r)) return true;
     }
     return false;
   };
@@ -166,15 +176,20 @@ void InProcessTransport::wait_for(Ready&& ready, Missing&& missing, const Deadli
   }
   std::vector<int> absent = missing();
   std::vector<int> gone;
+  bool any_cut = false;
   for (int r : absent) {
-    if (hub_->rank_state(r).gone.load(std::memory_order_acquire)) gone.push_back(r);
+    if (!lost(r)) continue;
+    gone.push_back(r);
+    any_cut = any_cut || !hub_->rank_state(r).gone.load(std::memory_order_acquire);
   }
   if (!gone.empty()) {
-    hub_->fail(CollectiveError(CollectiveErrorKind::PeerLost,
-                               str(call_name(deadline), ": ", hub_->names().name(rank_), " lost ",
-                                   hub_->names().list(gone),
-                                   " (their communicator was destroyed) while waiting for ", what),
-                               gone));
+    hub_->fail(
+        CollectiveError(CollectiveErrorKind::PeerLost,
+                        str(call_name(deadline), ": ", hub_->names().name(rank_), " lost ",
+                            hub_->names().list(gone),
+                            any_cut ? " (the link was cut)" : " (their communicator was destroyed)",
+                            " while waiting for ", what),
+                        gone));
     throw_failure();
   }
   RUCCL_ASSERT(!done || deadline.expired(), "wait returned without progress");
@@ -267,7 +282,16 @@ void InProcessTransport::claim(std::span<const int> peers) {
     box.reading.store(next, std::memory_order_seq_cst);
     if (box.withdrawn.load(std::memory_order_seq_cst) >= next || hub_->failed()) {
       release(peers.first(i + 1), false);
-      throw_failure();  // a sender withdraws only after the group failed
+      // A sender withdraws after the group failed, or when it dies (FaultAction::KillRank): then
+      // it is this rank that finds out, and the group fails with PeerLost naming it.
+      if (!hub_->failed()) {
+        hub_->fail(
+            CollectiveError(CollectiveErrorKind::PeerLost,
+                            str(hub_->names().name(rank_), " lost ", hub_->names().name(p),
+                                " (it withdrew its message and left) while waiting for a message"),
+                            {p}));
+      }
+      throw_failure();
     }
   }
 }

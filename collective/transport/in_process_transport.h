@@ -40,6 +40,7 @@ class InProcessHub {
     std::atomic<std::uint64_t> consumed{0};
     std::atomic<std::uint64_t> reading{0};    // the message being read (0: none)
     std::atomic<std::uint64_t> withdrawn{0};  // messages up to this number are withdrawn
+    std::atomic<bool> cut{false};  // the link between these two ranks is broken (cut_link)
     std::uint64_t tag = 0;
     const void* data = nullptr;
     std::size_t nbytes = 0;
@@ -61,7 +62,16 @@ class InProcessHub {
 
   /// Marks rank `rank` as gone (its transport was destroyed) and wakes every waiter.
   void leave(int rank) noexcept;
-  /// Whether any rank has left.
+  /// Breaks the link between ranks a and b (both directions), as a network transport's broken
+  /// connection: a wait of either for the other fails with PeerLost naming the other. Only the
+  /// fault-injecting transport's Cut uses it (through its cut hook).
+  void cut_link(int a, int b) noexcept;
+  /// Whether the link between a and b was cut.
+  bool link_cut(int a, int b) noexcept {
+    return mailbox(a, b).cut.load(std::memory_order_acquire) ||
+           mailbox(b, a).cut.load(std::memory_order_acquire);
+  }
+  /// Whether any rank has left (or any link was cut).
   bool anyone_gone() const noexcept { return anyone_gone_.load(std::memory_order_acquire); }
   /// Records the first failure and wakes every waiter.
   void fail(const CollectiveError& error) noexcept;

@@ -2,11 +2,12 @@
 // A table-driven checker for every Communicator operation: each OpCase knows how to call the
 // operation and what every rank must get back, in closed form, for any dtype, reduce operation,
 // world size, element count and memory layout of the input. run_and_check() runs a list of calls
-// on one in-process group (one thread per rank) and asserts, on the main thread, every rank's
-// results and that every input is left unchanged.
+// on one group (one thread per rank, over the transport a GroupFactory makes:
+// tests/collective/group_factories.h) and asserts, on the main thread, every rank's results and
+// that every input is left unchanged.
 //
-//   std::vector<Call> calls = {{&op_case(Op::AllGather), DType::BF16, ReduceOperation::Sum, 257}};
-//   run_and_check(4, calls);
+//   std::vector<Call> calls = {{Op::AllGather, DType::BF16, ReduceOperation::Sum, 257}};
+//   run_and_check(InProcess::make, 4, calls);
 //
 // Input values are integers chosen so every result is exact in every dtype (BF16 holds integers
 // up to 256 exactly, F16 up to 2048): see moved_value() and reduce_value().
@@ -394,13 +395,13 @@ struct CallResult {
   Tensor input;
 };
 
-/// Runs `calls` in order on a group of `world` ranks (one thread each), then checks on the main
-/// thread every rank's outputs against expected_outputs and every input against its values
-/// before the call (a non-contiguous layout is also checked to really be non-contiguous).
-inline void run_and_check(int world, const std::vector<Call>& calls,
+/// Runs `calls` in order on a group of `world` ranks made by `make` (one thread each), then checks
+/// on the main thread every rank's outputs against expected_outputs and every input against its
+/// values before the call (a non-contiguous layout is also checked to really be non-contiguous).
+inline void run_and_check(const GroupFactory& make, int world, const std::vector<Call>& calls,
                           CommunicatorOptions options = {}) {
-  auto out = run_group(
-      world,
+  auto out = run_group_with(
+      make, world,
       [&](Communicator& comm) {
         std::vector<CallResult> results;
         results.reserve(calls.size());

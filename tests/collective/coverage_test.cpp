@@ -1,13 +1,15 @@
 // Table-driven coverage of every Communicator operation (tests/collective/coverage_table.h): every
 // dtype with 0, 1, 3 and 257 elements per rank on world sizes 1-5 and 8; reduce and reduce_scatter
 // for every valid (dtype, ReduceOperation) pair; the invalid pairs as errors on every rank;
-// transposed and narrowed inputs for every op; inputs unchanged after every call.
+// transposed and narrowed inputs for every op; inputs unchanged after every call. Every case runs
+// over every transport of tests/collective/group_factories.h.
 #include <catch2/catch.hpp>
 
 #include <chrono>
 
 #include "tests/collective/collective_test_support.h"
 #include "tests/collective/coverage_table.h"
+#include "tests/collective/group_factories.h"
 #include "tests/support/rank_harness.h"
 
 using namespace ruccl;
@@ -28,8 +30,9 @@ CommunicatorOptions test_options() {
 
 }  // namespace
 
-TEST_CASE("data-movement ops move every dtype exactly with 0, 1, 3 and 257 elements per rank",
-          "[collective]") {
+TEMPLATE_TEST_CASE(
+    "data-movement ops move every dtype exactly with 0, 1, 3 and 257 elements per rank",
+    "[collective]", RUCCL_GROUP_FACTORIES) {
   const std::vector<Op> ops = {
       Op::Broadcast, Op::BroadcastFromSender, Op::AllGather, Op::Gather, Op::Scatter,
       Op::AllToAll,  Op::AllToAllV,           Op::SendRecv};
@@ -43,12 +46,12 @@ TEST_CASE("data-movement ops move every dtype exactly with 0, 1, 3 and 257 eleme
         }
       }
     }
-    run_and_check(world, calls, test_options());
+    run_and_check(TestType::make, world, calls, test_options());
   }
 }
 
-TEST_CASE("reduce and reduce_scatter are exact for every valid dtype and reduce operation",
-          "[collective]") {
+TEMPLATE_TEST_CASE("reduce and reduce_scatter are exact for every valid dtype and reduce operation",
+                   "[collective]", RUCCL_GROUP_FACTORIES) {
   for (int world : kWorldSizes) {
     std::vector<Call> calls;
     for (const DTypeOp& pair : valid_dtype_ops()) {
@@ -59,12 +62,13 @@ TEST_CASE("reduce and reduce_scatter are exact for every valid dtype and reduce 
         }
       }
     }
-    run_and_check(world, calls, test_options());
+    run_and_check(TestType::make, world, calls, test_options());
   }
 }
 
-TEST_CASE("reduce and reduce_scatter agree under every algorithm configuration", "[collective]") {
-  // The exact pairs again, with the reduce algorithm forced (reduce_scatter has one algorithm).
+TEMPLATE_TEST_CASE("all_reduce, reduce and broadcast agree under every algorithm configuration",
+                   "[collective]", RUCCL_GROUP_FACTORIES) {
+  // The exact pairs again, with the algorithm forced (ring in small segments included).
   const std::vector<DTypeOp> pairs = {
       {DType::F16, ReduceOperation::Sum},   {DType::BF16, ReduceOperation::Mean},
       {DType::F32, ReduceOperation::Prod},  {DType::F64, ReduceOperation::Min},
@@ -75,13 +79,15 @@ TEST_CASE("reduce and reduce_scatter agree under every algorithm configuration",
       std::vector<Call> calls;
       for (const DTypeOp& pair : pairs) {
         for (std::int64_t rows : {std::int64_t{3}, std::int64_t{257}}) {
-          const int root = static_cast<int>(calls.size()) % world;
-          calls.push_back({Op::Reduce, pair.dtype, pair.op, rows, 0, Layout::Contiguous, root});
+          for (Op op : {Op::AllReduce, Op::Reduce, Op::Broadcast}) {
+            const int root = static_cast<int>(calls.size()) % world;
+            calls.push_back({op, pair.dtype, pair.op, rows, 0, Layout::Contiguous, root});
+          }
         }
       }
       CommunicatorOptions options = config.options;
       options.timeout = test_options().timeout;
-      run_and_check(world, calls, options);
+      run_and_check(TestType::make, world, calls, options);
     }
   }
 }
@@ -104,8 +110,9 @@ TEST_CASE("reduce_operation_supports allows exactly the documented (dtype, op) p
   }
 }
 
-TEST_CASE("invalid (dtype, op) pairs raise InvalidArgument on every rank of every reducing op",
-          "[collective]") {
+TEMPLATE_TEST_CASE(
+    "invalid (dtype, op) pairs raise InvalidArgument on every rank of every reducing op",
+    "[collective]", RUCCL_GROUP_FACTORIES) {
   // Mean on I32/I64, bitwise ops on F16/BF16/F32/F64, anything on Bool; then the group is finished.
   std::vector<DType> dtypes = kDTypes;
   dtypes.push_back(DType::Bool);
@@ -117,8 +124,8 @@ TEST_CASE("invalid (dtype, op) pairs raise InvalidArgument on every rank of ever
         ++provoked;
         constexpr int kWorld = 3;
         std::vector<std::optional<CollectiveErrorKind>> after(kWorld);
-        auto out = run_group(
-            kWorld,
+        auto out = run_group_with(
+            TestType::make, kWorld,
             [&](Communicator& comm) {
               const Call c{op, dtype, rop, 1, 2, Layout::Contiguous, 1};
               try {
@@ -149,8 +156,8 @@ TEST_CASE("invalid (dtype, op) pairs raise InvalidArgument on every rank of ever
   REQUIRE(provoked == 3 * (4 * 3 + 2 * 1 + 8));  // bitwise x floats, Mean x ints, all x Bool
 }
 
-TEST_CASE("every op accepts transposed and narrowed inputs and leaves them unchanged",
-          "[collective]") {
+TEMPLATE_TEST_CASE("every op accepts transposed and narrowed inputs and leaves them unchanged",
+                   "[collective]", RUCCL_GROUP_FACTORIES) {
   // One reduce operation per dtype, so the reducing ops see several kinds.
   auto reduce_op_for = [](DType dtype) {
     switch (dtype) {
@@ -178,11 +185,12 @@ TEST_CASE("every op accepts transposed and narrowed inputs and leaves them uncha
         }
       }
     }
-    run_and_check(world, calls, test_options());
+    run_and_check(TestType::make, world, calls, test_options());
   }
 }
 
-TEST_CASE("2-d contiguous inputs keep their trailing dimension through every op", "[collective]") {
+TEMPLATE_TEST_CASE("2-d contiguous inputs keep their trailing dimension through every op",
+                   "[collective]", RUCCL_GROUP_FACTORIES) {
   for (int world : {3, 8}) {
     std::vector<Call> calls;
     for (Op op : kAllOpsTable) {
@@ -191,12 +199,12 @@ TEST_CASE("2-d contiguous inputs keep their trailing dimension through every op"
         calls.push_back({op, dtype, ReduceOperation::Max, 3, 5, Layout::Contiguous, root});
       }
     }
-    run_and_check(world, calls, test_options());
+    run_and_check(TestType::make, world, calls, test_options());
   }
 }
 
-TEST_CASE("all_gather and reduce_scatter of about a million elements are exact",
-          "[collective][slow]") {
+TEMPLATE_TEST_CASE("all_gather and reduce_scatter of about a million elements are exact",
+                   "[collective][slow]", RUCCL_GROUP_FACTORIES) {
   // World 4: all_gather of 262145 elements per rank and reduce_scatter of 1048580 elements per
   // rank (both a 1048580-element tensor). One group per call, so only one call's results are
   // alive at a time. Two calls only: CI runs [slow] tests under ThreadSanitizer too (a few s).
@@ -206,5 +214,5 @@ TEST_CASE("all_gather and reduce_scatter of about a million elements are exact",
       {Op::AllGather, DType::F32, ReduceOperation::Sum, kRows},
       {Op::ReduceScatter, DType::BF16, ReduceOperation::Sum, kRows},  // staged through F32
   };
-  for (const Call& c : calls) run_and_check(kWorld, {c}, test_options());
+  for (const Call& c : calls) run_and_check(TestType::make, kWorld, {c}, test_options());
 }

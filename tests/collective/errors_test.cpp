@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "tests/collective/collective_test_support.h"
+#include "tests/collective/group_factories.h"
 #include "tests/support/rank_harness.h"
 
 using namespace ruccl;
@@ -28,11 +29,12 @@ void require_all(const std::vector<RankOutcome<T>>& out, Kind kind) {
 // Runs `call(comm)` once on every rank of a group of `world` and expects `kind` everywhere, then
 // expects every rank's next call to raise Aborted (the group is finished).
 template <typename Call>
-std::vector<RankOutcome<std::monostate>> provoke(int world, Call call, Kind kind) {
+std::vector<RankOutcome<std::monostate>> provoke(const GroupFactory& make, int world, Call call,
+                                                 Kind kind) {
   std::vector<std::string> after(static_cast<std::size_t>(world));
   std::vector<std::optional<Kind>> after_kind(static_cast<std::size_t>(world));
-  auto out = run_group(
-      world,
+  auto out = run_group_with(
+      make, world,
       [&](Communicator& comm) {
         try {
           call(comm);
@@ -58,10 +60,11 @@ Tensor f32(std::vector<float> v) { return Tensor::from_vector<float>(v); }
 
 }  // namespace
 
-TEST_CASE("disagreeing collectives raise the matching error kind on every rank", "[collective]") {
+TEMPLATE_TEST_CASE("disagreeing collectives raise the matching error kind on every rank",
+                   "[collective]", RUCCL_GROUP_FACTORIES) {
   SECTION("different collectives") {
     auto out = provoke(
-        3,
+        TestType::make, 3,
         [](Communicator& c) {
           if (c.rank() == 1)
             c.broadcast(f32({1}), 0);
@@ -74,7 +77,7 @@ TEST_CASE("disagreeing collectives raise the matching error kind on every rank",
   }
   SECTION("shapes") {
     auto out = provoke(
-        2,
+        TestType::make, 2,
         [](Communicator& c) {
           c.all_reduce(c.rank() == 0 ? f32({1, 2}) : f32({1, 2, 3}));
         },
@@ -83,7 +86,7 @@ TEST_CASE("disagreeing collectives raise the matching error kind on every rank",
   }
   SECTION("shapes of all_gather") {
     provoke(
-        3,
+        TestType::make, 3,
         [](Communicator& c) {
           c.all_gather(Tensor::zeros({c.rank() == 2 ? 2 : 1, 2}));
         },
@@ -91,7 +94,7 @@ TEST_CASE("disagreeing collectives raise the matching error kind on every rank",
   }
   SECTION("dtypes") {
     provoke(
-        2,
+        TestType::make, 2,
         [](Communicator& c) {
           c.all_reduce(Tensor::zeros({4}, c.rank() == 0 ? DType::F32 : DType::F64));
         },
@@ -99,7 +102,7 @@ TEST_CASE("disagreeing collectives raise the matching error kind on every rank",
   }
   SECTION("reduce operations") {
     provoke(
-        4,
+        TestType::make, 4,
         [](Communicator& c) {
           c.all_reduce(f32({1}), c.rank() == 3 ? ReduceOperation::Max : ReduceOperation::Sum);
         },
@@ -107,12 +110,12 @@ TEST_CASE("disagreeing collectives raise the matching error kind on every rank",
   }
   SECTION("roots") {
     provoke(
-        3, [](Communicator& c) { c.broadcast(f32({1}), c.rank() == 0 ? 0 : 1); },
+        TestType::make, 3, [](Communicator& c) { c.broadcast(f32({1}), c.rank() == 0 ? 0 : 1); },
         Kind::RootMismatch);
   }
   SECTION("higher-layer fingerprint words") {
     auto out = provoke(
-        2,
+        TestType::make, 2,
         [](Communicator& c) {
           c.all_gather(f32({1}),
                        CallOptions().with_word("axis", 1).with_word("requires_grad", c.rank()));
@@ -122,7 +125,7 @@ TEST_CASE("disagreeing collectives raise the matching error kind on every rank",
   }
   SECTION("per-call algorithms") {
     provoke(
-        2,
+        TestType::make, 2,
         [](Communicator& c) {
           c.all_reduce(
               f32({1}), ReduceOperation::Sum,
@@ -132,11 +135,12 @@ TEST_CASE("disagreeing collectives raise the matching error kind on every rank",
   }
   SECTION("no broadcast sender") {
     provoke(
-        3, [](Communicator& c) { c.broadcast_from_sender(std::nullopt); }, Kind::NoBroadcastSender);
+        TestType::make, 3, [](Communicator& c) { c.broadcast_from_sender(std::nullopt); },
+        Kind::NoBroadcastSender);
   }
   SECTION("several broadcast senders") {
     auto out = provoke(
-        3,
+        TestType::make, 3,
         [](Communicator& c) {
           c.broadcast_from_sender(c.rank() == 1 ? std::nullopt : std::optional<Tensor>(f32({1})));
         },
@@ -145,16 +149,17 @@ TEST_CASE("disagreeing collectives raise the matching error kind on every rank",
   }
 }
 
-TEST_CASE("invalid arguments on one rank raise InvalidArgument on every rank", "[collective]") {
+TEMPLATE_TEST_CASE("invalid arguments on one rank raise InvalidArgument on every rank",
+                   "[collective]", RUCCL_GROUP_FACTORIES) {
   SECTION("root out of range") {
     auto out = provoke(
-        2, [](Communicator& c) { c.reduce(f32({1}), c.rank() == 0 ? 2 : 0); },
+        TestType::make, 2, [](Communicator& c) { c.reduce(f32({1}), c.rank() == 0 ? 2 : 0); },
         Kind::InvalidArgument);
     REQUIRE(out[1].message().find("expected a root in [0, 2), got 2") != std::string::npos);
   }
   SECTION("reduce_scatter axis 0 not divisible: [3, 2] on 2 ranks") {
     provoke(
-        2,
+        TestType::make, 2,
         [](Communicator& c) {
           c.reduce_scatter(Tensor::zeros({3, 2}));
         },
@@ -162,7 +167,7 @@ TEST_CASE("invalid arguments on one rank raise InvalidArgument on every rank", "
   }
   SECTION("Mean of integers") {
     provoke(
-        2,
+        TestType::make, 2,
         [](Communicator& c) {
           c.all_reduce(Tensor::zeros({2}, DType::I32), ReduceOperation::Mean);
         },
@@ -172,22 +177,24 @@ TEST_CASE("invalid arguments on one rank raise InvalidArgument on every rank", "
     for (ReduceOperation op :
          {ReduceOperation::BitAnd, ReduceOperation::BitOr, ReduceOperation::BitXor}) {
       provoke(
-          2, [op](Communicator& c) { c.all_reduce(f32({1}), op); }, Kind::InvalidArgument);
+          TestType::make, 2, [op](Communicator& c) { c.all_reduce(f32({1}), op); },
+          Kind::InvalidArgument);
     }
   }
   SECTION("Bool tensors cannot be reduced") {
     provoke(
-        2, [](Communicator& c) { c.all_reduce(Tensor::zeros({2}, DType::Bool)); },
+        TestType::make, 2, [](Communicator& c) { c.all_reduce(Tensor::zeros({2}, DType::Bool)); },
         Kind::InvalidArgument);
   }
   SECTION("an undefined input on one rank") {
     provoke(
-        3, [](Communicator& c) { c.all_reduce(c.rank() == 1 ? Tensor() : f32({1})); },
+        TestType::make, 3,
+        [](Communicator& c) { c.all_reduce(c.rank() == 1 ? Tensor() : f32({1})); },
         Kind::InvalidArgument);
   }
   SECTION("scatter with root's axis 0 not divisible") {
     provoke(
-        2,
+        TestType::make, 2,
         [](Communicator& c) {
           c.scatter(c.rank() == 0 ? f32({1, 2, 3}) : Tensor(), 0);
         },
@@ -195,7 +202,7 @@ TEST_CASE("invalid arguments on one rank raise InvalidArgument on every rank", "
   }
   SECTION("all_to_all_v counts that do not sum to axis 0") {
     provoke(
-        2,
+        TestType::make, 2,
         [](Communicator& c) {
           const std::vector<std::int64_t> counts = {1, c.rank() == 0 ? 2 : 1};
           c.all_to_all_v(f32({1, 2}), counts);
@@ -204,7 +211,7 @@ TEST_CASE("invalid arguments on one rank raise InvalidArgument on every rank", "
   }
   SECTION("too many fingerprint words") {
     provoke(
-        2,
+        TestType::make, 2,
         [](Communicator& c) {
           CallOptions call;
           for (int i = 0; i < 5; ++i) call.with_word("w", i);
@@ -214,7 +221,8 @@ TEST_CASE("invalid arguments on one rank raise InvalidArgument on every rank", "
   }
 }
 
-TEST_CASE("a bad group configuration raises InvalidConfig", "[collective]") {
+TEMPLATE_TEST_CASE("a bad group configuration raises InvalidConfig", "[collective]",
+                   RUCCL_GROUP_FACTORIES) {
   auto kind_of = [](auto fn) -> std::optional<Kind> {
     try {
       fn();
@@ -223,21 +231,21 @@ TEST_CASE("a bad group configuration raises InvalidConfig", "[collective]") {
     }
     return std::nullopt;
   };
-  REQUIRE(kind_of([] { InProcessGroup::create(0); }) == Kind::InvalidConfig);
+  REQUIRE(kind_of([] { TestType::make(0, {}); }) == Kind::InvalidConfig);
   REQUIRE(kind_of([] { InProcessGroup::create(2, {Device::cpu()}); }) == Kind::InvalidConfig);
   CommunicatorOptions o;
   o.tree_arity = 1;
-  REQUIRE(kind_of([&] { InProcessGroup::create(2, {}, o); }) == Kind::InvalidConfig);
+  REQUIRE(kind_of([&] { TestType::make(2, o); }) == Kind::InvalidConfig);
   o = CommunicatorOptions();
   o.timeout = 0ms;
-  REQUIRE(kind_of([&] { InProcessGroup::create(2, {}, o); }) == Kind::InvalidConfig);
+  REQUIRE(kind_of([&] { TestType::make(2, o); }) == Kind::InvalidConfig);
   REQUIRE(kind_of([] { Communicator().barrier(); }) == Kind::InvalidArgument);
   for (std::size_t bad : {std::size_t{0}, std::size_t{100}, std::size_t{32}}) {
     o = CommunicatorOptions();
     o.segment_bytes = bad;
     std::string message;
     try {
-      InProcessGroup::create(2, {}, o);
+      TestType::make(2, o);
     } catch (const CollectiveError& e) {
       REQUIRE(e.kind() == Kind::InvalidConfig);
       message = e.what();
@@ -259,9 +267,10 @@ TEST_CASE("Auto picks Direct in process and Ring at the threshold on a copying t
   }
 }
 
-TEST_CASE("a deadline that expires names the ranks that never arrived", "[collective]") {
-  auto out = run_group(
-      4,
+TEMPLATE_TEST_CASE("a deadline that expires names the ranks that never arrived", "[collective]",
+                   RUCCL_GROUP_FACTORIES) {
+  auto out = run_group_with(
+      TestType::make, 4,
       [](Communicator& comm) {
         if (comm.rank() == 2) {
           std::this_thread::sleep_for(300ms);  // arrives after the others gave up
@@ -282,8 +291,8 @@ TEST_CASE("a deadline that expires names the ranks that never arrived", "[collec
   REQUIRE(out[2].message().find("timed out") != std::string::npos);
 }
 
-TEST_CASE("abort makes pending calls on every rank fail within 100 ms with the reason",
-          "[collective]") {
+TEMPLATE_TEST_CASE("abort makes pending calls on every rank fail within 100 ms with the reason",
+                   "[collective]", RUCCL_GROUP_FACTORIES) {
   std::atomic<long long> aborted_at{0};
   std::vector<long long> failed_at(4, 0);
   auto now_us = [] {
@@ -291,8 +300,8 @@ TEST_CASE("abort makes pending calls on every rank fail within 100 ms with the r
                std::chrono::steady_clock::now().time_since_epoch())
         .count();
   };
-  auto out = run_group(
-      4,
+  auto out = run_group_with(
+      TestType::make, 4,
       [&](Communicator& comm) {
         if (comm.rank() == 3) {
           std::this_thread::sleep_for(150ms);  // the others are blocked (and asleep) by now
@@ -316,11 +325,11 @@ TEST_CASE("abort makes pending calls on every rank fail within 100 ms with the r
   }
 }
 
-TEST_CASE("a rank whose communicator is destroyed makes waiting peers fail with PeerLost",
-          "[collective]") {
+TEMPLATE_TEST_CASE("a rank whose communicator is destroyed makes waiting peers fail with PeerLost",
+                   "[collective]", RUCCL_GROUP_FACTORIES) {
   const auto start = std::chrono::steady_clock::now();
-  auto out = run_group(
-      3,
+  auto out = run_group_with(
+      TestType::make, 3,
       [](Communicator& comm) {
         if (comm.rank() == 1) {
           comm.barrier();
@@ -341,11 +350,13 @@ TEST_CASE("a rank whose communicator is destroyed makes waiting peers fail with 
   }
 }
 
-TEST_CASE("a rank leaving after its last call does not disturb the others", "[collective]") {
+TEMPLATE_TEST_CASE("a rank leaving after its last call does not disturb the others", "[collective]",
+                   RUCCL_GROUP_FACTORIES) {
   // Rank 0 returns as soon as its broadcast is done; the others still read its data safely.
   for (int i = 0; i < 20; ++i) {
-    auto out = run_group(
-        4, [](Communicator& comm) { return comm.broadcast(Tensor::full({1000}, 7.0), 0); });
-    for (auto& o : out) REQUIRE(o.value().to_vector<float>() == std::vector<float>(1000, 7.0f));
+    auto out = run_group_with(TestType::make, 4, [](Communicator& comm) {
+      return comm.broadcast(Tensor::full({1000}, 7.0), 0);
+    });
+    for (auto& o : out) REQUIRE(o.value().template to_vector<float>() == std::vector<float>(1000, 7.0f));
   }
 }

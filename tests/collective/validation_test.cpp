@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "tests/collective/collective_test_support.h"
+#include "tests/collective/group_factories.h"
 #include "tests/support/rank_harness.h"
 
 using namespace ruccl;
@@ -25,8 +26,8 @@ struct ResetGuard {
 
 }  // namespace
 
-TEST_CASE("A ReduceOperation that is no enumerator is InvalidArgument on every rank",
-          "[collective]") {
+TEMPLATE_TEST_CASE("A ReduceOperation that is no enumerator is InvalidArgument on every rank",
+                   "[collective]", RUCCL_GROUP_FACTORIES) {
   const Tensor x = Tensor::full({5}, 1.0);
   auto check = [](const auto& out, const char* what) {
     for (std::size_t r = 0; r < out.size(); ++r) {
@@ -35,29 +36,33 @@ TEST_CASE("A ReduceOperation that is no enumerator is InvalidArgument on every r
       REQUIRE(out[r].message().find("got ReduceOperation(42)") != std::string::npos);
     }
   };
-  check(run_group(
-            3, [&](Communicator& comm) { comm.all_reduce(x, kBadOp); }, short_timeout()),
+  check(run_group_with(
+            TestType::make, 3, [&](Communicator& comm) { comm.all_reduce(x, kBadOp); },
+            short_timeout()),
         "all_reduce, every rank");
   // One rank alone passes it: its local error reaches the others.
-  check(run_group(
-            3,
+  check(run_group_with(
+            TestType::make, 3,
             [&](Communicator& comm) {
               comm.all_reduce(x, comm.rank() == 1 ? kBadOp : ReduceOperation::Sum);
             },
             short_timeout()),
         "all_reduce, rank 1");
-  check(run_group(
-            2, [&](Communicator& comm) { comm.reduce(x, 0, kBadOp); }, short_timeout()),
+  check(run_group_with(
+            TestType::make, 2, [&](Communicator& comm) { comm.reduce(x, 0, kBadOp); },
+            short_timeout()),
         "reduce");
-  check(run_group(
-            2, [&](Communicator& comm) { comm.reduce_scatter(Tensor::zeros({4}), kBadOp); },
+  check(run_group_with(
+            TestType::make, 2,
+            [&](Communicator& comm) { comm.reduce_scatter(Tensor::zeros({4}), kBadOp); },
             short_timeout()),
         "reduce_scatter");
 }
 
-TEST_CASE("ReduceOperation(255) is InvalidArgument, not taken for no operation", "[collective]") {
-  auto out = run_group(
-      2,
+TEMPLATE_TEST_CASE("ReduceOperation(255) is InvalidArgument, not taken for no operation",
+                   "[collective]", RUCCL_GROUP_FACTORIES) {
+  auto out = run_group_with(
+      TestType::make, 2,
       [](Communicator& comm) {
         comm.all_reduce(Tensor::full({3}, 1.0), static_cast<ReduceOperation>(255));
       },
@@ -69,10 +74,11 @@ TEST_CASE("ReduceOperation(255) is InvalidArgument, not taken for no operation",
   }
 }
 
-TEST_CASE("An Algorithm that is no enumerator is InvalidArgument on every rank", "[collective]") {
+TEMPLATE_TEST_CASE("An Algorithm that is no enumerator is InvalidArgument on every rank",
+                   "[collective]", RUCCL_GROUP_FACTORIES) {
   for (int bad_rank : {-1, 0}) {  // -1: every rank passes it
-    auto out = run_group(
-        3,
+    auto out = run_group_with(
+        TestType::make, 3,
         [&](Communicator& comm) {
           CallOptions call;
           if (bad_rank < 0 || comm.rank() == bad_rank) call.with_algorithm(kBadAlgorithm);
@@ -89,7 +95,7 @@ TEST_CASE("An Algorithm that is no enumerator is InvalidArgument on every rank",
   CommunicatorOptions o;
   o.broadcast_algorithm = kBadAlgorithm;
   try {
-    InProcessGroup::create(2, {}, o);
+    TestType::make(2, o);
     FAIL("expected InvalidConfig");
   } catch (const CollectiveError& e) {
     REQUIRE(e.kind() == Kind::InvalidConfig);
@@ -97,7 +103,8 @@ TEST_CASE("An Algorithm that is no enumerator is InvalidArgument on every rank",
   }
 }
 
-TEST_CASE("An agreement error carries the same message on every rank", "[collective]") {
+TEMPLATE_TEST_CASE("An agreement error carries the same message on every rank", "[collective]",
+                   RUCCL_GROUP_FACTORIES) {
   auto same_everywhere = [](const auto& out, Kind kind) {
     for (std::size_t r = 0; r < out.size(); ++r) {
       INFO("rank " << r << ": " << out[r].message());
@@ -106,8 +113,8 @@ TEST_CASE("An agreement error carries the same message on every rank", "[collect
     }
   };
   SECTION("different collectives (each rank's label differs)") {
-    auto out = run_group(
-        2,
+    auto out = run_group_with(
+        TestType::make, 2,
         [](Communicator& comm) {
           if (comm.rank() == 0) {
             comm.all_reduce(Tensor::full({2}, 1.0));
@@ -122,16 +129,16 @@ TEST_CASE("An agreement error carries the same message on every rank", "[collect
             std::string::npos);
   }
   SECTION("different shapes under one label") {
-    auto out = run_group(
-        3,
+    auto out = run_group_with(
+        TestType::make, 3,
         [](Communicator& comm) { comm.all_reduce(Tensor::full({comm.rank() == 2 ? 3 : 2}, 1.0)); },
         short_timeout());
     same_everywhere(out, Kind::ShapeMismatch);
     REQUIRE(out[0].message().rfind("all_reduce (call #1): ", 0) == 0);
   }
   SECTION("custom labels that differ between ranks") {
-    auto out = run_group(
-        2,
+    auto out = run_group_with(
+        TestType::make, 2,
         [](Communicator& comm) {
           comm.all_reduce(Tensor::full({comm.rank() + 1}, 1.0), ReduceOperation::Sum,
                           CallOptions().with_label(comm.rank() == 0 ? "grads" : "loss"));
@@ -141,8 +148,8 @@ TEST_CASE("An agreement error carries the same message on every rank", "[collect
     REQUIRE(out[0].message().rfind("call #1: ", 0) == 0);
   }
   SECTION("fingerprint words named differently on each rank") {
-    auto out = run_group(
-        2,
+    auto out = run_group_with(
+        TestType::make, 2,
         [](Communicator& comm) {
           comm.all_gather(Tensor::full({2}, 1.0),
                           CallOptions().with_word(comm.rank() == 0 ? "axis" : "dim", comm.rank()));
@@ -152,8 +159,9 @@ TEST_CASE("An agreement error carries the same message on every rank", "[collect
     REQUIRE(out[0].message().find("argument 'axis'") != std::string::npos);
   }
   SECTION("one rank's invalid argument") {
-    auto out = run_group(
-        3, [](Communicator& comm) { comm.broadcast(Tensor::zeros({2}), comm.rank() == 1 ? 5 : 0); },
+    auto out = run_group_with(
+        TestType::make, 3,
+        [](Communicator& comm) { comm.broadcast(Tensor::zeros({2}), comm.rank() == 1 ? 5 : 0); },
         short_timeout());
     // Rank 1's bad root: a local error, and the other ranks disagree with it on the root.
     for (std::size_t r = 0; r < out.size(); ++r) {

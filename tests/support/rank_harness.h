@@ -101,17 +101,31 @@ std::vector<RankOutcome<RankValue<Fn, int>>> run_ranks(int world, Fn fn) {
   return out;
 }
 
-/// Builds an in-process group of `world` ranks and runs fn(comm) on one thread per rank (comm is
+/// Makes a group of `world_size` ranks (element r is rank r) over some transport: the harness
+/// runs the same tests over every one (tests/collective/group_factories.h lists them).
+using GroupFactory =
+    std::function<std::vector<Communicator>(int world_size, CommunicatorOptions options)>;
+
+/// Builds a group of `world` ranks with `make` and runs fn(comm) on one thread per rank (comm is
 /// that rank's Communicator, destroyed when its thread ends). Joins, returns each outcome.
 template <typename Fn>
-std::vector<RankOutcome<RankValue<Fn, Communicator&>>> run_group(int world, Fn fn,
-                                                                 CommunicatorOptions options = {},
-                                                                 std::vector<Device> devices = {}) {
-  std::vector<Communicator> comms = InProcessGroup::create(world, std::move(devices), options);
+std::vector<RankOutcome<RankValue<Fn, Communicator&>>> run_group_with(
+    const GroupFactory& make, int world, Fn fn, CommunicatorOptions options = {}) {
+  std::vector<Communicator> comms = make(world, options);
   return run_ranks(world, [&](int r) {
     Communicator comm = std::move(comms[static_cast<std::size_t>(r)]);
     return fn(comm);
   });
+}
+
+/// run_group_with over an in-process group (InProcessGroup::create), with per-rank devices.
+template <typename Fn>
+std::vector<RankOutcome<RankValue<Fn, Communicator&>>> run_group(int world, Fn fn,
+                                                                 CommunicatorOptions options = {},
+                                                                 std::vector<Device> devices = {}) {
+  return run_group_with(
+      [&](int w, CommunicatorOptions o) { return InProcessGroup::create(w, devices, o); }, world,
+      std::move(fn), options);
 }
 
 /// The CollectiveErrorKind a rank threw, or std::nullopt when it returned or threw something
