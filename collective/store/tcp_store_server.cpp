@@ -64,6 +64,7 @@ struct TcpStoreServer::State {
   std::uint64_t next_client = 1;
   std::map<std::string, StoreValue, std::less<>> values;
   std::list<Parked> parked;
+  Clock::time_point accept_paused_until{};
 
   void run();
   void accept_all();
@@ -95,7 +96,16 @@ TcpStoreServer::TcpStoreServer(const std::string& host, std::uint16_t port,
     throw CollectiveError(CollectiveErrorKind::InvalidConfig,
                           str("TcpStoreServer on ", endpoint_.to_string(),
                               ": eventfd: ", net::detail::errno_text(errno)));
-  state_->thread = std::thread([s = state_.get()] { s->run(); });
+  state_->thread = std::thread([s = state_.get()] {
+    try {
+      s->run();
+    } catch (...) {
+      // Out of memory or the like: stop serving rather than end the process. Closing every
+      // connection tells each client (PeerLost), which is what a lost store means.
+    }
+    s->clients.clear();
+    s->parked.clear();
+  });
 }
 
 TcpStoreServer::~TcpStoreServer() {
@@ -118,7 +128,9 @@ void TcpStoreServer::State::run() {
     fds.clear();
     ids.clear();
     fds.push_back({wake_fd, POLLIN, 0});
-    fds.push_back({listener.fd(), POLLIN, 0});
+    const Clock::time_point now = Clock::now();
+    const bool accepting = now >= accept_paused_until;
+    fds.push_back({accepting ? listener.fd() : -1, POLLIN, 0});  // a negative fd is skipped
     for (auto& [id, c] : clients) {
       short events = 0;
       if (c.out.size() - c.sent < kMaxUnsentBytes) events |= POLLIN;  // back-pressure
@@ -126,7 +138,9 @@ void TcpStoreServer::State::run() {
       fds.push_back({c.sock.fd(), events, 0});
       ids.push_back(id);
     }
-    const int rc = ::poll(fds.data(), fds.size(), poll_timeout_ms(Clock::now()));
+    int timeout = poll_timeout_ms(now);
+    if (!accepting) timeout = timeout < 0 ? 50 : std::min(timeout, 50);
+    const int rc = ::poll(fds.data(), fds.size(), timeout);
     if (rc < 0 && errno != EINTR) break;  // cannot happen with valid descriptors
     if (stop.load()) break;
     if (fds[1].revents & POLLIN) accept_all();
@@ -162,7 +176,13 @@ int TcpStoreServer::State::poll_timeout_ms(Clock::time_point now) const {
 void TcpStoreServer::State::accept_all() {
   for (;;) {
     const int fd = ::accept4(listener.fd(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-    if (fd < 0) return;  // EAGAIN: no more; EMFILE and the like: try again next round
+    if (fd < 0) {
+      // Out of descriptors: the listener would stay readable and spin the loop; leave it alone
+      // for a while (the pending connections wait in the backlog).
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+        accept_paused_until = Clock::now() + std::chrono::milliseconds(50);
+      return;  // EAGAIN: no more for now
+    }
     Client& c = clients[next_client++];
     c.sock = net::Socket(fd);
     c.in.resize(kStoreRequestHeaderBytes);
