@@ -1,0 +1,46 @@
+#pragma once
+// TcpStoreServer: serves the Store of a job over TCP (store_protocol.h) from one thread that
+// poll()s every connection; TcpStore (tcp_store.h) is its client. Rank 0 (or ruccl-run) serves;
+// every rank, rank 0 included, connects a client.
+//
+// Nobody can stall it: sockets are non-blocking, a request is read as its bytes come (a slow or
+// silent client holds only its own buffer, grown as bytes actually arrive, never to a size the
+// peer merely announced), replies are written as the client drains them (a client that stops
+// reading stops being read), and a blocking get/wait is parked and answered when its keys arrive
+// or its own timeout passes. A request with another session id, bad magic or version, or a length
+// over its cap closes that connection without a reply (the peer learns nothing) and the others
+// are served on.
+//
+//   TcpStoreServer server("127.0.0.1", 29500, session);  // port 0: an ephemeral port
+//   TcpStore client(server.endpoint(), session, Deadline::after(30s));
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "collective/net/socket.h"
+#include "collective/store/store.h"
+
+namespace ruccl {
+
+class TcpStoreServer {
+ public:
+  /// Listens on host:port (InvalidConfig naming them when it cannot) and starts serving.
+  TcpStoreServer(const std::string& host, std::uint16_t port, const SessionId& session);
+  /// Stops the thread and closes every connection: clients waiting on it get PeerLost.
+  ~TcpStoreServer();
+  TcpStoreServer(const TcpStoreServer&) = delete;
+  TcpStoreServer& operator=(const TcpStoreServer&) = delete;
+
+  /// The address it listens on (the real port when constructed with port 0).
+  const net::Endpoint& endpoint() const { return endpoint_; }
+  /// How many connections it closed for a malformed or foreign request (for tests and logs).
+  std::uint64_t refused_connections() const;
+
+  struct State;  // the serving thread's state (tcp_store_server.cpp)
+
+ private:
+  net::Endpoint endpoint_;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace ruccl
