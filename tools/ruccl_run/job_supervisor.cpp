@@ -15,6 +15,7 @@
 #include <poll.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -321,6 +322,12 @@ class Attempt {
 }  // namespace
 
 int run_job(const LauncherOptions& options) {
+  // Two pipes per rank: up to --nproc-per-node 1024 needs more descriptors than the usual soft
+  // limit of 1024, so take the hard limit (ranks inherit it).
+  if (rlimit files{}; getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+    files.rlim_cur = files.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &files);
+  }
   sigset_t mask;
   sigemptyset(&mask);
   for (const int sig : {SIGCHLD, SIGINT, SIGTERM, SIGHUP}) sigaddset(&mask, sig);
