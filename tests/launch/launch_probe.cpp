@@ -8,6 +8,7 @@
 //   pid                  print "pid PID"
 //   sleep MS / exit CODE / raise SIGNUM / ignore SIGNUM
 //   trap SIGNUM CODE     on SIGNUM print "got SIGNUM" and exit with CODE
+//   touch PATH / wait-file PATH   create PATH / wait (up to 30 s) until PATH exists
 //   if-rank R / if-restart N   run the next action only on rank R / in restart N
 #include <csignal>
 #include <cstdio>
@@ -116,6 +117,14 @@ int main(int argc, char** argv) {
       const int lines = std::stoi(arg());
       const int len = std::stoi(arg());
       if (run) chunked(action == "echunked" ? 2 : 1, rank, lines, len);
+    } else if (action == "touch") {
+      const std::string path = arg();
+      if (run) std::fclose(std::fopen(path.c_str(), "w"));
+    } else if (action == "wait-file") {
+      const std::string path = arg();
+      for (int tries = 0; run && tries < 3000 && ::access(path.c_str(), F_OK) != 0; ++tries) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
     } else if (action == "pid") {
       if (run) put(1, "pid " + std::to_string(::getpid()) + "\n");
     } else if (action == "sleep") {

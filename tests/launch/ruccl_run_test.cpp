@@ -160,10 +160,15 @@ TEST_CASE("ruccl-run exits with 128 + the signal that killed a rank", "[launch]"
 }
 
 TEST_CASE("Ranks that ignore SIGTERM are killed when the grace period ends", "[launch]") {
-  const Finished run = run_to_end(
-      ruccl_run({"--nproc-per-node", "2", "--grace-period", "0.5"},
-                {"ignore", "15", "print", "ready", "if-rank", "1", "exit", "3", "sleep", "60000"}),
-      30s);
+  // Rank 1 fails only once rank 0 ignores SIGTERM.
+  const std::string ready = "/tmp/ruccl_run_test_ready_" + std::to_string(::getpid());
+  ::unlink(ready.c_str());
+  const Finished run =
+      run_to_end(ruccl_run({"--nproc-per-node", "2", "--grace-period", "0.5"},
+                           {"ignore", "15", "if-rank", "0", "touch", ready, "if-rank", "1",
+                            "wait-file", ready, "if-rank", "1", "exit", "3", "sleep", "60000"}),
+                 30s);
+  ::unlink(ready.c_str());
   CHECK(run.exit_code == 3);
   CHECK(run.seconds >= 0.45);
   CHECK(run.seconds < 8);
@@ -171,9 +176,10 @@ TEST_CASE("Ranks that ignore SIGTERM are killed when the grace period ends", "[l
              Catch::Contains("rank(s) 0 still running after the 0.5 s grace period: SIGKILL"));
 }
 
-TEST_CASE("SIGTERM and SIGINT to ruccl-run reach every rank once, and ruccl-run dies of them",
-          "[launch]") {
-  for (const int sig : {SIGTERM, SIGINT}) {
+TEST_CASE(
+    "SIGTERM SIGINT and SIGHUP to ruccl-run reach every rank once, and ruccl-run dies of them",
+    "[launch]") {
+  for (const int sig : {SIGTERM, SIGINT, SIGHUP}) {
     INFO("signal " << sig);
     const std::string s = std::to_string(sig);
     ChildProcess run(
@@ -192,6 +198,36 @@ TEST_CASE("SIGTERM and SIGINT to ruccl-run reach every rank once, and ruccl-run 
     CHECK(lines_starting(run.out(), "[1] got " + s).size() == 1);
     CHECK_THAT(run.err(), Catch::Contains("forwarding it to every rank"));
   }
+}
+
+TEST_CASE("A second signal to ruccl-run kills the ranks at once", "[launch]") {
+  ChildProcess run(ruccl_run({"--nproc-per-node", "2", "--grace-period", "60"},
+                             {"ignore", "15", "print", "ready", "sleep", "60000"}));
+  REQUIRE(run.read_until(
+      [](const std::string& out, const std::string&) {
+        return out.find("[0] ready") != std::string::npos &&
+               out.find("[1] ready") != std::string::npos;
+      },
+      20s));
+  const auto start = std::chrono::steady_clock::now();
+  ::kill(run.pid(), SIGTERM);
+  REQUIRE(run.read_until(
+      [](const std::string&, const std::string& err) {
+        return err.find("forwarding it to every rank") != std::string::npos;
+      },
+      20s));
+  ::kill(run.pid(), SIGTERM);
+  REQUIRE(run.wait(20s));
+  CHECK(std::chrono::steady_clock::now() - start < 10s);  // not the 60 s grace period
+  CHECK(WIFSIGNALED(run.status()));
+  CHECK_THAT(run.err(), Catch::Contains("got SIGTERM again: SIGKILL to every rank"));
+}
+
+TEST_CASE("A line longer than 64 KiB is written as several prefixed lines", "[launch]") {
+  const std::string text(100000, 'x');
+  const Finished run = run_to_end(ruccl_run({"--nproc-per-node", "1"}, {"print", text}), 30s);
+  REQUIRE(run.exit_code == 0);
+  CHECK(run.out == "[0] " + text.substr(0, 65536) + "\n[0] " + text.substr(65536) + "\n");
 }
 
 TEST_CASE("A SIGKILLed ruccl-run leaves no rank running", "[launch]") {

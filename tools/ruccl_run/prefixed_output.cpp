@@ -23,19 +23,22 @@ void write_whole(int fd, std::string_view bytes) {
 void PrefixedStream::add(std::string_view bytes) {
   pending_.append(bytes);
   std::string out;
-  std::size_t start = 0;
+  std::size_t start = 0;  // pending_[start..] is the line being assembled
   while (true) {
     const std::size_t nl = pending_.find('\n', start);
+    const std::size_t end = nl == std::string::npos ? pending_.size() : nl;
+    // Pieces of kMaxLine from the line's start, whether or not its newline came yet: a long line
+    // is cut at the same places however the pipe delivered it.
+    while (end - start > kMaxLine) {
+      out += prefix_;
+      out.append(pending_, start, kMaxLine);
+      out += '\n';
+      start += kMaxLine;
+    }
     if (nl == std::string::npos) break;
     out += prefix_;
     out.append(pending_, start, nl + 1 - start);
     start = nl + 1;
-  }
-  while (pending_.size() - start > kMaxLine) {
-    out += prefix_;
-    out.append(pending_, start, kMaxLine);
-    out += '\n';
-    start += kMaxLine;
   }
   pending_.erase(0, start);
   if (!out.empty()) write_whole(target_, out);

@@ -16,8 +16,8 @@ void write_whole(int fd, std::string_view bytes);
 /// Splits one rank stream into lines and writes each as "[rank] line\n".
 class PrefixedStream {
  public:
-  /// A line longer than this without a newline is written as several prefixed lines, so that a
-  /// rank cannot make the launcher hold an unbounded amount.
+  /// A line longer than this is written as several prefixed lines, cut every kMaxLine bytes, so
+  /// that a rank cannot make the launcher hold an unbounded amount.
   static constexpr std::size_t kMaxLine = 64 * 1024;
 
   PrefixedStream(int rank, int target_fd) : prefix_(str("[", rank, "] ")), target_(target_fd) {}
