@@ -25,7 +25,7 @@ foreach(path include/ruccl/ruccl/config.h include/ruccl/tensor/tensor.h
              include/ruccl/tensor/core/tensor.h
              ${libdir}/cmake/ruccl/ruccl-config.cmake
              ${libdir}/cmake/ruccl/ruccl-config-version.cmake
-             ${libdir}/cmake/ruccl/ruccl-targets.cmake)
+             ${libdir}/cmake/ruccl/ruccl-targets.cmake bin/ruccl-run)
   if(NOT EXISTS ${prefix}/${path})
     message(FATAL_ERROR "install test: expected ${prefix}/${path} in the install tree, got none")
   endif()
