@@ -243,3 +243,20 @@ TEST_CASE("FileStore key files have safe names and a corrupted one is an error n
   CHECK(e.kind() == CollectiveErrorKind::InvalidConfig);
   CHECK(contains(e.what(), store.key_path("broken").string()));
 }
+
+TEST_CASE("a TcpStore is served and reached over IPv6 loopback", "[collective][store]") {
+  const SessionId session = random_session_id();
+  std::unique_ptr<TcpStoreServer> server;
+  try {
+    server = std::make_unique<TcpStoreServer>("::1", 0, session);
+  } catch (const CollectiveError& e) {
+    WARN("no IPv6 loopback here, skipped: " << e.what());
+    return;
+  }
+  CHECK(server->endpoint().host == "::1");
+  TcpStore client(server->endpoint(), session, Deadline::after(5s));
+  CHECK(client.describe() == "TcpStore [::1]:" + std::to_string(server->endpoint().port));
+  client.set("v6", "yes");
+  CHECK(client.get_string("v6", Deadline::after(5s)) == "yes");
+  CHECK(client.add("n", 2) == 2);
+}
