@@ -41,6 +41,9 @@ class Communicator {
   /// An endpoint over `transport` (InProcessGroup::create, and later TCP/NCCL, build these).
   Communicator(std::unique_ptr<Transport> transport, Device device, CommunicatorOptions options);
   Communicator() = default;
+  /// This process's rank of the job the environment describes (ruccl-run, torchrun, Slurm or
+  /// OpenMPI variables), over TCP: see TcpGroup::from_env (collective/tcp_group.h).
+  static Communicator from_env(Device device = Device::cpu(), CommunicatorOptions options = {});
 
   /// This rank, in [0, world_size()).
   int rank() const;

@@ -1,0 +1,96 @@
+#include "collective/tcp_group.h"
+
+#include <cerrno>
+#include <cstdlib>
+
+#include "collective/launch/launch_env.h"
+#include "collective/store/tcp_store.h"
+
+namespace ruccl {
+
+namespace {
+
+std::uint64_t mix(std::uint64_t x) {  // the murmur3 finaliser
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdULL;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ULL;
+  return x ^ (x >> 33);
+}
+
+std::uint64_t fnv1a(std::string_view text, std::uint64_t h) {
+  for (const char c : text) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+/// A positive number of milliseconds from `name`, when set.
+void read_ms(const char* name, std::chrono::milliseconds& out) {
+  const char* text = std::getenv(name);
+  if (text == nullptr) return;
+  char* end = nullptr;
+  errno = 0;
+  const long long v = std::strtoll(text, &end, 10);
+  if (errno != 0 || end == text || *end != '\0' || v <= 0) {
+    throw CollectiveError(
+        CollectiveErrorKind::InvalidConfig,
+        str(name, ": expected a positive number of milliseconds, got \"", text, "\""));
+  }
+  out = std::chrono::milliseconds(v);
+}
+
+}  // namespace
+
+SessionId session_id_from_seed(std::string_view seed) {
+  const std::uint64_t halves[2] = {mix(fnv1a(seed, 0xcbf29ce484222325ULL)),
+                                   mix(fnv1a(seed, 0x84222325cbf29ce4ULL) ^ seed.size())};
+  SessionId id{};
+  for (int i = 0; i < 16; ++i) {
+    id[static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(halves[i / 8] >> (8 * (i % 8)));
+  }
+  return id;
+}
+
+Communicator TcpGroup::connect(std::shared_ptr<Store> store, int rank, int world_size,
+                               const SessionId& session, Device device, CommunicatorOptions options,
+                               TcpTransportOptions transport) {
+  validate_communicator_options(options, "TcpGroup::connect");
+  if (!options.rank_names.ids().empty() &&
+      static_cast<int>(options.rank_names.ids().size()) != world_size) {
+    throw CollectiveError(
+        CollectiveErrorKind::InvalidConfig,
+        str("TcpGroup::connect: expected ", world_size, " rank names (one per rank) or none, got ",
+            options.rank_names.ids().size()));
+  }
+  if (transport.names == RankNames{}) transport.names = options.rank_names;
+  std::unique_ptr<TcpTransport> link =
+      TcpTransport::connect(*store, rank, world_size, session, std::move(transport));
+  link->keep_alive(std::move(store));
+  return Communicator(std::move(link), device, std::move(options));
+}
+
+Communicator TcpGroup::from_env(Device device, CommunicatorOptions options,
+                                TcpTransportOptions transport) {
+  const LaunchEnv env = read_launch_env();
+  read_ms("RUCCL_HEARTBEAT_INTERVAL_MS", transport.control.heartbeat_interval);
+  read_ms("RUCCL_HEARTBEAT_TIMEOUT_MS", transport.control.heartbeat_timeout);
+  read_ms("RUCCL_CONNECT_TIMEOUT_MS", transport.connect_timeout);
+  const SessionId session =
+      env.session_id ? *env.session_id : session_id_from_seed(env.session_seed);
+  const net::Endpoint master{env.master_addr, env.master_port};
+  std::shared_ptr<Store> store =
+      make_tcp_store(master, session, env.rank == 0,
+                     Deadline::after(transport.connect_timeout, "Communicator::from_env"));
+  Communicator comm = connect(std::move(store), env.rank, env.world_size, session, device,
+                              std::move(options), std::move(transport));
+  comm.barrier(CallOptions().with_label("Communicator::from_env"));
+  return comm;
+}
+
+Communicator Communicator::from_env(Device device, CommunicatorOptions options) {
+  return TcpGroup::from_env(device, std::move(options));
+}
+
+}  // namespace ruccl

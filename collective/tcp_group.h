@@ -1,0 +1,42 @@
+#pragma once
+// TcpGroup: one rank of a group whose ranks are processes (one machine or several), connected by
+// the TCP transport through a rendezvous Store. The same Communicator API, agreement checks,
+// deadlines and results as InProcessGroup (docs/collectives.md, "Processes and machines").
+//
+//   // every process (started by ruccl-run, torchrun, srun or mpirun):
+//   Communicator comm = Communicator::from_env();
+//   Tensor sum = comm.all_reduce(t, ReduceOperation::Sum);
+#include <memory>
+
+#include "collective/call_options.h"
+#include "collective/communicator.h"
+#include "collective/store/store.h"
+#include "collective/transport/tcp_transport.h"
+
+namespace ruccl {
+
+class TcpGroup {
+ public:
+  /// Rank `rank` of a `world_size`-rank group that meets in `store` (every rank must use the
+  /// same store, session and options). Returns once this rank is connected to every peer. The
+  /// store is kept alive as long as the communicator. Throws CollectiveError: InvalidConfig
+  /// (bad rank, world size or options), Timeout naming the ranks that never came, PeerLost.
+  static Communicator connect(std::shared_ptr<Store> store, int rank, int world_size,
+                              const SessionId& session, Device device = Device::cpu(),
+                              CommunicatorOptions options = {}, TcpTransportOptions transport = {});
+
+  /// The rank of the job the environment describes (read_launch_env: ruccl-run, torchrun,
+  /// Slurm or OpenMPI variables): rank 0 serves a TcpStore at the master address and port, every
+  /// rank connects to it, then the mesh is built. The session id is RUCCL_SESSION_ID, else one
+  /// derived from the launcher's job identity. Returns after a first barrier, so every rank
+  /// knows the whole group is up.
+  static Communicator from_env(Device device = Device::cpu(), CommunicatorOptions options = {},
+                               TcpTransportOptions transport = {});
+};
+
+/// The 128-bit session id derived from a job identity both sides can compute (LaunchEnv's
+/// session_seed), for launchers that do not pass RUCCL_SESSION_ID. Not secret: it keeps other
+/// jobs out, not an attacker who can read the job's environment.
+SessionId session_id_from_seed(std::string_view seed);
+
+}  // namespace ruccl

@@ -1,0 +1,115 @@
+#pragma once
+// TcpLink: one rank's data connection to one peer, driven without blocking by the rank's own
+// thread. Outgoing messages are queued and written as frames (collective/transport/tcp_frame.h)
+// straight from the caller's buffer with writev; incoming frames are parsed header first, every
+// field checked before its payload is read (never an allocation sized by the peer), the payload
+// read into the destination the receiver names and its CRC-32C checked before anyone sees it.
+//
+// Every call does what the socket allows now and returns; the transport decides when to wait.
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "collective/collective_error.h"
+#include "collective/net/socket.h"
+#include "collective/transport/tcp_frame.h"
+
+namespace ruccl {
+
+/// The outcome of a non-blocking step on a link.
+enum class LinkStep : unsigned char {
+  Done,     ///< the frame / message is complete
+  Pending,  ///< the socket had nothing more for now
+  Closed,   ///< the peer closed the connection (EOF) or reset it
+};
+
+/// A frame being received: its header once complete, and how much of the payload has arrived.
+struct IncomingFrame {
+  std::array<std::uint8_t, kFrameHeaderBytes> header_bytes{};
+  std::size_t header_got = 0;
+  bool has_header = false;
+  FrameHeader header{};
+  std::size_t payload_got = 0;
+  std::uint32_t crc = 0;
+};
+
+/// Faults a test injects into one message on the wire (TcpTransportOptions::wire_faults): below
+/// the framing, so the receiver's checks are what is tested.
+struct WireFault {
+  bool drop = false;       ///< its frames are never written, their sequence numbers used up
+  bool duplicate = false;  ///< its first frame is written twice (same sequence number)
+  bool corrupt = false;    ///< its first frame's payload CRC is wrong, as if a byte flipped
+};
+
+class TcpLink {
+ public:
+  /// `handshake_frames`: frames already exchanged each way on `socket` (the Hello), so sequence
+  /// numbers continue after them.
+  TcpLink(net::Socket socket, SessionBytes session, int peer, std::string peer_name,
+          std::uint64_t handshake_frames = 1);
+  TcpLink(TcpLink&&) noexcept = default;
+
+  const std::string& peer_name() const { return peer_name_; }
+  int fd() const { return socket_.fd(); }
+
+  // ---- sending --------------------------------------------------------------------------------
+  /// Queues a Data message (`nbytes` at `data`, which must stay valid until the queue drains or
+  /// is dropped), sent as frames of at most kPieceBytes. Writes what the socket takes now.
+  void queue_data(std::uint64_t tag, const void* data, std::size_t nbytes, WireFault fault = {});
+  /// Queues one frame of `type` whose payload the link keeps a copy of (records, small control).
+  void queue_owned(FrameType type, std::uint64_t tag, std::vector<std::uint8_t> payload);
+  /// Writes as much of the queue as the socket takes now. Returns Closed when the peer is gone.
+  LinkStep flush();
+  /// Whether everything queued has been written to the socket.
+  bool drained() const { return sends_.empty(); }
+  /// Forgets every queued message (the group failed; their buffers may be released now). The
+  /// stream is then unusable: the link must not send again.
+  void drop_sends() noexcept { sends_.clear(); }
+
+  // ---- receiving ------------------------------------------------------------------------------
+  /// Reads the next frame's header (if not complete yet). On Done, incoming().header is valid and
+  /// checked (magic, version, CRC, session, sequence, caps); a malformed header throws
+  /// CollectiveError(PeerLost) naming the peer and what was wrong.
+  LinkStep read_header();
+  /// Reads the payload of the current frame into `dst` (header().payload_bytes bytes), verifying
+  /// its CRC when complete (mismatch: CollectiveError(PeerLost) naming the peer). On Done the
+  /// frame is finished (its header stays readable) and the next read_header starts the next.
+  LinkStep read_payload(void* dst);
+  const IncomingFrame& incoming() const { return in_; }
+  /// CollectiveError(PeerLost, ranks {peer}) "<peer> sent a malformed frame: <why>; ...".
+  CollectiveError malformed(const std::string& why) const;
+  /// Throws malformed(why).
+  [[noreturn]] void protocol_error(const std::string& why) const { throw malformed(why); }
+
+ private:
+  struct Send {
+    FrameType type;
+    std::uint64_t tag;
+    const std::uint8_t* data;  // the caller's (Data) or `owned`
+    std::size_t nbytes;
+    std::vector<std::uint8_t> owned;
+    std::size_t frame_begin = 0;  // offset of the current frame's payload in the message
+    std::array<std::uint8_t, kFrameHeaderBytes> header{};
+    std::size_t header_sent = kFrameHeaderBytes;  // == kFrameHeaderBytes: no frame started
+    std::size_t payload_sent = 0;                 // of the current frame
+    bool started = false;
+    WireFault fault{};
+  };
+  /// Starts the next frame of `s` (header with its payload CRC). Returns false when done.
+  bool start_frame(Send& s);
+  static std::size_t frame_length(const Send& s);
+
+  net::Socket socket_;
+  SessionBytes session_;
+  int peer_;
+  std::string peer_name_;
+  std::deque<Send> sends_;
+  std::uint64_t out_seq_ = 0;
+  std::uint64_t in_seq_ = 0;
+  IncomingFrame in_;
+};
+
+}  // namespace ruccl

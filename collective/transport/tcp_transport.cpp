@@ -1,0 +1,393 @@
+#include "collective/transport/tcp_transport.h"
+
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cstring>
+#include <thread>
+
+#include "collective/transport/call_record_codec.h"
+
+namespace ruccl {
+
+TcpTransport::TcpTransport(int rank, int world_size, SessionBytes session,
+                           TcpTransportOptions options, std::vector<std::optional<TcpLink>> data,
+                           std::vector<std::optional<TcpLink>> control)
+    : rank_(rank),
+      world_(world_size),
+      session_(session),
+      options_(std::move(options)),
+      policy_(WaitPolicy::for_group(world_size)),
+      state_(std::make_unique<TcpFailureState>(world_size)),
+      links_(std::move(data)),
+      staging_(kPieceBytes),
+      gathered_(static_cast<std::size_t>(world_size)),
+      record_bytes_(static_cast<std::size_t>(world_size) * kMaxEncodedCallRecordBytes),
+      messages_sent_(static_cast<std::size_t>(world_size), 0),
+      dropping_(static_cast<std::size_t>(world_size), false) {
+  control_ = std::make_unique<TcpControl>(std::move(control), rank_, options_.names,
+                                          options_.control, *state_);
+}
+
+TcpTransport::~TcpTransport() {
+  // Whatever is still queued was written by a caller that returned (wait_send): flush it, but
+  // never wait long for a peer that does not read.
+  const auto until = Deadline::Clock::now() + std::chrono::seconds(1);
+  while (!state_->failed() && Deadline::Clock::now() < until) {
+    bool drained = true;
+    for (auto& link : links_) {
+      if (link && link->flush() == LinkStep::Pending) drained = false;
+    }
+    if (drained) break;
+    sched_yield();
+  }
+  control_.reset();  // Goodbye, then close
+}
+
+std::string TcpTransport::call_name(const Deadline& deadline) const {
+  return deadline.seq() > 0 ? str(deadline.label(), " (call #", deadline.seq(), ")")
+                            : std::string(deadline.label());
+}
+
+void TcpTransport::throw_failure() {
+  withdraw_sends();
+  throw state_->failure();
+}
+
+void TcpTransport::fail_and_throw(const CollectiveError& error) {
+  control_->fail(error);
+  throw_failure();
+}
+
+void TcpTransport::withdraw_sends() noexcept {
+  // Sends are written by this thread only, so forgetting them is immediate: no peer reads this
+  // rank's memory (the kernel copied what was written).
+  for (auto& link : links_) {
+    if (link) link->drop_sends();
+  }
+}
+
+void TcpTransport::check_step(int peer, LinkStep step) {
+  if (step != LinkStep::Closed) return;
+  if (state_->failed()) throw_failure();
+  const bool left = state_->gone(peer);
+  fail_and_throw(CollectiveError(
+      CollectiveErrorKind::PeerLost,
+      str(options_.names.name(rank_), " lost ", options_.names.name(peer),
+          left ? ": it left the group (its communicator was destroyed)"
+               : ": its connection closed (the process died or the network failed)"),
+      {peer}));
+}
+
+void TcpTransport::flush_all() {
+  for (int p = 0; p < world_; ++p) {
+    auto& link = links_[static_cast<std::size_t>(p)];
+    if (link && !link->drained()) check_step(p, link->flush());
+  }
+}
+
+void TcpTransport::check_frame(const Receive& r, const FrameHeader& h) {
+  const TcpLink& link = *links_[static_cast<std::size_t>(r.peer)];
+  if (h.type != r.type) {
+    // A peer in a collective while this rank is in a point-to-point call, or the other way
+    // round: the calls can never match.
+    fail_and_throw(CollectiveError(
+        CollectiveErrorKind::CollectiveKindMismatch,
+        str(options_.names.name(rank_), " expected ",
+            r.type == FrameType::Record ? "the agreement record of a collective"
+                                        : "a message of a send or collective",
+            " from ", options_.names.name(r.peer), ", got ",
+            h.type == FrameType::Record ? "the record of a collective" : "a message",
+            ": the calls can never match"),
+        {std::min(rank_, r.peer), std::max(rank_, r.peer)}));
+  }
+  if (h.type == FrameType::Record) {
+    if (h.tag != r.tag) {
+      link.protocol_error(str("the record of call #", h.tag, " (expected call #", r.tag, ")"));
+    }
+    if (h.payload_bytes > kMaxEncodedCallRecordBytes) {
+      link.protocol_error(str("a record of ", h.payload_bytes, " bytes (at most ",
+                              kMaxEncodedCallRecordBytes, ")"));
+    }
+    return;
+  }
+  if (h.tag != r.tag || h.message_bytes != r.nbytes) {
+    fail_and_throw(CollectiveError(CollectiveErrorKind::CollectiveKindMismatch,
+                                   str(options_.names.name(rank_), " expected message tag ", r.tag,
+                                       " (", r.nbytes, " bytes) from ", options_.names.name(r.peer),
+                                       ", got tag ", h.tag, " (", h.message_bytes, " bytes)"),
+                                   {std::min(rank_, r.peer), std::max(rank_, r.peer)}));
+  }
+  const std::size_t expected = std::min(kPieceBytes, r.nbytes - r.got);
+  if (h.payload_bytes != expected) {
+    link.protocol_error(str("frame of ", h.payload_bytes, " bytes at offset ", r.got, " of a ",
+                            r.nbytes, "-byte message (expected ", expected, ")"));
+  }
+}
+
+bool TcpTransport::advance(Receive& r) {
+  if (r.done) return true;
+  TcpLink& link = *links_[static_cast<std::size_t>(r.peer)];
+  for (;;) {
+    const bool had_header = link.incoming().has_header;
+    LinkStep step = link.read_header();
+    check_step(r.peer, step);
+    if (step == LinkStep::Pending) return false;
+    const FrameHeader& h = link.incoming().header;
+    if (!had_header) check_frame(r, h);
+    step = link.read_payload(r.dst + (r.got - r.dst_offset));
+    check_step(r.peer, step);
+    if (step == LinkStep::Pending) return false;
+    r.got += h.payload_bytes;
+    if (r.type == FrameType::Record) r.nbytes = h.payload_bytes;
+    if (r.type == FrameType::Record || r.got >= r.until) {
+      r.done = true;
+      return true;
+    }
+  }
+}
+
+template <typename Step, typename Missing>
+void TcpTransport::drive(Step&& step, const std::vector<int>& readers, Missing&& missing,
+                         const Deadline& deadline, const char* what) {
+  const auto start = Deadline::Clock::now();
+  std::vector<pollfd> fds;
+  for (std::uint32_t i = 1;; ++i) {
+    if (state_->failed()) throw_failure();
+    try {
+      flush_all();
+      if (step()) return;
+    } catch (const CollectiveError& e) {  // a malformed frame, a lost peer: the group fails
+      fail_and_throw(e);
+    }
+    const auto now = Deadline::Clock::now();
+    if (deadline.expired(now)) break;
+    if (now - start < policy_.spin) continue;
+    if (now - start < policy_.spin + policy_.yield) {
+      sched_yield();
+      continue;
+    }
+    fds.clear();
+    fds.push_back(pollfd{state_->wake_fd(), POLLIN, 0});
+    for (const int p : readers)
+      fds.push_back(pollfd{links_[static_cast<std::size_t>(p)]->fd(), POLLIN, 0});
+    for (int p = 0; p < world_; ++p) {
+      auto& link = links_[static_cast<std::size_t>(p)];
+      if (link && !link->drained()) fds.push_back(pollfd{link->fd(), POLLOUT, 0});
+    }
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline.at() - now);
+    ::poll(fds.data(), fds.size(), static_cast<int>(std::clamp<long long>(left.count(), 1, 100)));
+    if (fds[0].revents & POLLIN) state_->drain_wake();
+  }
+  const std::vector<int> absent = missing();
+  fail_and_throw(
+      CollectiveError(CollectiveErrorKind::Timeout,
+                      str(call_name(deadline), ": ", options_.names.name(rank_),
+                          " timed out after ", deadline.timeout().count(), " ms waiting for ", what,
+                          " from ", options_.names.list(absent), " that never arrived"),
+                      absent));
+}
+
+void TcpTransport::receive_all(std::span<Receive> receives, const Deadline& deadline,
+                               const char* what) {
+  std::vector<int> readers;
+  auto step = [&] {
+    bool all = true;
+    readers.clear();  // sleep only on the peers still missing
+    for (Receive& r : receives) {
+      if (!advance(r)) {
+        all = false;
+        readers.push_back(r.peer);
+      }
+    }
+    return all;
+  };
+  auto missing = [&] { return readers; };
+  drive(step, readers, missing, deadline, what);
+}
+
+void TcpTransport::agree(const CallRecord& mine, std::span<CallRecord> all,
+                         const Deadline& deadline) {
+  RUCCL_ASSERT(static_cast<int>(all.size()) == world_);
+  if (state_->failed()) throw_failure();
+  call_fault();
+  std::vector<std::uint8_t> encoded;
+  encode_call_record(mine, encoded);
+  std::vector<Receive> receives;
+  for (int p = 0; p < world_; ++p) {
+    if (p == rank_) continue;
+    links_[static_cast<std::size_t>(p)]->queue_owned(FrameType::Record, mine.seq, encoded);
+    std::uint8_t* slot =
+        record_bytes_.data() + static_cast<std::size_t>(p) * kMaxEncodedCallRecordBytes;
+    receives.push_back(Receive{p, FrameType::Record, mine.seq, kMaxEncodedCallRecordBytes, slot,
+                               kMaxEncodedCallRecordBytes});
+  }
+  receive_all(receives, deadline, "the call");
+  all[static_cast<std::size_t>(rank_)] = mine;
+  for (const Receive& r : receives) {
+    CallRecord& record = all[static_cast<std::size_t>(r.peer)];
+    const std::string why =
+        decode_call_record(std::span<const std::uint8_t>(r.dst, r.nbytes), record);
+    const TcpLink& link = *links_[static_cast<std::size_t>(r.peer)];
+    if (!why.empty()) fail_and_throw(link.malformed(why));
+    if (record.seq != mine.seq) {
+      fail_and_throw(link.malformed(
+          str("the record of call #", record.seq, " in a frame of call #", mine.seq)));
+    }
+  }
+}
+
+void TcpTransport::cut_link(int peer) noexcept {
+  auto& link = links_[static_cast<std::size_t>(peer)];
+  if (link) ::shutdown(link->fd(), SHUT_RDWR);
+}
+
+WireFault TcpTransport::wire_fault(int peer) {
+  WireFault fault;
+  const std::uint64_t k = messages_sent_[static_cast<std::size_t>(peer)]++;
+  fault.drop = dropping_[static_cast<std::size_t>(peer)];
+  if (options_.wire_faults.empty()) return fault;
+  const FaultRule* rule = options_.wire_faults.for_message(peer, k);
+  if (rule == nullptr) return fault;
+  switch (rule->action) {
+    case FaultAction::Delay:
+      std::this_thread::sleep_for(rule->delay);
+      break;
+    case FaultAction::Drop:
+      dropping_[static_cast<std::size_t>(peer)] = true;
+      fault.drop = true;
+      break;
+    case FaultAction::Duplicate:
+      fault.duplicate = true;
+      break;
+    case FaultAction::Corrupt:
+      fault.corrupt = true;
+      break;
+    case FaultAction::Cut:
+      cut_link(peer);
+      break;
+    case FaultAction::KillRank:
+      kill_self();
+      break;
+  }
+  return fault;
+}
+
+void TcpTransport::call_fault() {
+  const std::uint64_t k = calls_++;
+  if (options_.wire_faults.empty()) return;
+  const FaultRule* rule = options_.wire_faults.for_call(k);
+  if (rule == nullptr) return;
+  if (rule->action == FaultAction::Delay) std::this_thread::sleep_for(rule->delay);
+  if (rule->action == FaultAction::KillRank) kill_self();
+  if (rule->action == FaultAction::Cut) {
+    for (int p = 0; p < world_; ++p) {
+      if (p != rank_ && (rule->peer < 0 || rule->peer == p)) cut_link(p);
+    }
+  }
+}
+
+void TcpTransport::kill_self() {
+  if (options_.kill) {
+    options_.kill();
+    return;
+  }
+  ::raise(SIGKILL);
+}
+
+void TcpTransport::isend(int peer, std::uint64_t tag, const void* data, std::size_t nbytes,
+                         const Deadline& deadline) {
+  if (state_->failed()) throw_failure();
+  TcpLink& link = *links_[static_cast<std::size_t>(peer)];
+  // One message per direction in flight (the Transport contract: the previous buffer may be
+  // reused once the next isend returns), then queued and written as far as the socket takes.
+  if (!link.drained()) wait_send(peer, deadline);
+  link.queue_data(tag, data, nbytes, wire_fault(peer));
+  try {
+    check_step(peer, link.flush());
+  } catch (const CollectiveError& e) {
+    fail_and_throw(e);
+  }
+}
+
+void TcpTransport::wait_send(int peer, const Deadline& deadline) {
+  TcpLink& link = *links_[static_cast<std::size_t>(peer)];
+  const std::vector<int> none;
+  drive([&] { return link.drained(); }, none, [&] { return std::vector<int>{peer}; }, deadline,
+        "its send buffer to drain (a receive)");
+}
+
+void TcpTransport::recv_into(int peer, std::uint64_t tag, void* dst, std::size_t nbytes,
+                             const Deadline& deadline) {
+  Receive r{peer, FrameType::Data, tag, nbytes, static_cast<std::uint8_t*>(dst), nbytes};
+  receive_all(std::span<Receive>(&r, 1), deadline, "a message");
+}
+
+void TcpTransport::recv_all_into(std::span<const int> peers, std::uint64_t tag,
+                                 std::span<void* const> dsts, std::span<const std::size_t> sizes,
+                                 const Deadline& deadline) {
+  RUCCL_ASSERT(peers.size() == dsts.size() && peers.size() == sizes.size());
+  std::vector<Receive> receives;
+  for (std::size_t i = 0; i < peers.size(); ++i) {
+    receives.push_back(Receive{peers[i], FrameType::Data, tag, sizes[i],
+                               static_cast<std::uint8_t*>(dsts[i]), sizes[i]});
+  }
+  receive_all(receives, deadline, "a message");
+}
+
+void TcpTransport::recv_with(int peer, std::uint64_t tag, std::size_t nbytes,
+                             const ConsumeFn& consume, const Deadline& deadline) {
+  // Frame by frame into one piece-sized buffer: each verified frame is one consumed piece.
+  std::size_t offset = 0;
+  do {
+    const std::size_t n = std::min(kPieceBytes, nbytes - offset);
+    Receive r{peer, FrameType::Data, tag, nbytes, staging_.data(), offset + n, offset, offset};
+    receive_all(std::span<Receive>(&r, 1), deadline, "a message");
+    try {
+      consume(offset, staging_.data(), n);
+    } catch (...) {
+      control_->fail(current_exception_as_collective_error(
+          str(call_name(deadline), ": ", options_.names.name(rank_)), rank_));
+      withdraw_sends();
+      throw;
+    }
+    offset += n;
+  } while (offset < nbytes);
+}
+
+void TcpTransport::recv_all_with(std::span<const int> peers, std::uint64_t tag,
+                                 std::span<const std::size_t> sizes, const ConsumeManyFn& consume,
+                                 const Deadline& deadline) {
+  RUCCL_ASSERT(peers.size() == sizes.size());
+  std::vector<Receive> receives;
+  std::size_t total = 0;
+  for (std::size_t i = 0; i < peers.size(); ++i) {
+    auto& buffer = gathered_[static_cast<std::size_t>(peers[i])];
+    if (buffer.size() < sizes[i]) buffer.resize(sizes[i]);
+    receives.push_back(Receive{peers[i], FrameType::Data, tag, sizes[i], buffer.data(), sizes[i]});
+    total = std::max(total, sizes[i]);
+  }
+  receive_all(receives, deadline, "a message");
+  std::vector<const void*> data(peers.size());
+  std::size_t offset = 0;
+  try {
+    do {
+      const std::size_t n = std::min(kPieceBytes, total - offset);
+      for (std::size_t i = 0; i < peers.size(); ++i) {
+        data[i] = receives[i].dst + std::min(offset, sizes[i]);
+      }
+      consume(offset, data, n);
+      offset += n;
+    } while (offset < total);
+  } catch (...) {
+    control_->fail(current_exception_as_collective_error(
+        str(call_name(deadline), ": ", options_.names.name(rank_)), rank_));
+    withdraw_sends();
+    throw;
+  }
+}
+
+}  // namespace ruccl

@@ -1,0 +1,156 @@
+#pragma once
+// The TCP transport: the ranks of a group are processes (on one machine or several), connected
+// in a full mesh through a rendezvous Store. Each pair of ranks has two connections: a data
+// connection that carries the agreement records and the messages of the collectives, in order,
+// driven by the rank's own thread without blocking (sends are written straight from the
+// caller's buffer as the socket takes them, while the rank waits for anything); and a control
+// connection served by a watcher thread (heartbeats, Abort, Goodbye; see tcp_control.h).
+//
+// A message is sent as frames of at most kPieceBytes (tcp_frame.h: magic, version, session id,
+// sequence, tag, lengths, CRC-32C of header and payload). A receiver checks every header field
+// before it reads the payload, reads the payload straight into the caller's buffer (recv_into)
+// or into one piece-sized staging buffer (recv_with), and verifies the CRC before a consumer
+// sees a byte. Anything malformed closes the connection and fails the group naming the peer.
+//
+// Waiting spins (retrying the non-blocking socket calls: a loopback round trip costs ~3 us that
+// way, ~40 us when the process sleeps and is woken) for WaitPolicy's spin and yield time, then
+// sleeps in poll() on the sockets and the failure state's wake descriptor.
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "collective/rank_names.h"
+#include "collective/store/store.h"
+#include "collective/transport/doorbell.h"
+#include "collective/transport/fault_plan.h"
+#include "collective/transport/tcp_control.h"
+#include "collective/transport/transport.h"
+
+namespace ruccl {
+
+struct TcpTransportOptions {
+  /// The address this rank listens on; "" = net::default_listen_host() ($RUCCL_SOCKET_IFNAME's
+  /// address, else loopback).
+  std::string listen_host;
+  /// Store keys are "<store_prefix>/<key>" (one store can serve several groups).
+  std::string store_prefix = "ruccl/tcp";
+  /// How long connecting the mesh may take (every rank must arrive within it).
+  std::chrono::milliseconds connect_timeout{std::chrono::seconds(120)};
+  TcpControlOptions control;
+  /// How error messages name the ranks.
+  RankNames names;
+  /// Tests: faults this rank injects on the wire, below the framing (fault_plan.h; message k =
+  /// this rank's k-th isend to that peer, call k = its k-th agree()). Delay, Drop (frames never
+  /// written: the receiver sees a sequence gap, or its deadline), Duplicate (a frame written
+  /// twice), Corrupt (a payload that fails its CRC), Cut (the data connection shut down),
+  /// KillRank (calls `kill`, by default SIGKILL of this process).
+  FaultPlan wire_faults;
+  std::function<void()> kill;
+};
+
+class TcpTransport final : public Transport {
+ public:
+  /// Rank `rank` of a `world_size`-rank group: listens, publishes its address in `store`, and
+  /// connects to every peer (lower ranks are dialled, higher ones accepted; each connection
+  /// starts with a Hello that must carry `session` and the expected rank). Throws
+  /// CollectiveError: Timeout naming the ranks that never arrived, InvalidConfig, PeerLost.
+  static std::unique_ptr<TcpTransport> connect(Store& store, int rank, int world_size,
+                                               const SessionBytes& session,
+                                               TcpTransportOptions options = {});
+  ~TcpTransport() override;
+
+  int rank() const override { return rank_; }
+  int world_size() const override { return world_; }
+  void agree(const CallRecord& mine, std::span<CallRecord> all, const Deadline& deadline) override;
+  void isend(int peer, std::uint64_t tag, const void* data, std::size_t nbytes,
+             const Deadline& deadline) override;
+  /// Returns once every message queued for `peer` is written to the socket (the buffer may be
+  /// reused); the peer may not have read it yet.
+  void wait_send(int peer, const Deadline& deadline) override;
+  void recv_with(int peer, std::uint64_t tag, std::size_t nbytes, const ConsumeFn& consume,
+                 const Deadline& deadline) override;
+  void recv_into(int peer, std::uint64_t tag, void* dst, std::size_t nbytes,
+                 const Deadline& deadline) override;
+  void recv_all_with(std::span<const int> peers, std::uint64_t tag,
+                     std::span<const std::size_t> sizes, const ConsumeManyFn& consume,
+                     const Deadline& deadline) override;
+  /// Receives from every peer at once, each straight into its buffer.
+  void recv_all_into(std::span<const int> peers, std::uint64_t tag, std::span<void* const> dsts,
+                     std::span<const std::size_t> sizes, const Deadline& deadline) override;
+  void fail(const CollectiveError& error) noexcept override { control_->fail(error); }
+  void withdraw_sends() noexcept override;
+  bool failed() const noexcept override { return state_->failed(); }
+  CollectiveError failure() const override { return state_->failure(); }
+
+  /// Shuts the data connection to `peer` down (a cut link: the peer's next wait for this rank
+  /// fails with PeerLost). For fault injection; safe from the rank's own thread only.
+  void cut_link(int peer) noexcept;
+
+  /// Keeps `resource` (the store the group met in) alive as long as this transport.
+  void keep_alive(std::shared_ptr<void> resource) { keep_alive_ = std::move(resource); }
+
+  TcpTransport(int rank, int world_size, SessionBytes session, TcpTransportOptions options,
+               std::vector<std::optional<TcpLink>> data,
+               std::vector<std::optional<TcpLink>> control);
+
+ private:
+  /// A message (or a run of its frames) being received from one peer: the frame at message
+  /// offset `got` lands at dst + (got - dst_offset); done once a frame ends at or past `until`.
+  struct Receive {
+    int peer;
+    FrameType type;
+    std::uint64_t tag;
+    std::size_t nbytes;  ///< Data: the message's size; Record: the buffer's, then the record's
+    std::uint8_t* dst;
+    std::size_t until;
+    std::size_t got = 0;
+    std::size_t dst_offset = 0;
+    bool done = false;
+  };
+  /// Advances `r` as far as the socket allows (at least one frame); true when done.
+  bool advance(Receive& r);
+  /// Checks a frame header against the message expected from its peer.
+  void check_frame(const Receive& r, const FrameHeader& h);
+  /// Writes every peer's queued sends as far as the sockets allow.
+  void flush_all();
+  /// Drives `step` (non-blocking progress; true when done) until done: spins, then sleeps in
+  /// poll() on the sockets of `readers` (which `step` may update) and of every peer with queued
+  /// sends. Throws the group's
+  /// failure, PeerLost, or Timeout naming missing().
+  template <typename Step, typename Missing>
+  void drive(Step&& step, const std::vector<int>& readers, Missing&& missing,
+             const Deadline& deadline, const char* what);
+  /// Receives several messages into contiguous buffers concurrently.
+  void receive_all(std::span<Receive> receives, const Deadline& deadline, const char* what);
+  /// Fails the group with `error` and throws it (sends withdrawn first).
+  [[noreturn]] void fail_and_throw(const CollectiveError& error);
+  [[noreturn]] void throw_failure();
+  /// The link's step result: throws PeerLost when the peer closed the connection.
+  void check_step(int peer, LinkStep step);
+  std::string call_name(const Deadline& deadline) const;
+  /// Applies the wire fault for this rank's next message to `peer`, if any.
+  WireFault wire_fault(int peer);
+  /// Applies the wire fault for this rank's next call, if any.
+  void call_fault();
+  void kill_self();
+
+  int rank_;
+  int world_;
+  SessionBytes session_;
+  TcpTransportOptions options_;
+  WaitPolicy policy_;
+  std::unique_ptr<TcpFailureState> state_;
+  std::vector<std::optional<TcpLink>> links_;
+  std::unique_ptr<TcpControl> control_;
+  std::vector<std::uint8_t> staging_;                // one piece (recv_with)
+  std::vector<std::vector<std::uint8_t>> gathered_;  // per peer (recv_all_with)
+  std::vector<std::uint8_t> record_bytes_;           // encoded records, by rank
+  std::shared_ptr<void> keep_alive_;
+  std::vector<std::uint64_t> messages_sent_;  // isends to each peer (wire_faults)
+  std::vector<bool> dropping_;                // a Drop fired: every later message vanishes
+  std::uint64_t calls_ = 0;                   // agree() calls (wire_faults)
+};
+
+}  // namespace ruccl

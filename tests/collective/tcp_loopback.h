@@ -1,0 +1,53 @@
+#pragma once
+// TCP loopback groups for tests: one thread per rank, each with its own TcpTransport (its own
+// sockets on 127.0.0.1), meeting in an InMemoryStore.
+#include <exception>
+#include <functional>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "collective/store/in_memory_store.h"
+#include "collective/tcp_group.h"
+
+namespace ruccl::testing {
+
+/// One Communicator per rank of a `world`-rank TCP group on loopback (connected concurrently).
+/// `customize(r, options)`: rank r's own transport options (wire faults).
+inline std::vector<Communicator> make_tcp_loopback_group(
+    int world, CommunicatorOptions options = {}, TcpTransportOptions transport = {},
+    const std::function<void(int, TcpTransportOptions&)>& customize = {}) {
+  auto store = std::make_shared<InMemoryStore>();
+  const SessionId session = random_session_id();
+  transport.listen_host = "127.0.0.1";
+  std::vector<Communicator> comms(static_cast<std::size_t>(world));
+  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(world));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < world; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        TcpTransportOptions mine = transport;
+        if (customize) customize(r, mine);
+        comms[static_cast<std::size_t>(r)] =
+            TcpGroup::connect(store, r, world, session, Device::cpu(), options, std::move(mine));
+      } catch (...) {
+        errors[static_cast<std::size_t>(r)] = std::current_exception();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (const auto& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
+  return comms;
+}
+
+/// The TCP transport on loopback, for the group-factory test list (group_factories.h).
+struct TcpLoopback {
+  static constexpr const char* kName = "tcp loopback";
+  static std::vector<Communicator> make(int world, CommunicatorOptions options) {
+    return make_tcp_loopback_group(world, options);
+  }
+};
+
+}  // namespace ruccl::testing

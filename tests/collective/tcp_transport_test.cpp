@@ -1,0 +1,222 @@
+// The TCP transport between threads of one process (each rank its own sockets on loopback):
+// results bit-identical to the in-process transport, multi-frame messages, and every failure
+// (mismatch, timeout, abort, a rank that leaves) on every rank. Malformed frames from a raw
+// socket: tcp_malformed_frame_test.cpp; processes and kill -9: tcp_process_test.cpp.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+
+#include "collective/collective.h"
+#include "tensor/random/generator.h"
+#include "tests/collective/collective_test_support.h"
+#include "tests/collective/tcp_loopback.h"
+
+namespace ruccl {
+namespace {
+
+using testing::make_tcp_loopback_group;
+using testing::short_timeout;
+
+Tensor random_input(int rank, std::int64_t count, DType dtype) {
+  Generator gen(1000 + static_cast<std::uint64_t>(rank));
+  return Tensor::randn(Shape{count}, gen).to(dtype);
+}
+
+std::vector<std::uint8_t> bytes_of(const Tensor& t) {
+  const Tensor c = t.contiguous();
+  std::vector<std::uint8_t> out(static_cast<std::size_t>(c.nbytes()));
+  if (!out.empty()) std::memcpy(out.data(), c.data_ptr(), out.size());
+  return out;
+}
+
+/// Every rank's all_reduce result, as bytes, over `comms`.
+std::vector<std::vector<std::uint8_t>> all_reduce_bytes(std::vector<Communicator> comms,
+                                                        std::int64_t count, DType dtype,
+                                                        ReduceOperation op, Algorithm algorithm) {
+  std::vector<std::vector<std::uint8_t>> out(comms.size());
+  run_ranks(std::move(comms), [&](Communicator& comm) {
+    const Tensor in = random_input(comm.rank(), count, dtype);
+    const Tensor before = in.clone();
+    const Tensor result = comm.all_reduce(in, op, CallOptions().with_algorithm(algorithm));
+    CHECK(bytes_of(in) == bytes_of(before));  // the input is never modified
+    out[static_cast<std::size_t>(comm.rank())] = bytes_of(result);
+  });
+  return out;
+}
+
+TEST_CASE("tcp all_reduce is bit-identical to the in-process transport for every algorithm",
+          "[collective][tcp]") {
+  for (const int world : {2, 3, 4}) {
+    for (const std::int64_t count : {std::int64_t{0}, std::int64_t{1}, std::int64_t{257},
+                                     std::int64_t{200003}}) {  // 200003 floats: several frames
+      for (const Algorithm a :
+           {Algorithm::Direct, Algorithm::Ring, Algorithm::Tree, Algorithm::Centralized}) {
+        INFO("world " << world << " count " << count << " " << algorithm_name(a));
+        const auto tcp = all_reduce_bytes(make_tcp_loopback_group(world, short_timeout()), count,
+                                          DType::F32, ReduceOperation::Sum, a);
+        const auto local = all_reduce_bytes(InProcessGroup::create(world, {}, short_timeout()),
+                                            count, DType::F32, ReduceOperation::Sum, a);
+        for (int r = 0; r < world; ++r) {
+          CHECK(tcp[static_cast<std::size_t>(r)] == local[0]);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("tcp data movement collectives and point-to-point deliver exact rows",
+          "[collective][tcp]") {
+  const int world = 3;
+  run_ranks(make_tcp_loopback_group(world, short_timeout()), [&](Communicator& comm) {
+    const int r = comm.rank();
+    const Tensor mine = Tensor::full(Shape{2, 3}, static_cast<double>(r), DType::F64);
+    const Tensor gathered = comm.all_gather(mine);
+    REQUIRE(gathered.shape() == Shape{6, 3});
+    for (int i = 0; i < 6; ++i)
+      CHECK(gathered.to_vector<double>()[static_cast<std::size_t>(i * 3)] == i / 2);
+    const Tensor b = comm.broadcast(r == 1 ? mine : Tensor(), 1);
+    CHECK(b.to_vector<double>() == std::vector<double>(6, 1.0));
+    const Tensor rows = Tensor::arange(0, 6, 1, DType::I64);
+    const Tensor shard = comm.reduce_scatter(rows, ReduceOperation::Sum);
+    CHECK(shard.to_vector<std::int64_t>() == std::vector<std::int64_t>{2 * r * 3, (2 * r + 1) * 3});
+    const Tensor a2a = comm.all_to_all(Tensor::full(Shape{3}, static_cast<double>(r), DType::F32));
+    CHECK(a2a.to_vector<float>() == std::vector<float>{0, 1, 2});
+    if (r == 0) comm.send(Tensor::full(Shape{4}, 7.0, DType::F32), 2);
+    if (r == 2) CHECK(comm.recv(0).to_vector<float>() == std::vector<float>(4, 7.0f));
+    comm.barrier();
+  });
+}
+
+TEST_CASE("tcp agreement mismatch raises the right kind on every rank", "[collective][tcp]") {
+  std::vector<CollectiveErrorKind> kinds(2);
+  std::vector<std::string> messages(2);
+  auto comms = make_tcp_loopback_group(2, short_timeout());
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        comms[static_cast<std::size_t>(r)].all_reduce(Tensor::zeros(Shape{r + 2}, DType::F32));
+      } catch (const CollectiveError& e) {
+        kinds[static_cast<std::size_t>(r)] = e.kind();
+        messages[static_cast<std::size_t>(r)] = e.what();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  CHECK(kinds[0] == CollectiveErrorKind::ShapeMismatch);
+  CHECK(kinds[1] == CollectiveErrorKind::ShapeMismatch);
+  CHECK(comms[0].finished());
+  // Sticky: the next call on either rank is Aborted.
+  try {
+    comms[1].barrier();
+    FAIL("expected Aborted");
+  } catch (const CollectiveError& e) {
+    CHECK(e.kind() == CollectiveErrorKind::Aborted);
+  }
+}
+
+TEST_CASE("tcp deadline names the rank that never arrived", "[collective][tcp]") {
+  auto comms = make_tcp_loopback_group(3, short_timeout(std::chrono::milliseconds(300)));
+  std::vector<std::string> messages(3);
+  std::vector<std::vector<int>> ranks(3);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r) {  // rank 2 never calls
+    threads.emplace_back([&, r] {
+      try {
+        comms[static_cast<std::size_t>(r)].all_reduce(Tensor::ones(Shape{8}, DType::F32));
+      } catch (const CollectiveError& e) {
+        CHECK(e.kind() == CollectiveErrorKind::Timeout);
+        messages[static_cast<std::size_t>(r)] = e.what();
+        ranks[static_cast<std::size_t>(r)] = e.ranks();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < 2; ++r) {
+    INFO(messages[static_cast<std::size_t>(r)]);
+    CHECK(ranks[static_cast<std::size_t>(r)] == std::vector<int>{2});
+    CHECK_THAT(messages[static_cast<std::size_t>(r)], Catch::Contains("rank(s) [2]"));
+  }
+  CHECK(comms[2].finished());  // the failure reached the absent rank too (its watcher)
+}
+
+TEST_CASE("tcp abort from another thread wakes every rank promptly", "[collective][tcp]") {
+  auto comms = make_tcp_loopback_group(3, short_timeout(std::chrono::seconds(30)));
+  std::atomic<int> failed{0};
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 3; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        if (r == 0) {  // ranks 1 and 2 wait in the call, rank 0 never joins it
+          std::this_thread::sleep_for(std::chrono::milliseconds(50));
+          comms[0].abort("operator asked");
+          return;
+        }
+        comms[static_cast<std::size_t>(r)].all_reduce(Tensor::ones(Shape{1000}, DType::F32));
+      } catch (const CollectiveError& e) {
+        CHECK(e.kind() == CollectiveErrorKind::Aborted);
+        CHECK_THAT(e.what(), Catch::Contains("operator asked"));
+        ++failed;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  CHECK(failed == 2);
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
+}
+
+TEST_CASE("tcp rank that leaves fails its waiting peers with PeerLost naming it",
+          "[collective][tcp]") {
+  auto comms = make_tcp_loopback_group(2, short_timeout(std::chrono::seconds(30)));
+  std::string message;
+  std::thread waiter([&] {
+    try {
+      comms[0].all_reduce(Tensor::ones(Shape{4}, DType::F32));
+    } catch (const CollectiveError& e) {
+      CHECK(e.kind() == CollectiveErrorKind::PeerLost);
+      CHECK(e.ranks() == std::vector<int>{1});
+      message = e.what();
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const auto start = std::chrono::steady_clock::now();
+  comms[1] = Communicator();  // destroys rank 1's transport: a Goodbye, then close
+  waiter.join();
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(2));
+  CHECK_THAT(message, Catch::Contains("rank 1"));
+}
+
+TEST_CASE("tcp point-to-point against a collective can never match and says so",
+          "[collective][tcp]") {
+  auto comms = make_tcp_loopback_group(2, short_timeout(std::chrono::seconds(5)));
+  std::vector<CollectiveErrorKind> kinds(2, CollectiveErrorKind::Unsupported);
+  std::thread t0([&] {
+    try {
+      // Over TCP a send returns once its bytes are written (the buffer may be reused), so the
+      // mismatch may reach rank 0 only at its next call.
+      comms[0].send(Tensor::ones(Shape{3}, DType::F32), 1);
+      comms[0].barrier();
+    } catch (const CollectiveError& e) {
+      kinds[0] = e.kind();
+    }
+  });
+  std::thread t1([&] {
+    try {
+      comms[1].barrier();
+    } catch (const CollectiveError& e) {
+      kinds[1] = e.kind();
+    }
+  });
+  t0.join();
+  t1.join();
+  CHECK(kinds[1] == CollectiveErrorKind::CollectiveKindMismatch);
+  CHECK((kinds[0] == CollectiveErrorKind::CollectiveKindMismatch ||
+         kinds[0] == CollectiveErrorKind::Aborted));
+  CHECK(comms[0].finished());
+}
+
+}  // namespace
+}  // namespace ruccl

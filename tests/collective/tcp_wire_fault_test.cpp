@@ -1,0 +1,130 @@
+// Faults injected on the TCP wire, below the framing (TcpTransportOptions::wire_faults): each is
+// detected by the receiver's checks and fails every rank with the right error, naming the rank,
+// with no hang. (The Transport-level wrapper's faults over TCP: fault_injection_test.cpp.)
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <future>
+#include <thread>
+
+#include "collective/collective.h"
+#include "tests/collective/tcp_loopback.h"
+
+namespace ruccl {
+namespace {
+
+struct Outcome {
+  bool ok = false;
+  CollectiveErrorKind kind = CollectiveErrorKind::Unsupported;
+  std::string message;
+  std::vector<int> ranks;
+  std::vector<float> values;
+  bool finished = false;  ///< the communicator is finished (the failure reached this rank)
+};
+
+/// Two ranks run `calls` all_reduces of 1000 floats (Direct); rank 0 injects `rule` on its wire.
+std::vector<Outcome> run_with_fault(const FaultRule& rule, int calls = 1,
+                                    std::chrono::milliseconds timeout = std::chrono::seconds(5),
+                                    bool barrier = true) {
+  CommunicatorOptions options;
+  options.timeout = timeout;
+  auto comms = testing::make_tcp_loopback_group(2, options, {}, [&](int r, TcpTransportOptions& o) {
+    if (r == 0) o.wire_faults.add(rule);
+  });
+  std::vector<Outcome> out(2);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r) {
+    threads.emplace_back([&, r] {
+      Outcome& o = out[static_cast<std::size_t>(r)];
+      try {
+        for (int i = 0; i < calls; ++i) {
+          o.values =
+              comms[static_cast<std::size_t>(r)]
+                  .all_reduce(Tensor::full(Shape{1000}, r + 1.0, DType::F32), ReduceOperation::Sum,
+                              CallOptions().with_algorithm(Algorithm::Direct))
+                  .to_vector<float>();
+        }
+        if (barrier) comms[static_cast<std::size_t>(r)].barrier();
+        o.ok = true;
+      } catch (const CollectiveError& e) {
+        o.kind = e.kind();
+        o.message = e.what();
+        o.ranks = e.ranks();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  // A rank whose calls ended before the failure learns of it from its watcher, promptly.
+  for (int r = 0; r < 2; ++r) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    while (!comms[static_cast<std::size_t>(r)].finished() &&
+           std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    out[static_cast<std::size_t>(r)].finished = comms[static_cast<std::size_t>(r)].finished();
+  }
+  return out;
+}
+
+TEST_CASE("tcp corrupted payload on the wire fails its CRC on every rank", "[collective][tcp]") {
+  const auto out = run_with_fault(FaultRule::on_message(FaultAction::Corrupt, 1, 0));
+  for (const Outcome& o : out) {
+    INFO(o.message);
+    CHECK_FALSE(o.ok);
+    CHECK(o.kind == CollectiveErrorKind::PeerLost);
+    CHECK_THAT(o.message, Catch::Contains("rank 0 sent a malformed frame") &&
+                              Catch::Contains("CRC-32C mismatch"));
+    CHECK(o.ranks == std::vector<int>{0});
+  }
+}
+
+TEST_CASE("tcp duplicated frame on the wire is out of sequence", "[collective][tcp]") {
+  const auto out = run_with_fault(FaultRule::on_message(FaultAction::Duplicate, 1, 0));
+  INFO(out[1].message);
+  CHECK(out[1].kind == CollectiveErrorKind::PeerLost);
+  CHECK_THAT(out[1].message, Catch::Contains("rank 0") && Catch::Contains("out of order"));
+  CHECK(out[0].finished);  // its calls may have ended first; the failure still reached it
+}
+
+TEST_CASE("tcp dropped message is a sequence gap at the next frame", "[collective][tcp]") {
+  const auto out = run_with_fault(FaultRule::on_message(FaultAction::Drop, 1, 0), 2);
+  INFO(out[1].message);
+  CHECK(out[1].kind == CollectiveErrorKind::PeerLost);
+  CHECK_THAT(out[1].message, Catch::Contains("rank 0") && Catch::Contains("out of order"));
+  CHECK(out[0].finished);  // the failure reached the sender too
+}
+
+TEST_CASE("tcp dropped last message times out naming the sender", "[collective][tcp]") {
+  // Rank 0 drops everything to rank 1 from its first message on: rank 1 waits for the data,
+  // then its deadline names rank 0.
+  const auto start = std::chrono::steady_clock::now();
+  const auto out = run_with_fault(FaultRule::on_message(FaultAction::Drop, 1, 0), 1,
+                                  std::chrono::milliseconds(400), false);
+  INFO(out[1].message);
+  CHECK(out[1].kind == CollectiveErrorKind::Timeout);
+  CHECK(out[1].ranks == std::vector<int>{0});
+  CHECK(out[0].finished);  // the timeout is sent to every rank
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
+}
+
+TEST_CASE("tcp cut data connection is a lost peer on both sides", "[collective][tcp]") {
+  const auto out = run_with_fault(FaultRule::on_message(FaultAction::Cut, 1, 0));
+  INFO(out[1].message);
+  CHECK(out[1].kind == CollectiveErrorKind::PeerLost);
+  CHECK_THAT(out[1].message, Catch::Contains("rank 0"));
+  CHECK(out[0].finished);
+}
+
+TEST_CASE("tcp delay below the deadline still gives the exact result", "[collective][tcp]") {
+  const auto out = run_with_fault(
+      FaultRule::on_message(FaultAction::Delay, 1, 0).with_delay(std::chrono::milliseconds(60)));
+  for (const Outcome& o : out) {
+    INFO(o.message);
+    CHECK(o.ok);
+    CHECK_FALSE(o.finished);
+    CHECK(o.values == std::vector<float>(1000, 3.0f));
+  }
+}
+
+}  // namespace
+}  // namespace ruccl
