@@ -96,7 +96,7 @@ struct CommunicatorOptions {
   /// (the reduction order is unchanged: results stay bit-identical). Must be > 0 and a multiple
   /// of kPieceAlign (64), so a segment never splits an element. The default is measured
   /// (docs/performance.md, "Ring segments").
-  static constexpr std::size_t kDefaultSegmentBytes = std::size_t{256} << 10;
+  static constexpr std::size_t kDefaultSegmentBytes = std::size_t{4} << 20;
   std::size_t segment_bytes = kDefaultSegmentBytes;
   /// How error messages name the ranks ("rank 2" by default; the registered session API names
   /// its PeerIds). Empty ids, or one per rank.

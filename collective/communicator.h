@@ -85,7 +85,10 @@ class Communicator {
   /// sum(send_counts) == d0. Trailing dims and dtype must agree on every rank.
   AllToAllVResult all_to_all_v(const Tensor& t, std::span<const std::int64_t> send_counts,
                                const CallOptions& call = {});
-  /// Sends `t` to rank `dst` (which calls recv(rank())). Returns when `dst` has the data.
+  /// Sends `t` to rank `dst` (which calls recv(rank())). Returns when `t`'s bytes may be reused
+  /// (Transport::wait_send): in process once `dst` has the data; over a copying transport once
+  /// they are on their way (a failure of `dst` before it receives them fails its recv, not this
+  /// send).
   void send(const Tensor& t, int dst, const CallOptions& call = {});
   /// Receives the tensor rank `src` sends (any shape and dtype it sends).
   Tensor recv(int src, const CallOptions& call = {});

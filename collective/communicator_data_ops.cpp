@@ -311,21 +311,24 @@ Tensor Communicator::recv(int src, const CallOptions& call) {
   try {
     const PointToPointScope scope(c.transport(), src, false);
     P2PHeader header{};
-    c.transport().recv_with(
-        src, tag, sizeof(header),
-        [&](std::size_t offset, const void* data, std::size_t n) {
-          copy_bytes(reinterpret_cast<unsigned char*>(&header) + offset, data, n);
-        },
-        deadline);
+    c.transport().recv_into(src, tag, &header, sizeof(header), deadline);
+    // The header comes from another rank (another process, over a network transport): check it
+    // before anything is sized from it.
+    bool valid = header.ndim >= 0 && header.ndim <= Shape::kMaxDims &&
+                 header.dtype <= static_cast<std::uint8_t>(DType::Bool);
+    for (int d = 0; valid && d < header.ndim; ++d) valid = header.dims[d] >= 0;
+    if (!valid) {
+      throw CollectiveError(CollectiveErrorKind::InvalidArgument,
+                            str(label, " on ", c.options().rank_names.name(c.rank()),
+                                ": expected a tensor header (dtype, up to ", Shape::kMaxDims,
+                                " non-negative dims) from ", c.options().rank_names.name(src),
+                                ", got dtype ", int{header.dtype}, " and ", header.ndim, " dims"),
+                            {src});
+    }
     Shape shape;
     for (int d = 0; d < header.ndim; ++d) shape.push_back(header.dims[d]);
     Tensor out = Tensor::empty(shape, static_cast<DType>(header.dtype));
-    c.transport().recv_with(
-        src, tag | 1, out.nbytes(),
-        [&](std::size_t offset, const void* data, std::size_t n) {
-          copy_bytes(static_cast<unsigned char*>(out.data_ptr()) + offset, data, n);
-        },
-        deadline);
+    c.transport().recv_into(src, tag | 1, out.data_ptr(), out.nbytes(), deadline);
     return to_device(out, c.device());
   } catch (...) {
     c.fail_group_from_current_exception(label);

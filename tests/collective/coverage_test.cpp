@@ -66,7 +66,7 @@ TEMPLATE_TEST_CASE("reduce and reduce_scatter are exact for every valid dtype an
   }
 }
 
-TEMPLATE_TEST_CASE("all_reduce, reduce and broadcast agree under every algorithm configuration",
+TEMPLATE_TEST_CASE("all_reduce / reduce / broadcast agree under every algorithm configuration",
                    "[collective]", RUCCL_GROUP_FACTORIES) {
   // The exact pairs again, with the algorithm forced (ring in small segments included).
   const std::vector<DTypeOp> pairs = {
