@@ -18,6 +18,7 @@
 #include "collective/collective.h"
 #include "collective/transport/fault_injecting_transport.h"
 #include "collective/transport/in_process_transport.h"
+#include "tests/collective/tcp_loopback.h"
 
 namespace ruccl::testing {
 
@@ -74,6 +75,6 @@ struct InProcessCopying {
 };
 
 /// Every transport the collective tests run over.
-#define RUCCL_GROUP_FACTORIES InProcess, InProcessThroughFaultWrapper, InProcessCopying
+#define RUCCL_GROUP_FACTORIES InProcess, InProcessThroughFaultWrapper, InProcessCopying, TcpLoopback
 
 }  // namespace ruccl::testing

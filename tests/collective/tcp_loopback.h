@@ -17,6 +17,10 @@ namespace ruccl::testing {
 inline std::vector<Communicator> make_tcp_loopback_group(
     int world, CommunicatorOptions options = {}, TcpTransportOptions transport = {},
     const std::function<void(int, TcpTransportOptions&)>& customize = {}) {
+  if (world < 1) {
+    throw CollectiveError(CollectiveErrorKind::InvalidConfig,
+                          str("make_tcp_loopback_group: expected a world size >= 1, got ", world));
+  }
   auto store = std::make_shared<InMemoryStore>();
   const SessionId session = random_session_id();
   transport.listen_host = "127.0.0.1";
