@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <optional>
 
 #include "collective/launch/launch_env.h"
 #include "collective/store/tcp_store.h"
@@ -26,19 +27,23 @@ std::uint64_t fnv1a(std::string_view text, std::uint64_t h) {
   return h;
 }
 
-/// A positive number of milliseconds from `name`, when set.
-void read_ms(const char* name, std::chrono::milliseconds& out) {
+/// A positive integer from environment variable `name` (`unit` names it in the error), when set.
+std::optional<long long> read_positive(const char* name, const char* unit) {
   const char* text = std::getenv(name);
-  if (text == nullptr) return;
+  if (text == nullptr) return std::nullopt;
   char* end = nullptr;
   errno = 0;
   const long long v = std::strtoll(text, &end, 10);
   if (errno != 0 || end == text || *end != '\0' || v <= 0) {
     throw CollectiveError(
         CollectiveErrorKind::InvalidConfig,
-        str(name, ": expected a positive number of milliseconds, got \"", text, "\""));
+        str(name, ": expected a positive number of ", unit, ", got \"", text, "\""));
   }
-  out = std::chrono::milliseconds(v);
+  return v;
+}
+
+void read_ms(const char* name, std::chrono::milliseconds& out) {
+  if (const auto v = read_positive(name, "milliseconds")) out = std::chrono::milliseconds(*v);
 }
 
 }  // namespace
@@ -77,6 +82,10 @@ Communicator TcpGroup::from_env(Device device, CommunicatorOptions options,
   read_ms("RUCCL_HEARTBEAT_INTERVAL_MS", transport.control.heartbeat_interval);
   read_ms("RUCCL_HEARTBEAT_TIMEOUT_MS", transport.control.heartbeat_timeout);
   read_ms("RUCCL_CONNECT_TIMEOUT_MS", transport.connect_timeout);
+  transport.local_ranks = env.local_world_size;
+  if (const auto us = read_positive("RUCCL_TCP_SPIN_US", "microseconds")) {
+    transport.spin = std::chrono::microseconds(*us);
+  }
   const SessionId session =
       env.session_id ? *env.session_id : session_id_from_seed(env.session_seed);
   const net::Endpoint master{env.master_addr, env.master_port};

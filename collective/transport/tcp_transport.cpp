@@ -13,6 +13,18 @@
 
 namespace ruccl {
 
+namespace {
+
+std::chrono::nanoseconds spin_time(const TcpTransportOptions& options) {
+  if (options.spin.count() > 0) return options.spin;
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  return static_cast<unsigned>(std::max(1, options.local_ranks)) > cores
+             ? std::chrono::nanoseconds(std::chrono::microseconds(2))
+             : std::chrono::nanoseconds(std::chrono::microseconds(50));
+}
+
+}  // namespace
+
 TcpTransport::TcpTransport(int rank, int world_size, SessionBytes session,
                            TcpTransportOptions options, std::vector<std::optional<TcpLink>> data,
                            std::vector<std::optional<TcpLink>> control)
@@ -20,7 +32,7 @@ TcpTransport::TcpTransport(int rank, int world_size, SessionBytes session,
       world_(world_size),
       session_(session),
       options_(std::move(options)),
-      policy_(WaitPolicy::for_group(world_size)),
+      spin_(spin_time(options_)),
       state_(std::make_unique<TcpFailureState>(world_size)),
       links_(std::move(data)),
       staging_(kPieceBytes),
@@ -165,11 +177,7 @@ void TcpTransport::drive(Step&& step, const std::vector<int>& readers, Missing&&
     }
     const auto now = Deadline::Clock::now();
     if (deadline.expired(now)) break;
-    if (now - start < policy_.spin) continue;
-    if (now - start < policy_.spin + policy_.yield) {
-      sched_yield();
-      continue;
-    }
+    if (now - start < spin_) continue;
     fds.clear();
     fds.push_back(pollfd{state_->wake_fd(), POLLIN, 0});
     for (const int p : readers)

@@ -13,8 +13,10 @@
 // sees a byte. Anything malformed closes the connection and fails the group naming the peer.
 //
 // Waiting spins (retrying the non-blocking socket calls: a loopback round trip costs ~3 us that
-// way, ~40 us when the process sleeps and is woken) for WaitPolicy's spin and yield time, then
-// sleeps in poll() on the sockets and the failure state's wake descriptor.
+// way, ~40 us when the process sleeps and is woken) for `spin`, then sleeps in poll() on the
+// sockets and the failure state's wake descriptor. It never calls sched_yield: with more runnable
+// processes than cores a yield hands the core away for a whole time slice (milliseconds), while
+// a sleeper in poll() is woken by the kernel the moment its bytes arrive.
 #include <functional>
 #include <memory>
 #include <optional>
@@ -23,7 +25,6 @@
 
 #include "collective/rank_names.h"
 #include "collective/store/store.h"
-#include "collective/transport/doorbell.h"
 #include "collective/transport/fault_plan.h"
 #include "collective/transport/tcp_control.h"
 #include "collective/transport/transport.h"
@@ -39,6 +40,11 @@ struct TcpTransportOptions {
   /// How long connecting the mesh may take (every rank must arrive within it).
   std::chrono::milliseconds connect_timeout{std::chrono::seconds(120)};
   TcpControlOptions control;
+  /// How long a wait spins on the sockets before it sleeps in poll(). 0: the default, 50 us when
+  /// the ranks on this machine (`local_ranks`) fit its cores, else 2 us (a spinning rank would
+  /// take the core of the rank it waits for).
+  std::chrono::nanoseconds spin{0};
+  int local_ranks = 1;
   /// How error messages name the ranks.
   RankNames names;
   /// Tests: faults this rank injects on the wire, below the framing (fault_plan.h; message k =
@@ -140,7 +146,7 @@ class TcpTransport final : public Transport {
   int world_;
   SessionBytes session_;
   TcpTransportOptions options_;
-  WaitPolicy policy_;
+  std::chrono::nanoseconds spin_;
   std::unique_ptr<TcpFailureState> state_;
   std::vector<std::optional<TcpLink>> links_;
   std::unique_ptr<TcpControl> control_;

@@ -24,6 +24,7 @@ inline std::vector<Communicator> make_tcp_loopback_group(
   auto store = std::make_shared<InMemoryStore>();
   const SessionId session = random_session_id();
   transport.listen_host = "127.0.0.1";
+  transport.local_ranks = world;
   std::vector<Communicator> comms(static_cast<std::size_t>(world));
   std::vector<std::exception_ptr> errors(static_cast<std::size_t>(world));
   std::vector<std::thread> threads;
