@@ -124,6 +124,17 @@ void TcpControl::fail(const CollectiveError& error) noexcept {
   }
 }
 
+void TcpControl::sever() noexcept {
+  leaving_.store(true, std::memory_order_release);
+  std::lock_guard<std::mutex> lock(send_mutex_);
+  for (std::size_t p = 0; p < links_.size(); ++p) {
+    if (!links_[p]) continue;
+    links_[p]->drop_sends();
+    ::shutdown(links_[p]->fd(), SHUT_RDWR);
+    closed_[p] = true;
+  }
+}
+
 void TcpControl::broadcast(FrameType type, const std::vector<std::uint8_t>& payload) noexcept {
   std::lock_guard<std::mutex> lock(send_mutex_);
   for (std::size_t p = 0; p < links_.size(); ++p) {

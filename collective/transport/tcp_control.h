@@ -76,6 +76,9 @@ class TcpControl {
   /// Records `error` as the group's failure; when it is the first, sends it to every peer as an
   /// Abort and wakes the rank's thread. Safe from any thread; never throws.
   void fail(const CollectiveError& error) noexcept;
+  /// Shuts every control connection down at once, with no Goodbye: what peers see when this
+  /// process dies (fault injection). This rank's watcher reports nothing afterwards.
+  void sever() noexcept;
 
  private:
   void run() noexcept;

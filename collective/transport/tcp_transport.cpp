@@ -253,6 +253,11 @@ void TcpTransport::cut_link(int peer) noexcept {
   if (link) ::shutdown(link->fd(), SHUT_RDWR);
 }
 
+void TcpTransport::sever() noexcept {
+  control_->sever();
+  for (int p = 0; p < world_; ++p) cut_link(p);
+}
+
 WireFault TcpTransport::wire_fault(int peer) {
   WireFault fault;
   const std::uint64_t k = messages_sent_[static_cast<std::size_t>(peer)]++;

@@ -93,6 +93,9 @@ class TcpTransport final : public Transport {
   /// Shuts the data connection to `peer` down (a cut link: the peer's next wait for this rank
   /// fails with PeerLost). For fault injection; safe from the rank's own thread only.
   void cut_link(int peer) noexcept;
+  /// Shuts every connection down with no Goodbye, as if this process died (peers get PeerLost
+  /// naming this rank). For fault injection (FaultHooks::kill_rank over TCP).
+  void sever() noexcept;
 
   /// Keeps `resource` (the store the group met in) alive as long as this transport.
   void keep_alive(std::shared_ptr<void> resource) { keep_alive_ = std::move(resource); }

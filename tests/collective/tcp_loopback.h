@@ -1,6 +1,7 @@
 #pragma once
 // TCP loopback groups for tests: one thread per rank, each with its own TcpTransport (its own
 // sockets on 127.0.0.1), meeting in an InMemoryStore.
+#include <chrono>
 #include <exception>
 #include <functional>
 #include <memory>
@@ -9,6 +10,7 @@
 
 #include "collective/store/in_memory_store.h"
 #include "collective/tcp_group.h"
+#include "collective/transport/fault_injecting_transport.h"
 
 namespace ruccl::testing {
 
@@ -45,6 +47,47 @@ inline std::vector<Communicator> make_tcp_loopback_group(
     if (e) std::rethrow_exception(e);
   }
   return comms;
+}
+
+/// A TCP loopback group whose rank r runs over a FaultInjectingTransport with plans(r): KillRank
+/// severs the rank's connections with no Goodbye (as if its process died), Cut shuts one data
+/// connection down.
+inline std::vector<Communicator> make_tcp_loopback_group_with_faults(
+    int world, CommunicatorOptions options, const std::function<FaultPlan(int rank)>& plans) {
+  auto store = std::make_shared<InMemoryStore>();
+  const SessionId session = random_session_id();
+  std::vector<std::unique_ptr<TcpTransport>> transports(static_cast<std::size_t>(world));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < world; ++r) {
+    threads.emplace_back([&, r] {
+      TcpTransportOptions o;
+      o.listen_host = "127.0.0.1";
+      o.local_ranks = world;
+      transports[static_cast<std::size_t>(r)] = TcpTransport::connect(*store, r, world, session, o);
+    });
+  }
+  for (auto& t : threads) t.join();
+  std::vector<Communicator> comms;
+  for (int r = 0; r < world; ++r) {
+    TcpTransport* tcp = transports[static_cast<std::size_t>(r)].get();
+    FaultHooks hooks{[tcp] { tcp->sever(); }, [tcp](int peer) { tcp->cut_link(peer); }};
+    comms.emplace_back(std::make_unique<FaultInjectingTransport>(
+                           std::move(transports[static_cast<std::size_t>(r)]), plans(r),
+                           std::move(hooks), false),
+                       Device::cpu(), options);
+  }
+  return comms;
+}
+
+/// Whether `comm` is finished within `limit`: a rank whose own calls ended before the failure
+/// learns of it from its watcher thread, a moment later.
+inline bool finished_within(const Communicator& comm,
+                            std::chrono::milliseconds limit = std::chrono::seconds(2)) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  while (!comm.finished() && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return comm.finished();
 }
 
 /// The TCP transport on loopback, for the group-factory test list (group_factories.h).

@@ -17,6 +17,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "collective/net/socket.h"
@@ -141,6 +142,53 @@ TEST_CASE("tcp processes all_reduce through from_env", "[collective][tcp][proces
     CHECK(job.wait(r) == 0);
     CHECK_THAT(job.output(r), Catch::Contains(str("ok rank ", r, " of 3")));
   }
+}
+
+/// Runs `args` as one process with stdout to a file; returns (exit status, output).
+std::pair<int, std::string> run_program(const std::vector<std::string>& args,
+                                        std::chrono::seconds limit = std::chrono::seconds(60)) {
+  const std::string out = str("/tmp/ruccl_tcp_run_", ::getpid(), "_", free_port(), ".txt");
+  std::vector<char*> argv;
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = -1;
+  REQUIRE(posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ) == 0);
+  posix_spawn_file_actions_destroy(&actions);
+  const auto until = std::chrono::steady_clock::now() + limit;
+  int status = 0;
+  while (::waitpid(pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() >= until) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  std::ifstream in(out);
+  std::stringstream text;
+  text << in.rdbuf();
+  ::unlink(out.c_str());
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), text.str()};
+}
+
+TEST_CASE("tcp job started by ruccl-run all_reduces in every rank", "[collective][tcp][process]") {
+  const auto [status, out] =
+      run_program({RUCCL_RUN, "--nproc-per-node", "3", RUCCL_TCP_WORKER, "sum", "100000"});
+  INFO(out);
+  CHECK(status == 0);
+  for (int r = 0; r < 3; ++r) CHECK_THAT(out, Catch::Contains(str("ok rank ", r, " of 3")));
+}
+
+TEST_CASE("tcp job started by ruccl-run with a mismatch exits with the ranks' status",
+          "[collective][tcp][process]") {
+  const auto [status, out] =
+      run_program({RUCCL_RUN, "--nproc-per-node", "2", RUCCL_TCP_WORKER, "mismatch"});
+  INFO(out);
+  CHECK(status == 3);
+  CHECK_THAT(out, Catch::Contains("error ShapeMismatch"));
 }
 
 TEST_CASE("tcp rank killed during a large all_reduce fails the others promptly naming it",
