@@ -182,4 +182,24 @@ inline std::string run_own_ranks(const std::vector<std::string>& args, int world
   return text.str();
 }
 
+inline std::string size_text(std::size_t bytes) {
+  if (bytes >= (1u << 20)) return std::to_string(bytes >> 20) + " MiB";
+  return std::to_string(bytes >> 10) + " KiB";
+}
+
+inline std::string cell(double v, int precision) {
+  if (v < 0) return "n/a";
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.*f", precision, v);
+  return buf;
+}
+
+/// One table row: markdown ("| a | b |") or CSV.
+inline void print_row(const std::vector<std::string>& cells, bool csv) {
+  std::string line = csv ? "" : "|";
+  for (std::size_t i = 0; i < cells.size(); ++i)
+    line += csv ? (i ? "," : "") + cells[i] : " " + cells[i] + " |";
+  std::printf("%s\n", line.c_str());
+}
+
 }  // namespace ruccl::bench

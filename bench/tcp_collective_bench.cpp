@@ -228,25 +228,6 @@ void run_peer(const Peer& p, int world, Results& res) {
   }
 }
 
-std::string size_text(std::size_t bytes) {
-  if (bytes >= (1u << 20)) return std::to_string(bytes >> 20) + " MiB";
-  return std::to_string(bytes >> 10) + " KiB";
-}
-
-std::string cell(double v, int precision) {
-  if (v < 0) return "n/a";
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.*f", precision, v);
-  return buf;
-}
-
-void print_row(const std::vector<std::string>& cells, bool csv) {
-  std::string line = csv ? "" : "|";
-  for (std::size_t i = 0; i < cells.size(); ++i)
-    line += csv ? (i ? "," : "") + cells[i] : " " + cells[i] + " |";
-  std::printf("%s\n", line.c_str());
-}
-
 void print_tables(const Config& c, const Results& res) {
   const std::vector<std::string> peers = {"mpi", "gloo", "torch", "raw"};
   for (const std::string& op : c.ops) {
@@ -267,7 +248,8 @@ void print_tables(const Config& c, const Results& res) {
       if (!c.csv) print_row(std::vector<std::string>(15, "---:"), false);
       for (std::size_t bytes : c.sizes) {
         const double ours = res.median("ruccl", op, w, bytes);
-        std::vector<std::string> row = {size_text(bytes), cell(ours, 1)};
+        std::vector<std::string> row = {c.csv ? std::to_string(bytes) : size_text(bytes),
+                                        cell(ours, 1)};
         std::vector<double> t;
         for (const std::string& p : peers) t.push_back(res.median(p, op, w, bytes));
         for (double v : t) row.push_back(cell(v, 1));
@@ -375,6 +357,13 @@ int main(int argc, char** argv) {
         return usage();
     }
     algorithm_from(c.algorithm);
+    for (const std::size_t bytes : c.sizes)
+      for (const int w : c.worlds)
+        if (w < 2 || bytes == 0 || bytes % (4 * static_cast<std::size_t>(w)) != 0)
+          throw std::invalid_argument(
+              "expected world sizes >= 2 and sizes that are multiples of "
+              "4 * world, got world " +
+              std::to_string(w) + ", size " + std::to_string(bytes));
     for (const std::string& op : c.ops)
       if (std::find(kOps.begin(), kOps.end(), op) == kOps.end())
         throw std::invalid_argument("unknown op '" + op + "'");
