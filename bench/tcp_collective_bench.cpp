@@ -180,11 +180,9 @@ struct Peer {
   bool available = false;
 };
 
-std::vector<Peer> prepare_peers(const Config& c) {
+// Builds the peers into `bin` (a fresh temporary folder the caller removes).
+std::vector<Peer> prepare_peers(const Config& c, const std::string& bin) {
   const std::string dir = peers_dir(c.peers_dir);
-  const std::string bin = (std::filesystem::temp_directory_path() /
-                           ("ruccl_tcp_bench_peers_" + std::to_string(::getpid())))
-                              .string();
   std::filesystem::create_directories(bin);
   const std::string args = " " + join(c.ops) + " " + sizes_arg(c) + " " + std::to_string(c.div);
   std::vector<Peer> peers = {
@@ -380,7 +378,11 @@ int main(int argc, char** argv) {
               std::thread::hardware_concurrency(),
               run_command("cut -d' ' -f1-3 /proc/loadavg").c_str());
   Results res;
-  const std::vector<Peer> peers = c.peers && !c.crossover ? prepare_peers(c) : std::vector<Peer>{};
+  const std::string bin = (std::filesystem::temp_directory_path() /
+                           ("ruccl_tcp_bench_peers_" + std::to_string(::getpid())))
+                              .string();
+  const std::vector<Peer> peers =
+      c.peers && !c.crossover ? prepare_peers(c, bin) : std::vector<Peer>{};
   for (int round = 0; round < c.rounds; ++round) {
     for (int w : c.worlds) {
       std::fprintf(stderr, "tcp_collective_bench: round %d of %d, %d processes\n", round + 1,
@@ -400,6 +402,8 @@ int main(int argc, char** argv) {
   if (!c.peers && !c.crossover)
     for (int w : c.worlds)
       for (const char* p : {"mpi", "gloo", "torch", "raw"}) res.missing[{p, "", w}] = "--no-peers";
+  std::error_code ignored;
+  std::filesystem::remove_all(bin, ignored);
   if (c.crossover)
     print_crossover(c, res);
   else
