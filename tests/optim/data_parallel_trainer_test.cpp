@@ -97,5 +97,5 @@ TEST_CASE(
   }
   // Another rank count is refused on every rank, with the reason.
   o.ranks = 3;
-  CHECK_THROWS_WITH(fm::train(train, test, o), Catch::Contains("resume with --ranks 2"));
+  CHECK_THROWS_WITH(fm::train(train, test, o), Catch::Contains("resume with 2 ranks"));
 }
