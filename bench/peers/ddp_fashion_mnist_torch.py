@@ -18,7 +18,9 @@ the global-batch gradient our token-weighted DataParallel computes. torch thread
 gives each rank cores / ranks).
 Timed: the training loop of each epoch (batch assembly, forward, backward with DDP's all-reduce,
 Adam), not data loading and not evaluation; a rank's epoch time is the maximum over the ranks.
-Output: one line per epoch "epoch E samples S seconds T samples_per_s X test_accuracy A".
+CPU time: each process's (all threads) over the same loop, summed over the ranks.
+Output: one line per epoch "epoch E samples S seconds T samples_per_s X test_accuracy A
+cpu_seconds C".
 """
 import argparse
 import gzip
@@ -76,6 +78,7 @@ def rank_main(rank, args, port):
         order = torch.randperm(count, generator=shuffle)
         dist.barrier()
         start = time.perf_counter()
+        cpu_start = time.process_time()  # this process, all its threads (gloo's included)
         samples = 0
         for b in range(batches):
             begin = b * args.batch
@@ -87,13 +90,16 @@ def rank_main(rank, args, port):
             optimizer.step()
             samples += size
         seconds = torch.tensor([time.perf_counter() - start], dtype=torch.float64)
+        cpu = torch.tensor([time.process_time() - cpu_start], dtype=torch.float64)
         dist.all_reduce(seconds, op=dist.ReduceOp.MAX)
+        dist.all_reduce(cpu, op=dist.ReduceOp.SUM)
         with torch.no_grad():
             accuracy = (model(test_x).argmax(1) == test_y).float().mean().item()
         if rank == 0:
             s = seconds.item()
             print(f"epoch {epoch} samples {samples} seconds {s:.3f} samples_per_s "
-                  f"{samples / s:.0f} test_accuracy {accuracy:.4f}", flush=True)
+                  f"{samples / s:.0f} test_accuracy {accuracy:.4f} cpu_seconds {cpu.item():.2f}",
+                  flush=True)
     dist.destroy_process_group()
 
 

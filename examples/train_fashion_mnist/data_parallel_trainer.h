@@ -12,6 +12,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdint>
+#include <ctime>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -65,7 +66,8 @@ struct TrainOptions {
   /// file), on the first attempt of the job only (attempt 0). -1: never.
   std::int64_t kill_after_step = -1;
   int kill_rank = 1;
-  int attempt = 0;  ///< how many times the job was restarted (RUCCL_RESTART_COUNT)
+  int attempt = 0;               ///< how many times the job was restarted (RUCCL_RESTART_COUNT)
+  bool rank_is_process = false;  ///< set by train_rank_in_process (what cpu_seconds counts)
 };
 
 /// One finished epoch.
@@ -77,6 +79,10 @@ struct EpochReport {
   double train_seconds = 0.0;   ///< training loop time of this epoch
   double samples_per_second = 0.0;
   double elapsed_seconds = 0.0;  ///< since training started (evaluation included)
+  /// CPU time of the epoch's training loop summed over the ranks: each process's whole CPU time
+  /// (all its threads) when ranks are processes, each rank thread's own when they are threads
+  /// (with --threads 1 that is all of the rank's work). A figure a busy machine barely changes.
+  double cpu_seconds = 0.0;
 };
 
 /// Receives progress from rank 0's thread (printing lives in main.cpp).
@@ -192,6 +198,13 @@ inline void check_options(const Dataset& train, const TrainOptions& options, int
   RUCCL_CHECK(train.count > 0, ValueError, "train: the training set is empty");
 }
 
+/// CPU seconds of this process (all threads) or of the calling thread.
+inline double cpu_now(bool whole_process) {
+  timespec t{};
+  clock_gettime(whole_process ? CLOCK_PROCESS_CPUTIME_ID : CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
 using Clock = std::chrono::steady_clock;
 inline double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
@@ -256,6 +269,7 @@ inline TrainResult train_rank(Communicator& comm, const Dataset& train, const Da
     const std::vector<std::int64_t> order =
         Tensor::randperm(train.count, shuffle).to_vector<std::int64_t>();
     const auto epoch_start = Clock::now();
+    const double epoch_cpu_start = cpu_now(options.rank_is_process);
     double pending_loss = 0.0;  // local loss sum since the last report
     std::int64_t pending_count = 0;
     double epoch_loss = 0.0;  // global, summed at reports
@@ -323,6 +337,11 @@ inline TrainResult train_rank(Communicator& comm, const Dataset& train, const Da
     er.epoch = epoch + 1;
     er.steps = steps;
     er.train_seconds = seconds_since(epoch_start);
+    er.cpu_seconds =
+        comm.all_reduce(
+                Tensor::from_vector<double>({cpu_now(options.rank_is_process) - epoch_cpu_start}),
+                ReduceOperation::Sum)
+            .item<double>();
     er.train_loss = epoch_loss / static_cast<double>(std::max<std::int64_t>(epoch_samples, 1));
     er.samples_per_second = static_cast<double>(epoch_samples) / er.train_seconds;
     if (options.evaluate) er.test_accuracy = evaluate(comm, *model, test);
@@ -368,7 +387,9 @@ inline TrainResult train_rank_in_process(Communicator& comm, const Dataset& trai
   cpu::set_num_threads(options.threads_per_rank > 0
                            ? options.threads_per_rank
                            : std::max(1, static_cast<int>(cores) / std::max(1, local_ranks)));
-  return detail::train_rank(comm, train, test, options, observer);
+  TrainOptions o = options;
+  o.rank_is_process = true;
+  return detail::train_rank(comm, train, test, o, observer);
 }
 
 }  // namespace ruccl::examples::fashion_mnist
