@@ -36,6 +36,15 @@ case $case_name in
     # The same accuracy line (it follows from the same parameters).
     diff <(grep -o "test accuracy [0-9.]*%" "$work/threads.log") \
          <(grep -o "test accuracy [0-9.]*%" "$work/processes.log") || fail "accuracy differs"
+    # Refusals: --ranks that contradicts the launcher; the kill hook on threads.
+    if "$ruccl_run" --nproc-per-node 2 "$train" --ranks 3 > "$work/ranks.log" 2>&1; then
+      fail "--ranks 3 under 2 processes succeeded"
+    fi
+    grep -q -- "--ranks 3 but the launcher started 2 ranks" "$work/ranks.log" ||
+      fail "no --ranks refusal: $(cat "$work/ranks.log")"
+    if "$train" --kill-after-step 3 > "$work/kill.log" 2>&1; then fail "the kill hook ran on threads"; fi
+    grep -q -- "--kill-after-step needs ranks that are processes" "$work/kill.log" ||
+      fail "no kill-hook refusal"
     echo "PASS: 2 processes under ruccl-run end with the in-process run's parameters, byte for byte"
     ;;
   torchrun)
