@@ -189,8 +189,8 @@ class ConsoleObserver : public fm::TrainObserver {
       std::cout << "  test accuracy " << std::setprecision(2) << 100.0 * r.test_accuracy << "%";
     }
     std::cout << "  " << std::setprecision(0) << r.samples_per_second << " samples/s  "
-              << std::setprecision(1) << r.elapsed_seconds << " s  cpu " << std::setprecision(2) << r.cpu_seconds << " s"
-              << std::endl;
+              << std::setprecision(1) << r.elapsed_seconds << " s  cpu " << std::setprecision(2)
+              << r.cpu_seconds << " s" << std::endl;
     if (csv_.is_open()) {
       csv_ << r.epoch << "," << r.steps << "," << std::fixed << std::setprecision(6) << r.train_loss
            << "," << std::setprecision(4) << r.test_accuracy << "," << std::setprecision(3)
