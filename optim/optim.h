@@ -3,6 +3,7 @@
 // parallelism and checkpoints.
 #include "optim/adam.h"
 #include "optim/checkpoint_error.h"
+#include "optim/checkpoint_series.h"
 #include "optim/data_parallel.h"
 #include "optim/gradients_accumulator.h"
 #include "optim/gradients_params.h"

@@ -5,7 +5,9 @@
 #include <cstring>
 #include <iostream>
 
+#include "collective/communicator.h"
 #include "examples/collective_training/two_rank_training.h"
+#include "examples/job_environment.h"
 #include "ruccl/config.h"
 #include "tensor/backend/backend.h"
 #if RUCCL_WITH_CUDA
@@ -43,10 +45,22 @@ int main(int argc, char** argv) {
   }
 #endif
   try {
-    const auto reports = ct::run_two_ranks(mode, argv[2], device);
+    // Under a launcher (ruccl-run --nproc-per-node 2) this process is one of the two ranks and
+    // prints its own lines; otherwise both ranks are threads of this process.
+    std::array<ct::RankReport, ct::kWorld> reports;
+    int first = 0, last = ct::kWorld;
+    if (ruccl::examples::environment_describes_job()) {
+      ruccl::Communicator comm = ruccl::Communicator::from_env(device);
+      first = comm.rank();
+      last = first + 1;
+      reports[static_cast<std::size_t>(first)] = ct::run_this_rank(comm, mode, argv[2]);
+    } else {
+      reports = ct::run_two_ranks(mode, argv[2], device);
+    }
     std::cout << "collective_training " << argv[1] << " " << argv[2] << ": 2 ranks on " << device
+              << (last - first == 1 ? " (processes)" : " (threads)")
               << ", SGD momentum 0.5, lr 0.125\n";
-    for (int r = 0; r < ct::kWorld; ++r) {
+    for (int r = first; r < last; ++r) {
       const auto& rep = reports[static_cast<std::size_t>(r)];
       std::cout << "rank " << r << " after step 1: " << ct::format_values(rep.after_step1)
                 << (mode == ct::Mode::Run ? " (saved)" : " (restored)") << "\n";

@@ -2,11 +2,12 @@
 // The logic of `collective_training run|resume DIR` (docs/training.md), header-only so that
 // tests/optim/collective_training_test.cpp runs exactly the code the example runs.
 //
-// Two ranks (threads), each with its own in-process Communicator and a Linear(2 -> 1) with weight
-// [[0.5, -0.25]] (ParamId 1) and bias [0.25] (ParamId 2); SGD with momentum 0.5, dampening 0,
-// lr 0.125; MSE (mean) loss; rank 0 sees x = [1, 2], y = 1 and rank 1 sees x = [-1, 1], y = 0;
-// gradients averaged with GradientsParams::all_reduce_with(comm, Mean). Every value involved is a
-// dyadic rational, so the results are exact:
+// Two ranks -- threads with in-process Communicators (run_two_ranks), or two processes started
+// by a launcher, each with Communicator::from_env() (run_this_rank) -- each with a Linear(2 -> 1)
+// with weight [[0.5, -0.25]] (ParamId 1) and bias [0.25] (ParamId 2); SGD with momentum 0.5,
+// dampening 0, lr 0.125; MSE (mean) loss; rank 0 sees x = [1, 2], y = 1 and rank 1 sees x = [-1,
+// 1], y = 0; gradients averaged with GradientsParams::all_reduce_with(comm, Mean). Every value
+// involved is a dyadic rational, so the results are exact:
 //   after step 1: (w0, w1, b) = [0.53125, 0.0, 0.40625]
 //   after step 2: (w0, w1, b) = [0.5390625, 0.15625, 0.5078125]
 #include <array>
@@ -158,6 +159,31 @@ inline RankReport resume_rank(Communicator& comm, const std::filesystem::path& d
   report.after_step2 = values_of(*model);
   expect_exact("after step 2", comm.rank(), report.after_step2, kAfterStep2);
   return report;
+}
+
+/// `run` on a rank of its own: checks on every rank that DIR does not exist, agrees on it (so no
+/// rank sees the folder another has just made), then rank 0 makes DIR and the ranks meet again
+/// before any writes there. `resume` needs nothing more. std::runtime_error naming DIR on every
+/// rank when it exists; std::runtime_error when the world size is not kWorld.
+inline RankReport run_this_rank(Communicator& comm, Mode mode, const std::filesystem::path& dir) {
+  if (comm.world_size() != kWorld) {
+    throw std::runtime_error(str("expected ", kWorld, " ranks, got a world of ", comm.world_size(),
+                                 " (start with ruccl-run --nproc-per-node ", kWorld, ")"));
+  }
+  if (mode == Mode::Resume) return resume_rank(comm, dir);
+  std::error_code ec;
+  const bool exists = std::filesystem::exists(dir, ec) || std::filesystem::is_symlink(dir, ec);
+  const auto seen = optim::all_gather_words(comm, {exists ? 1 : 0}, "run: DIR is new");
+  for (const auto& s : seen) {
+    if (s[0] != 0) {
+      throw std::runtime_error(str("run: ", dir,
+                                   " already exists; `run` needs a new directory (use `resume ",
+                                   dir.string(), "` to continue from it)"));
+    }
+  }
+  if (comm.rank() == 0) std::filesystem::create_directories(dir);
+  comm.barrier(CallOptions().with_label("run: DIR made"));
+  return run_rank(comm, dir);
 }
 
 /// Runs both ranks on threads (run_ranks) and joins them; rethrows the root cause if any rank

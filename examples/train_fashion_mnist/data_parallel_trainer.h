@@ -1,14 +1,18 @@
 #pragma once
 // The training loop of train_fashion_mnist, header-only so that tests/optim can run it on a tiny
-// synthetic dataset: an MLP trained data-parallel over N in-process ranks (threads) with
-// token-weighted DataParallel gradients (each rank's loss is a SUM over its shard of the global
-// batch; DataParallel divides by the global sample count), Adam or SGD, a seeded Generator that
-// shuffles the training set identically on every rank, and per-rank TrainingRecord checkpoints at
-// epoch ends.
+// synthetic dataset: an MLP trained data-parallel over N ranks -- threads of this process
+// (train()) or processes, one rank each (train_rank_in_process()) -- with token-weighted
+// DataParallel gradients (each rank's loss is a SUM over its shard of the global batch;
+// DataParallel divides by the global sample count), Adam or SGD, a seeded Generator that shuffles
+// the training set identically on every rank, and per-rank step checkpoints (CheckpointSeries)
+// every checkpoint_every steps and at epoch ends. Threads and processes give bit-identical
+// parameters for the same global batch (docs/training.md, "Processes and threads").
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <csignal>
 #include <cstdint>
+#include <ctime>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -26,6 +30,7 @@
 #include "examples/train_fashion_mnist/idx_dataset.h"
 #include "optim/adam.h"
 #include "optim/checkpoint_error.h"
+#include "optim/checkpoint_series.h"
 #include "optim/data_parallel.h"
 #include "optim/rank_agreement.h"
 #include "optim/sgd.h"
@@ -51,7 +56,18 @@ struct TrainOptions {
   bool record_step_losses = false;          ///< global loss of every step (tests)
   std::int64_t report_every = 25;           ///< progress (and loss all_reduce) interval
   std::filesystem::path checkpoint_dir;     ///< empty: no checkpoints
-  bool resume = false;                      ///< continue from checkpoint_dir
+  std::int64_t checkpoint_every = 0;        ///< also every N steps (0: at epoch ends only)
+  bool resume = false;                      ///< continue from checkpoint_dir (must hold one)
+  /// Continue from checkpoint_dir's newest common checkpoint when there is one, else start
+  /// afresh (what a job restarted by `ruccl-run --max-restarts` does).
+  bool resume_if_any = false;
+  /// Test hook: rank kill_rank SIGKILLs itself right after optimizer step kill_after_step (before
+  /// writing that step's checkpoint; when it is a checkpoint step, once rank 0 has written its
+  /// file), on the first attempt of the job only (attempt 0). -1: never.
+  std::int64_t kill_after_step = -1;
+  int kill_rank = 1;
+  int attempt = 0;               ///< how many times the job was restarted (RUCCL_RESTART_COUNT)
+  bool rank_is_process = false;  ///< set by train_rank_in_process (what cpu_seconds counts)
 };
 
 /// One finished epoch.
@@ -63,6 +79,10 @@ struct EpochReport {
   double train_seconds = 0.0;   ///< training loop time of this epoch
   double samples_per_second = 0.0;
   double elapsed_seconds = 0.0;  ///< since training started (evaluation included)
+  /// CPU time of the epoch's training loop summed over the ranks: each process's whole CPU time
+  /// (all its threads) when ranks are processes, each rank thread's own when they are threads
+  /// (with --threads 1 that is all of the rank's work). A figure a busy machine barely changes.
+  double cpu_seconds = 0.0;
 };
 
 /// Receives progress from rank 0's thread (printing lives in main.cpp).
@@ -73,8 +93,10 @@ class TrainObserver {
   virtual void on_progress(int /*epoch*/, std::int64_t /*batch*/, std::int64_t /*batches*/,
                            double /*loss*/, double /*samples_per_second*/) {}
   virtual void on_epoch(const EpochReport& /*report*/) {}
-  /// Training resumes after `epochs_done` epochs from checkpoint files.
-  virtual void on_resume(int /*epochs_done*/, std::int64_t /*steps*/) {}
+  /// Training resumes after `steps` optimizer steps (`epochs_done` whole epochs) from the newest
+  /// checkpoint every rank holds; `passed_over` is a newer step some rank (not all) had, or -1.
+  virtual void on_resume(int /*epochs_done*/, std::int64_t /*steps*/,
+                         std::int64_t /*passed_over*/) {}
 };
 
 /// What train() returns (from rank 0).
@@ -100,11 +122,6 @@ inline std::shared_ptr<nn::Sequential> make_mlp(std::int64_t features,
   model->push_back(std::make_shared<nn::Linear>(in, classes, gen));
   model->assign_param_ids(1);
   return model;
-}
-
-/// rank<r>.ckpt in `dir`.
-inline std::filesystem::path rank_checkpoint(const std::filesystem::path& dir, int rank) {
-  return dir / ("rank" + std::to_string(rank) + ".ckpt");
 }
 
 namespace detail {
@@ -151,6 +168,43 @@ inline double evaluate(Communicator& comm, nn::Module& model, const Dataset& dat
   return t[1] > 0 ? static_cast<double>(t[0]) / static_cast<double>(t[1]) : 0.0;
 }
 
+/// Ends this process at once with SIGKILL (the kill_after_step test hook).
+[[noreturn]] inline void kill_self() {
+  std::raise(SIGKILL);
+  std::abort();  // not reached: SIGKILL cannot be caught
+}
+
+/// Waits until `path` exists (a file renamed into place is complete), at most 60 s.
+inline void wait_for_file(const std::filesystem::path& path) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  std::error_code ec;
+  while (!std::filesystem::exists(path, ec) && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+/// The checks train() and train_rank_in_process() share. ValueError for bad options.
+inline void check_options(const Dataset& train, const TrainOptions& options, int ranks) {
+  RUCCL_CHECK(ranks >= 1, ValueError, "train: expected --ranks >= 1, got ", ranks);
+  RUCCL_CHECK(options.batch >= ranks, ValueError,
+              "train: expected a global batch >= the number of ranks (", ranks, "), got ",
+              options.batch);
+  RUCCL_CHECK(options.optimizer == "adam" || options.optimizer == "sgd", ValueError,
+              "train: expected optimizer 'adam' or 'sgd', got '", options.optimizer, "'");
+  RUCCL_CHECK(!(options.resume || options.resume_if_any) || !options.checkpoint_dir.empty(),
+              ValueError, "train: --resume needs --checkpoint-dir");
+  RUCCL_CHECK(options.checkpoint_every >= 0, ValueError,
+              "train: expected --checkpoint-every >= 0, got ", options.checkpoint_every);
+  RUCCL_CHECK(train.count > 0, ValueError, "train: the training set is empty");
+}
+
+/// CPU seconds of this process (all threads) or of the calling thread.
+inline double cpu_now(bool whole_process) {
+  timespec t{};
+  clock_gettime(whole_process ? CLOCK_PROCESS_CPUTIME_ID : CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
 using Clock = std::chrono::steady_clock;
 inline double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
@@ -170,59 +224,57 @@ inline TrainResult train_rank(Communicator& comm, const Dataset& train, const Da
     opt = std::make_unique<optim::Adam>();
   }
   Generator shuffle(options.seed + 1);  // the same stream on every rank
-  int first_epoch = 0;
   std::int64_t steps = 0;
+  const std::int64_t batch = options.batch;
+  std::int64_t batches = (train.count + batch - 1) / batch;
+  if (options.max_batches_per_epoch >= 0)
+    batches = std::min(batches, options.max_batches_per_epoch);
+  batches = std::max<std::int64_t>(batches, 1);
 
-  if (options.resume) {
-    // Every rank loads its file, then the ranks agree before any training collective.
-    std::optional<optim::TrainingRecord> record;
-    std::string failure;
-    try {
-      record = optim::TrainingRecord::load(rank_checkpoint(options.checkpoint_dir, rank));
-      if (record->caller().world_size != world) {
-        failure = str("checkpoint ", rank_checkpoint(options.checkpoint_dir, rank),
-                      " was written by a run with ", record->caller().world_size,
-                      " ranks; resume with --ranks ", record->caller().world_size);
-      } else {
-        record->check_rank_and_world({.rank = rank, .world_size = world});  // a swapped file
-      }
-    } catch (const optim::CheckpointError& e) {
-      failure = e.what();
+  std::optional<optim::CheckpointSeries> series;
+  if (!options.checkpoint_dir.empty()) {
+    std::filesystem::create_directories(options.checkpoint_dir);
+    series.emplace(options.checkpoint_dir, rank, world);
+  }
+  if (series && (options.resume || options.resume_if_any)) {
+    // Every rank verifies its files; the ranks resume from the newest step all of them hold.
+    std::int64_t newest_anywhere = -1;
+    std::optional<optim::TrainingRecord> record =
+        series->load_newest_common(comm, &newest_anywhere);
+    if (!record && options.resume) {
+      throw optim::CheckpointError(str("resume: ", options.checkpoint_dir,
+                                       " holds no checkpoint that every rank wrote and verified"));
     }
-    const auto ok = optim::all_gather_words(comm, {failure.empty() ? 1 : 0}, "resume: load");
-    if (!failure.empty()) throw optim::CheckpointError(failure);
-    for (int r = 0; r < world; ++r) {
-      if (ok[static_cast<std::size_t>(r)][0] == 0) {
-        throw optim::CheckpointError(str("rank ", r, " could not load its checkpoint ",
-                                         rank_checkpoint(options.checkpoint_dir, r)));
+    if (record) {
+      record->restore(*model, opt.get(), nullptr, nullptr, {.rank = rank, .world_size = world});
+      shuffle.set_state(record->caller().rng);  // as it was before this epoch's permutation
+      steps = record->caller().step;
+      if (report != nullptr) {
+        report->on_resume(static_cast<int>(steps / batches), steps,
+                          newest_anywhere > steps ? newest_anywhere : -1);
       }
     }
-    record->restore(*model, opt.get(), nullptr, nullptr, {.rank = rank, .world_size = world});
-    shuffle.set_state(record->caller().rng);
-    first_epoch = static_cast<int>(record->caller().data_position);
-    steps = record->caller().step;
-    if (report != nullptr) report->on_resume(first_epoch, steps);
+  } else if (series) {
+    series->remove_own();  // a fresh run: no file of an earlier run may be taken for ours
   }
   optim::DataParallel dp = optim::DataParallel::initialize(comm, *model, /*root=*/0);
 
   TrainResult result;
   const auto start = Clock::now();
-  const std::int64_t batch = options.batch;
-  std::int64_t batches = (train.count + batch - 1) / batch;
-  if (options.max_batches_per_epoch >= 0)
-    batches = std::min(batches, options.max_batches_per_epoch);
   const std::int64_t report_every =
       options.record_step_losses ? 1 : std::max<std::int64_t>(1, options.report_every);
 
-  for (int epoch = first_epoch; epoch < options.epochs; ++epoch) {
+  for (int epoch = static_cast<int>(steps / batches); epoch < options.epochs; ++epoch) {
+    const Generator::State epoch_rng = shuffle.state();  // what a mid-epoch checkpoint records
     const std::vector<std::int64_t> order =
         Tensor::randperm(train.count, shuffle).to_vector<std::int64_t>();
     const auto epoch_start = Clock::now();
+    const double epoch_cpu_start = cpu_now(options.rank_is_process);
     double pending_loss = 0.0;  // local loss sum since the last report
     std::int64_t pending_count = 0;
     double epoch_loss = 0.0;  // global, summed at reports
     std::int64_t epoch_samples = 0;
-    for (std::int64_t b = 0; b < batches; ++b) {
+    for (std::int64_t b = steps % batches; b < batches; ++b) {
       const std::int64_t begin = b * batch;
       const std::int64_t size = std::min(batch, train.count - begin);
       const std::int64_t lo = begin + size * rank / world;  // this rank's balanced shard
@@ -242,7 +294,28 @@ inline TrainResult train_rank(Communicator& comm, const Dataset& train, const Da
           dp.reduce(*model, grads, static_cast<double>(hi - lo));  // Σ G_r / Σ w_r
       opt->step(options.lr, *model, mean);
       ++steps;
-      if ((b + 1) % report_every == 0 || b + 1 == batches) {
+      const bool epoch_end = b + 1 == batches;
+      const bool checkpoint =
+          series &&
+          (epoch_end || (options.checkpoint_every > 0 && steps % options.checkpoint_every == 0));
+      if (steps == options.kill_after_step && rank == options.kill_rank && options.attempt == 0) {
+        // The test hook: no unwinding, no goodbye, like kill -9. At a checkpoint step, first
+        // let rank 0 finish its file (a checkpoint that only some ranks wrote).
+        if (checkpoint && rank != 0) wait_for_file(series->path(0, steps));
+        kill_self();
+      }
+      if (checkpoint) {
+        series->save(comm,
+                     optim::TrainingRecord::capture(
+                         *model, opt.get(), nullptr, nullptr,
+                         {.step = steps,
+                          .data_position = steps,  // batches consumed: epoch * batches + batch
+                          .rng = epoch_end ? shuffle.state() : epoch_rng,
+                          .rank = rank,
+                          .world_size = world}),
+                     steps);
+      }
+      if ((b + 1) % report_every == 0 || epoch_end) {
         const double global_loss =
             comm.all_reduce(Tensor::from_vector<double>({pending_loss}), ReduceOperation::Sum)
                 .item<double>();
@@ -264,18 +337,14 @@ inline TrainResult train_rank(Communicator& comm, const Dataset& train, const Da
     er.epoch = epoch + 1;
     er.steps = steps;
     er.train_seconds = seconds_since(epoch_start);
+    er.cpu_seconds =
+        comm.all_reduce(
+                Tensor::from_vector<double>({cpu_now(options.rank_is_process) - epoch_cpu_start}),
+                ReduceOperation::Sum)
+            .item<double>();
     er.train_loss = epoch_loss / static_cast<double>(std::max<std::int64_t>(epoch_samples, 1));
     er.samples_per_second = static_cast<double>(epoch_samples) / er.train_seconds;
     if (options.evaluate) er.test_accuracy = evaluate(comm, *model, test);
-    if (!options.checkpoint_dir.empty()) {
-      optim::TrainingRecord::capture(*model, opt.get(), nullptr, nullptr,
-                                     {.step = steps,
-                                      .data_position = epoch + 1,
-                                      .rng = shuffle.state(),
-                                      .rank = rank,
-                                      .world_size = world})
-          .save(rank_checkpoint(options.checkpoint_dir, rank));
-    }
     er.elapsed_seconds = seconds_since(start);
     result.epochs.push_back(er);
     if (report != nullptr) report->on_epoch(er);
@@ -287,22 +356,13 @@ inline TrainResult train_rank(Communicator& comm, const Dataset& train, const Da
 }  // namespace detail
 
 /// Trains on `options.ranks` threads and returns rank 0's result; rethrows the first rank's
-/// exception (the others are aborted, so none waits for a deadline). ValueError for bad options.
+/// exception (the others are aborted, so none waits for a deadline). ValueError for bad options
+/// (the kill_after_step hook needs processes: it would end every thread).
 inline TrainResult train(const Dataset& train, const Dataset& test, const TrainOptions& options,
                          TrainObserver* observer = nullptr) {
-  RUCCL_CHECK(options.ranks >= 1, ValueError, "train: expected --ranks >= 1, got ", options.ranks);
-  RUCCL_CHECK(options.batch >= options.ranks, ValueError,
-              "train: expected a global batch >= the "
-              "number of ranks (",
-              options.ranks, "), got ", options.batch);
-  RUCCL_CHECK(options.optimizer == "adam" || options.optimizer == "sgd", ValueError,
-              "train: expected optimizer 'adam' or 'sgd', got '", options.optimizer, "'");
-  RUCCL_CHECK(!options.resume || !options.checkpoint_dir.empty(), ValueError,
-              "train: --resume needs --checkpoint-dir");
-  RUCCL_CHECK(train.count > 0, ValueError, "train: the training set is empty");
-  if (!options.checkpoint_dir.empty() && !options.resume) {
-    std::filesystem::create_directories(options.checkpoint_dir);
-  }
+  detail::check_options(train, options, options.ranks);
+  RUCCL_CHECK(options.kill_after_step < 0, ValueError,
+              "train: --kill-after-step needs ranks that are processes (ruccl-run), got threads");
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   cpu::set_num_threads(options.threads_per_rank > 0
                            ? options.threads_per_rank
@@ -313,6 +373,23 @@ inline TrainResult train(const Dataset& train, const Dataset& test, const TrainO
     results[r] = detail::train_rank(comm, train, test, options, observer);
   });
   return results[0];
+}
+
+/// Trains this process's rank of a job whose every rank is a process (`comm` from
+/// Communicator::from_env(); options.ranks is ignored: the world size is comm's). The observer
+/// hears from rank 0 only. `local_ranks`: the ranks sharing this machine, which share its cores.
+/// Returns this rank's result (the parameters are the same on every rank).
+inline TrainResult train_rank_in_process(Communicator& comm, const Dataset& train,
+                                         const Dataset& test, const TrainOptions& options,
+                                         TrainObserver* observer = nullptr, int local_ranks = 1) {
+  detail::check_options(train, options, comm.world_size());
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  cpu::set_num_threads(options.threads_per_rank > 0
+                           ? options.threads_per_rank
+                           : std::max(1, static_cast<int>(cores) / std::max(1, local_ranks)));
+  TrainOptions o = options;
+  o.rank_is_process = true;
+  return detail::train_rank(comm, train, test, o, observer);
 }
 
 }  // namespace ruccl::examples::fashion_mnist

@@ -1,8 +1,10 @@
-// train_fashion_mnist: an MLP trained data-parallel on Fashion-MNIST over N in-process ranks.
+// train_fashion_mnist: an MLP trained data-parallel on Fashion-MNIST over N ranks: threads of
+// this process, or -- started by ruccl-run, torchrun, srun or mpirun -- one process per rank.
 //
 //   train_fashion_mnist [--ranks 2] [--epochs 10] [--batch 128] [--lr 0.001] [--optimizer adam]
 //                       [--hidden 512,512] [--seed 0] [--data DIR] [--metrics FILE]
-//                       [--checkpoint-dir DIR] [--resume] [--threads N]
+//                       [--checkpoint-dir DIR] [--checkpoint-every N] [--resume] [--threads N]
+//   ruccl-run --nproc-per-node 2 [--max-restarts 1] train_fashion_mnist [options]
 //
 // Data: Debian's dataset-fashion-mnist (/usr/share/datasets/fashion-mnist/*-idx?-ubyte.gz).
 #include <unistd.h>
@@ -12,10 +14,14 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
 
+#include "collective/communicator.h"
+#include "examples/job_environment.h"
 #include "examples/train_fashion_mnist/data_parallel_trainer.h"
+#include "optim/rank_agreement.h"
 
 namespace fm = ruccl::examples::fashion_mnist;
 
@@ -23,7 +29,9 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: train_fashion_mnist [options]\n"
-    "  --ranks N            data-parallel ranks (threads), default 2\n"
+    "  --ranks N            data-parallel ranks (threads), default 2; under a launcher\n"
+    "                       (ruccl-run, torchrun, srun, mpirun) every rank is a process and\n"
+    "                       the world size is the launcher's\n"
     "  --epochs N           epochs, default 10\n"
     "  --batch N            global batch size (split over the ranks), default 128\n"
     "  --lr X               learning rate, default 0.001\n"
@@ -35,12 +43,20 @@ constexpr const char* kUsage =
     "/usr/share/datasets/fashion-mnist\n"
     "  --metrics FILE       write a CSV line per epoch\n"
     "  --checkpoint-dir DIR save every rank's TrainingRecord after each epoch\n"
-    "  --resume             continue from --checkpoint-dir\n";
+    "  --checkpoint-every N also after every N steps (default 0: epoch ends only)\n"
+    "  --resume             continue from the newest checkpoint every rank holds in\n"
+    "                       --checkpoint-dir (a job restarted by ruccl-run does so by itself)\n"
+    "  --max-batches N      at most N batches per epoch (short runs)\n"
+    "  --save-parameters F  write the final parameters to F (raw F32, visit order)\n"
+    "  --kill-after-step K  test hook: rank --kill-rank (default 1) SIGKILLs itself after\n"
+    "                       step K, on a job's first attempt only (processes only)\n";
 
 struct Cli {
   fm::TrainOptions options;
   std::string data_dir = fm::kDefaultDataDir;
   std::string metrics;
+  std::string save_parameters;
+  bool ranks_given = false;
 };
 
 [[noreturn]] void usage_error(const std::string& message) {
@@ -74,6 +90,7 @@ Cli parse(int argc, char** argv) {
     const std::string value = argv[++i];
     if (flag == "--ranks") {
       cli.options.ranks = static_cast<int>(to_int(flag, value));
+      cli.ranks_given = true;
     } else if (flag == "--epochs") {
       cli.options.epochs = static_cast<int>(to_int(flag, value));
     } else if (flag == "--batch") {
@@ -102,6 +119,16 @@ Cli parse(int argc, char** argv) {
       cli.metrics = value;
     } else if (flag == "--checkpoint-dir") {
       cli.options.checkpoint_dir = value;
+    } else if (flag == "--checkpoint-every") {
+      cli.options.checkpoint_every = to_int(flag, value);
+    } else if (flag == "--max-batches") {
+      cli.options.max_batches_per_epoch = to_int(flag, value);
+    } else if (flag == "--save-parameters") {
+      cli.save_parameters = value;
+    } else if (flag == "--kill-after-step") {
+      cli.options.kill_after_step = to_int(flag, value);
+    } else if (flag == "--kill-rank") {
+      cli.options.kill_rank = static_cast<int>(to_int(flag, value));
     } else {
       usage_error("unknown option " + flag);
     }
@@ -118,6 +145,8 @@ Cli parse(int argc, char** argv) {
   if (cli.options.resume && cli.options.checkpoint_dir.empty()) {
     usage_error("--resume needs --checkpoint-dir");
   }
+  if (cli.options.checkpoint_every < 0) usage_error("--checkpoint-every must be >= 0");
+  if (cli.options.max_batches_per_epoch == 0) usage_error("--max-batches must be >= 1");
   return cli;
 }
 
@@ -134,8 +163,13 @@ class ConsoleObserver : public fm::TrainObserver {
                 "elapsed_seconds\n";
     }
   }
-  void on_resume(int epochs_done, std::int64_t steps) override {
-    std::cout << "resuming after epoch " << epochs_done << " (step " << steps << ")\n";
+  void on_resume(int epochs_done, std::int64_t steps, std::int64_t passed_over) override {
+    std::cout << "resuming at step " << steps << " (" << epochs_done
+              << " whole epochs) from the newest checkpoint every rank wrote and verified";
+    if (passed_over >= 0) {
+      std::cout << " (step " << passed_over << " passed over: not every rank wrote it)";
+    }
+    std::cout << "\n";
   }
   void on_progress(int epoch, std::int64_t batch, std::int64_t batches, double loss,
                    double samples_per_second) override {
@@ -155,7 +189,8 @@ class ConsoleObserver : public fm::TrainObserver {
       std::cout << "  test accuracy " << std::setprecision(2) << 100.0 * r.test_accuracy << "%";
     }
     std::cout << "  " << std::setprecision(0) << r.samples_per_second << " samples/s  "
-              << std::setprecision(1) << r.elapsed_seconds << " s" << std::endl;
+              << std::setprecision(1) << r.elapsed_seconds << " s  cpu " << std::setprecision(2)
+              << r.cpu_seconds << " s" << std::endl;
     if (csv_.is_open()) {
       csv_ << r.epoch << "," << r.steps << "," << std::fixed << std::setprecision(6) << r.train_loss
            << "," << std::setprecision(4) << r.test_accuracy << "," << std::setprecision(3)
@@ -169,31 +204,83 @@ class ConsoleObserver : public fm::TrainObserver {
   std::ofstream csv_;
 };
 
+/// The parameters' bytes in visit order: written to `path` (when not empty) and hashed.
+std::uint64_t save_parameters(const std::vector<ruccl::Tensor>& parameters,
+                              const std::string& path) {
+  std::string bytes;
+  std::int64_t values = 0;
+  for (const ruccl::Tensor& p : parameters) {
+    const ruccl::Tensor c = p.contiguous();
+    const std::vector<float> v = c.to_vector<float>();
+    bytes.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
+    values += static_cast<std::int64_t>(v.size());
+  }
+  if (!path.empty()) {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    if (!out) throw std::runtime_error("cannot write the parameters file " + path);
+  }
+  const std::uint64_t hash = ruccl::optim::fnv1a(bytes);
+  std::cout << "final parameters: " << values << " values, FNV-1a 0x" << std::hex
+            << std::setfill('0') << std::setw(16) << hash << std::dec << std::setfill(' ') << "\n";
+  return hash;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  const Cli cli = parse(argc, argv);
+  Cli cli = parse(argc, argv);
   try {
+    // Processes when a launcher describes a job, threads of this process otherwise.
+    std::optional<ruccl::Communicator> comm;
+    int local_ranks = 1;
+    if (ruccl::examples::environment_describes_job()) {
+      const ruccl::LaunchEnv job = ruccl::read_launch_env();
+      if (cli.ranks_given && cli.options.ranks != job.world_size) {
+        usage_error(ruccl::str("--ranks ", cli.options.ranks, " but the launcher started ",
+                               job.world_size, " ranks (", ruccl::describe(job),
+                               "); leave --ranks out under a launcher"));
+      }
+      cli.options.ranks = job.world_size;
+      cli.options.attempt = job.restart_count;
+      // A restarted job continues from its checkpoints (or starts afresh when there is none).
+      cli.options.resume_if_any = job.restart_count > 0 && !cli.options.checkpoint_dir.empty();
+      local_ranks = job.local_world_size;
+      comm = ruccl::Communicator::from_env();
+    } else if (cli.options.kill_after_step >= 0) {
+      usage_error("--kill-after-step needs ranks that are processes (start under ruccl-run)");
+    }
+    const bool lead = !comm || comm->rank() == 0;  // only rank 0 prints
     const auto load_start = std::chrono::steady_clock::now();
     const fm::Dataset train = fm::read_split(cli.data_dir, "train");
     const fm::Dataset test = fm::read_split(cli.data_dir, "t10k");
     const double load_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
     const auto& o = cli.options;
-    std::cout << "Fashion-MNIST: " << train.count << " training and " << test.count
-              << " test images (loaded in " << std::fixed << std::setprecision(1) << load_seconds
-              << " s)\nMLP " << train.features;
-    for (std::int64_t h : o.hidden) std::cout << "-" << h;
-    std::cout << "-" << train.classes << ", " << o.optimizer << " lr " << std::defaultfloat << o.lr
-              << ", global batch " << o.batch << " over " << o.ranks << " data-parallel rank(s), "
-              << o.epochs << " epochs\n";
-    ConsoleObserver observer(cli.metrics, o.resume);
-    const fm::TrainResult result = fm::train(train, test, o, &observer);
-    if (!result.epochs.empty()) {
-      const auto& last = result.epochs.back();
-      std::cout << "done: test accuracy " << std::fixed << std::setprecision(2)
-                << 100.0 * last.test_accuracy << "% after " << last.epoch << " epochs, "
-                << std::setprecision(1) << last.elapsed_seconds << " s of training\n";
+    if (lead) {
+      std::cout << "Fashion-MNIST: " << train.count << " training and " << test.count
+                << " test images (loaded in " << std::fixed << std::setprecision(1) << load_seconds
+                << " s)\nMLP " << train.features;
+      for (std::int64_t h : o.hidden) std::cout << "-" << h;
+      std::cout << "-" << train.classes << ", " << o.optimizer << " lr " << std::defaultfloat
+                << o.lr << ", global batch " << o.batch << " over " << o.ranks
+                << " data-parallel rank(s) (" << (comm ? "processes" : "threads") << "), "
+                << o.epochs << " epochs\n";
+    }
+    std::optional<ConsoleObserver> observer;
+    if (lead) observer.emplace(cli.metrics, o.resume || o.resume_if_any);
+    const fm::TrainResult result =
+        comm ? fm::train_rank_in_process(*comm, train, test, o, observer ? &*observer : nullptr,
+                                         local_ranks)
+             : fm::train(train, test, o, &*observer);
+    if (lead) {
+      if (!result.epochs.empty()) {
+        const auto& last = result.epochs.back();
+        std::cout << "done: test accuracy " << std::fixed << std::setprecision(2)
+                  << 100.0 * last.test_accuracy << "% after " << last.epoch << " epochs, "
+                  << std::setprecision(1) << last.elapsed_seconds << " s of training\n";
+      }
+      save_parameters(result.parameters, cli.save_parameters);
     }
     return 0;
   } catch (const std::exception& e) {

@@ -97,5 +97,57 @@ TEST_CASE(
   }
   // Another rank count is refused on every rank, with the reason.
   o.ranks = 3;
-  CHECK_THROWS_WITH(fm::train(train, test, o), Catch::Contains("resume with --ranks 2"));
+  CHECK_THROWS_WITH(fm::train(train, test, o), Catch::Contains("resume with 2 ranks"));
+}
+
+namespace {
+
+/// Copies the checkpoint folder once, when rank 0 reports `at_step` (the step's checkpoint is
+/// agreed by then): what a job killed right after that step would leave.
+class SnapshotAt : public fm::TrainObserver {
+ public:
+  SnapshotAt(std::int64_t at_step, std::filesystem::path from, std::filesystem::path to)
+      : at_(at_step), from_(std::move(from)), to_(std::move(to)) {}
+  void on_progress(int, std::int64_t, std::int64_t, double, double) override {
+    if (++steps_ == at_) std::filesystem::copy(from_, to_);
+  }
+  int resumed_steps = -1;
+  void on_resume(int, std::int64_t steps, std::int64_t) override {
+    resumed_steps = static_cast<int>(steps);
+  }
+
+ private:
+  std::int64_t at_, steps_ = 0;
+  std::filesystem::path from_, to_;
+};
+
+}  // namespace
+
+TEST_CASE(
+    "the trainer resumed mid-epoch from a step checkpoint matches the uninterrupted run "
+    "bit for bit",
+    "[optim]") {
+  const fm::Dataset train = synthetic(90, 1);
+  const fm::Dataset test = synthetic(40, 2);
+  ScratchDir dir;
+  fm::TrainOptions o = tiny_options(2);  // 5 batches per epoch, a step report after each
+  o.epochs = 3;
+  o.checkpoint_dir = dir / "ckpt";
+  o.checkpoint_every = 3;
+  SnapshotAt snapshot(7, dir / "ckpt", dir / "at7");  // steps 3, 5 (epoch end), 6: the newest is 6
+  const fm::TrainResult straight = fm::train(train, test, o, &snapshot);
+  REQUIRE(std::filesystem::exists(dir / "at7" / "rank1-step6.ckpt"));
+  CHECK_FALSE(std::filesystem::exists(dir / "at7" / "rank0-step5.ckpt"));  // pruned after 6
+
+  o.checkpoint_dir = dir / "at7";
+  o.resume = true;
+  SnapshotAt observer(-1, {}, {});
+  const fm::TrainResult resumed = fm::train(train, test, o, &observer);
+  CHECK(observer.resumed_steps == 6);  // epoch 2, batch 2 of 5
+  REQUIRE(resumed.epochs.size() == 2);
+  CHECK(resumed.epochs.front().epoch == 2);
+  CHECK(resumed.epochs.back().steps == 15);
+  for (std::size_t i = 0; i < straight.parameters.size(); ++i) {
+    REQUIRE_THAT(resumed.parameters[i], TensorEqual(straight.parameters[i]));
+  }
 }

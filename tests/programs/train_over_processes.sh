@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# The main job over processes (docs/training.md, "Processes and threads"; "Resuming after a kill").
+#   train_over_processes.sh CASE TRAIN_FASHION_MNIST RUCCL_RUN WORKDIR
+# CASE:
+#   ruccl-run    the same short run as 2 threads and as 2 processes under ruccl-run: the final
+#                parameters must be byte-identical
+#   torchrun     the same with torchrun's variables (RANK, WORLD_SIZE, LOCAL_RANK,
+#                LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT) set by hand for two processes
+#   kill-resume  rank 1 SIGKILLs itself after step 15 (a checkpoint step: rank 0 writes step 15,
+#                rank 1 never does) under ruccl-run --max-restarts 1; the restarted job must
+#                resume at step 10, the newest step BOTH ranks wrote, pass over step 15, and end
+#                byte-identical to an uninterrupted run
+# Prints "PASS: ..." and exits 0, or says what differed and exits 1.
+set -euo pipefail
+case_name=$1 train=$2 ruccl_run=$3 work=$4
+rm -rf "$work" && mkdir -p "$work"
+# A short run of the real job: default model (784-512-512-10, Adam), global batch 128, the real
+# data; 2 epochs of 20 batches so that the kill lands mid-epoch and the resume crosses an epoch.
+short=(--epochs 2 --max-batches 20 --threads 1)
+
+fail() { echo "FAIL: $*"; exit 1; }
+same() {  # same FILE_A FILE_B WHAT
+  [[ -s $1 && -s $2 ]] || fail "$3: a parameters file is missing or empty"
+  cmp "$1" "$2" || fail "$3: the final parameters differ from the in-process run"
+}
+
+"$train" "${short[@]}" --ranks 2 --save-parameters "$work/threads.bin" > "$work/threads.log"
+grep -q "(threads)" "$work/threads.log" || fail "the baseline did not run on threads"
+
+case $case_name in
+  ruccl-run)
+    "$ruccl_run" --nproc-per-node 2 "$train" "${short[@]}" \
+      --save-parameters "$work/processes.bin" | tee "$work/processes.log"
+    grep -q "^\[0\] .*(processes)" "$work/processes.log" || fail "ruccl-run did not run processes"
+    same "$work/threads.bin" "$work/processes.bin" "ruccl-run --nproc-per-node 2"
+    # The same accuracy line (it follows from the same parameters).
+    diff <(grep -o "test accuracy [0-9.]*%" "$work/threads.log") \
+         <(grep -o "test accuracy [0-9.]*%" "$work/processes.log") || fail "accuracy differs"
+    # Refusals: --ranks that contradicts the launcher; the kill hook on threads.
+    if "$ruccl_run" --nproc-per-node 2 "$train" --ranks 3 > "$work/ranks.log" 2>&1; then
+      fail "--ranks 3 under 2 processes succeeded"
+    fi
+    grep -q -- "--ranks 3 but the launcher started 2 ranks" "$work/ranks.log" ||
+      fail "no --ranks refusal: $(cat "$work/ranks.log")"
+    if "$train" --kill-after-step 3 > "$work/kill.log" 2>&1; then fail "the kill hook ran on threads"; fi
+    grep -q -- "--kill-after-step needs ranks that are processes" "$work/kill.log" ||
+      fail "no kill-hook refusal"
+    echo "PASS: 2 processes under ruccl-run end with the in-process run's parameters, byte for byte"
+    ;;
+  torchrun)
+    port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    pids=()
+    for rank in 0 1; do
+      env RANK=$rank WORLD_SIZE=2 LOCAL_RANK=$rank LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 \
+        MASTER_PORT="$port" TORCHELASTIC_RUN_ID="ruccl-test-$$" \
+        timeout 120 "$train" "${short[@]}" --save-parameters "$work/rank$rank.bin" \
+        > "$work/rank$rank.log" 2>&1 &
+      pids+=($!)
+    done
+    status=0
+    for pid in "${pids[@]}"; do wait "$pid" || status=$?; done
+    cat "$work/rank0.log" "$work/rank1.log"
+    [[ $status == 0 ]] || fail "a rank exited with status $status"
+    grep -q "(processes)" "$work/rank0.log" || fail "torchrun's variables did not give processes"
+    [[ ! -s $work/rank1.log ]] || fail "rank 1 printed something (only rank 0 reports)"
+    same "$work/threads.bin" "$work/rank0.bin" "torchrun-style variables"
+    echo "PASS: 2 processes from torchrun's variables end with the in-process run's parameters"
+    ;;
+  kill-resume)
+    set +e
+    "$ruccl_run" --nproc-per-node 2 --max-restarts 1 "$train" "${short[@]}" \
+      --checkpoint-dir "$work/ckpt" --checkpoint-every 5 --kill-after-step 15 \
+      --save-parameters "$work/resumed.bin" > "$work/resumed.log" 2>&1
+    status=$?
+    set -e
+    cat "$work/resumed.log"
+    [[ $status == 0 ]] || fail "the restarted job exited with status $status"
+    grep -q "rank 1 (pid [0-9]*) was killed by signal 9" "$work/resumed.log" ||
+      fail "rank 1 was not killed by SIGKILL"
+    grep -q "restarting the job (restart 1 of 1)" "$work/resumed.log" || fail "no restart"
+    grep -q "^\[0\] resuming at step 10 (0 whole epochs) .*(step 15 passed over: not every rank wrote it)" \
+      "$work/resumed.log" || fail "the job did not resume at step 10, passing over step 15"
+    same "$work/threads.bin" "$work/resumed.bin" "killed and resumed"
+    # What is left: the last agreed step of each rank, nothing else.
+    left=$(cd "$work/ckpt" && ls | sort | tr '\n' ' ')
+    [[ $left == "rank0-step40.ckpt rank1-step40.ckpt " ]] || fail "checkpoints left: $left"
+    echo "PASS: killed at step 15, resumed at step 10, byte-identical to the uninterrupted run"
+    ;;
+  *) fail "unknown case $case_name" ;;
+esac
