@@ -155,8 +155,16 @@ std::shared_ptr<NodeLevel> NodeLevel::connect(const CollectiveConfig& config,
     return ea.host != eb.host ? ea.host < eb.host : ea.port < eb.port;
   });
   // Every node checks the same records in the same order: every node raises the same error.
+  // The serving node waits (within the deadline) until every node has read the records before
+  // it raises one, since its process may end right after and take the store with it.
+  const std::string read_key = level->prefix_ + "read";
+  store->add(read_key, 1);
+  const bool serving = net::parse_endpoint(*config.global_address).host == *config.node_address;
   auto fail = [&](CollectiveErrorKind kind, const std::string& message) {
     CollectiveError error(kind, message);
+    while (serving && !deadline.expired() && store->add(read_key, 0) < num_nodes) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
     try {
       store->compare_set(error_key, StoreValue{}, [&] {
         const std::string bytes = encode_error(error);

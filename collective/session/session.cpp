@@ -87,6 +87,8 @@ CommunicatorOptions options_from(const CollectiveConfig& config) {
         return Algorithm::Tree;
       case Strategy::Kind::Ring:
         return Algorithm::Ring;
+      case Strategy::Kind::Auto:
+        return Algorithm::Auto;
     }
     return Algorithm::Auto;
   };

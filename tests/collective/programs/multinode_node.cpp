@@ -9,13 +9,14 @@
 //   multinode_node SCENARIO NODES GLOBAL_ADDR NODE_ADDR PORT DEVICES FIRST TOTAL [odd]
 //
 // PeerIds over all nodes are 0 .. TOTAL-1; peer p contributes (p + 1) * (i % 7 + 1) at index i.
-// Scenarios: results (Sum/Mean/Prod/Max in F32, F64 and I64, a large ring all_reduce, reduce to
-// peer TOTAL-1, broadcast from peer 0, each checked in closed form), loop (all_reduce 4 MiB until
-// an error; "started" once), and mismatches where a node given `odd` differs: shape, dtype, op,
-// kind, config, no_sender, two_senders, bad_root (and local_shape, local_two_senders, int_mean:
-// inside the odd node).
+// Scenarios: results[_ring|_tree|_centralized] (global strategies; Sum/Mean/Prod/Max in F32, F64
+// and I64, a large ring all_reduce, reduce to peer TOTAL-1, broadcast from peer 0, each checked in
+// closed form), loop (all_reduce 4 MiB until an error; "started" once), and mismatches where a node
+// given `odd` differs: shape, dtype, op, kind, config, no_sender, two_senders, bad_root (and
+// local_shape, local_two_senders, int_mean: inside the odd node).
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -134,8 +135,7 @@ void run_scenario(const Args& a, PeerId id) {
   }
   if (s == "no_sender") broadcast(id, std::nullopt);
   if (s == "two_senders") {
-    const bool sender = p == a.first && (a.odd || a.first == 0);
-    broadcast(id, sender ? std::optional<Tensor>(t) : std::nullopt);
+    broadcast(id, p == a.first ? std::optional<Tensor>(t) : std::nullopt);  // one per node
   }
   if (s == "local_shape") {
     all_reduce(id, a.odd && p == a.first + 1 ? contribution(p, 17, DType::F32) : t,
@@ -183,6 +183,16 @@ int main(int argc, char** argv) {
                                 .with_node_address(a.node_address)
                                 .with_data_service_port(a.port)
                                 .with_timeout(std::chrono::seconds(30));
+  // results_ring, results_tree, results_centralized: every global strategy set to that one.
+  const std::map<std::string, Strategy> strategies = {
+      {"results_ring", Strategy::ring()},
+      {"results_tree", Strategy::tree(2)},
+      {"results_centralized", Strategy::centralized()}};
+  if (const auto it = strategies.find(a.scenario); it != strategies.end()) {
+    config = config.with_global_all_reduce_strategy(it->second)
+                 .with_global_reduce_strategy(it->second)
+                 .with_global_broadcast_strategy(it->second);
+  }
   if (a.scenario == "config" && a.odd)
     config = config.with_global_all_reduce_strategy(Strategy::tree(3));
   std::mutex mutex;
@@ -195,7 +205,7 @@ int main(int argc, char** argv) {
       try {
         register_peer(id, Device::cpu(), config);
         std::uint64_t digest = 0;
-        if (a.scenario == "results") {
+        if (a.scenario.rfind("results", 0) == 0) {
           digest = run_results(a, id);
         } else {
           run_scenario(a, id);
