@@ -100,7 +100,7 @@ CollectiveConfig one_node(int devices, const std::string& global, std::uint16_t 
       .with_timeout(std::chrono::seconds(20));
 }
 
-TEST_CASE("a one-node global level runs in one process, session after session",
+TEST_CASE("a one-node global level runs in one process session after session",
           "[collective][session][multinode]") {
   const std::string global = str("127.0.0.1:", testing::free_port_on("127.0.0.1"));
   for (int session = 0; session < 3; ++session) {
