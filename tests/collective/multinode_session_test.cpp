@@ -148,6 +148,23 @@ TEST_CASE("a global store nobody serves makes registration time out naming its a
   reset_collective();
 }
 
+TEST_CASE("a node that never comes makes registration time out on every peer",
+          "[collective][session][multinode]") {
+  const std::string global = str("127.0.0.1:", testing::free_port_on("127.0.0.1"));
+  const CollectiveConfig config = one_node(2, global, testing::free_port_on("127.0.0.1"))
+                                      .with_num_nodes(2)
+                                      .with_timeout(std::chrono::milliseconds(300));
+  auto out = testing::run_ranks(2, [&](int r) {
+    register_peer(PeerId(static_cast<std::uint32_t>(r)), Device::cpu(), config);
+  });
+  for (const auto& o : out) {
+    INFO(o.message());
+    CHECK(testing::error_kind(o) == CollectiveErrorKind::Timeout);
+    CHECK(o.message().find("waiting for 2 nodes") != std::string::npos);
+  }
+  reset_collective();
+}
+
 TEST_CASE("registered sessions over two and three node processes give exact results on every peer",
           "[collective][session][multinode]") {
   std::set<std::string> two;
