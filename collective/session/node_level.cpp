@@ -99,8 +99,8 @@ std::string encode_error(const CollectiveError& e);
 std::optional<CollectiveError> decode_error(const StoreValue& bytes);
 
 std::shared_ptr<NodeLevel> NodeLevel::connect(const CollectiveConfig& config,
-                                              const std::vector<PeerId>& local_peers,
-                                              Device device) {
+                                              const std::vector<PeerId>& local_peers, Device device,
+                                              const std::atomic<bool>& cancelled) {
   const Deadline deadline = Deadline::after(config.timeout, "register_peer (nodes)");
   std::shared_ptr<NodeLevel> level(new NodeLevel());
   level->config_ = config;
@@ -128,6 +128,11 @@ std::shared_ptr<NodeLevel> NodeLevel::connect(const CollectiveConfig& config,
   for (int n = 0; n < num_nodes; ++n) keys.push_back(str(level->prefix_, "node/", n));
   const std::string error_key = level->prefix_ + "error";
   while (!store->check(keys)) {
+    if (cancelled.load()) {
+      throw CollectiveError(CollectiveErrorKind::Aborted,
+                            "register_peer: reset_collective() was called while waiting for the "
+                            "other nodes");
+    }
     if (store->check({error_key})) {
       throw *decode_error(store->get(error_key, deadline));
     }

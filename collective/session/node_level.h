@@ -14,6 +14,7 @@
 // node) is published in the store under the session's error key (the first one wins) and the
 // global and local groups are failed; the leaders of the other nodes read the key when they see
 // the abort, so every peer of every node raises the error with its own kind.
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -41,8 +42,10 @@ class NodeLevel {
   /// Throws CollectiveError: RegistrationParamsMismatch (a config differs between nodes),
   /// DuplicateRegistration (a PeerId on two nodes), InvalidConfig (two nodes with the same
   /// node_address:data_service_port, a bad address), Timeout (nodes that never came), PeerLost.
+  /// `cancelled` (reset_collective) is polled while the nodes are awaited: Aborted.
   static std::shared_ptr<NodeLevel> connect(const CollectiveConfig& config,
-                                            const std::vector<PeerId>& local_peers, Device device);
+                                            const std::vector<PeerId>& local_peers, Device device,
+                                            const std::atomic<bool>& cancelled);
 
   int node_rank() const { return node_rank_; }
   int num_nodes() const { return static_cast<int>(nodes_.size()); }

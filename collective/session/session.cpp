@@ -5,6 +5,7 @@
 // go through the NodeLevel.
 #include "collective/session/session.h"
 
+#include <atomic>
 #include <condition_variable>
 #include <map>
 #include <memory>
@@ -28,6 +29,7 @@ struct Session {
   std::map<PeerId, int> ranks;
   std::optional<CollectiveError> failure;           // a failed round: every waiting peer raises it
   bool connecting = false;                          // the local round is complete, the nodes meet
+  std::atomic<bool> cancelled{false};               // reset_collective while the nodes meet
   std::shared_ptr<session_detail::NodeLevel> node;  // the global level (multi-node only)
 };
 
@@ -160,8 +162,8 @@ void Registry::register_peer(PeerId id, Device device, const CollectiveConfig& c
     std::optional<CollectiveError> error;
     lock.unlock();
     try {
-      session->node =
-          session_detail::NodeLevel::connect(config, local_peers, session->pending.begin()->second);
+      session->node = session_detail::NodeLevel::connect(
+          config, local_peers, session->pending.begin()->second, session->cancelled);
     } catch (const CollectiveError& e) {
       error = e;
     }
@@ -252,6 +254,7 @@ void Registry::reset() {
     if (current_->node) current_->node->abort("reset_collective() was called on a node");
     for (auto& [id, comm] : current_->comms) comm.abort("reset_collective() was called");
   } else {
+    current_->cancelled = true;
     current_->failure =
         CollectiveError(CollectiveErrorKind::Aborted,
                         "register_peer: reset_collective() was called while waiting "

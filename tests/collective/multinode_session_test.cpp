@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <thread>
 
 #include "collective/session/session.h"
 #include "tests/collective/node_process.h"
@@ -163,6 +164,28 @@ TEST_CASE("a node that never comes makes registration time out on every peer",
     CHECK(o.message().find("waiting for 2 nodes") != std::string::npos);
   }
   reset_collective();
+}
+
+TEST_CASE("reset_collective while the nodes meet fails every registering peer with Aborted",
+          "[collective][session][multinode]") {
+  const std::string global = str("127.0.0.1:", testing::free_port_on("127.0.0.1"));
+  const CollectiveConfig config =
+      one_node(2, global, testing::free_port_on("127.0.0.1")).with_num_nodes(2);
+  const auto started = std::chrono::steady_clock::now();
+  std::thread resetter([] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    reset_collective();
+  });
+  auto out = testing::run_ranks(2, [&](int r) {
+    register_peer(PeerId(static_cast<std::uint32_t>(r)), Device::cpu(), config);
+  });
+  resetter.join();
+  for (const auto& o : out) {
+    INFO(o.message());
+    CHECK(testing::error_kind(o) == CollectiveErrorKind::Aborted);
+  }
+  // Well before the 20 s registration deadline.
+  CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(5));
 }
 
 TEST_CASE("registered sessions over two and three node processes give exact results on every peer",
