@@ -49,6 +49,11 @@ const CommunicatorOptions& Communicator::options() const { return core().options
 
 bool Communicator::finished() const { return core().transport().failed(); }
 
+std::optional<CollectiveError> Communicator::failure() const {
+  if (core_ == nullptr || !core_->transport().failed()) return std::nullopt;
+  return core_->transport().failure();
+}
+
 void Communicator::abort(const std::string& reason) {
   if (core_ == nullptr) return;
   core_->transport().fail(CollectiveError(

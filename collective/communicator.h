@@ -99,6 +99,9 @@ class Communicator {
   void abort(const std::string& reason);
   /// Whether an error or abort has finished the group.
   bool finished() const;
+  /// The error that finished the group (its first failure, with its own kind: later calls raise
+  /// Aborted naming it), or nullopt while the group is not finished.
+  std::optional<CollectiveError> failure() const;
 
  private:
   std::shared_ptr<CommunicatorCore> core_;

@@ -16,6 +16,8 @@ std::string Strategy::to_string() const {
       return "tree(" + std::to_string(arity_) + ")";
     case Kind::Ring:
       return "ring";
+    case Kind::Auto:
+      return "auto";
   }
   return "unknown";
 }

@@ -23,18 +23,21 @@ std::ostream& operator<<(std::ostream& out, PeerId id);
 /// How one level (local devices, or nodes) runs a collective.
 class Strategy {
  public:
-  enum class Kind : unsigned char { Centralized, Tree, Ring };
+  enum class Kind : unsigned char { Centralized, Tree, Ring, Auto };
   /// One peer gathers, reduces and sends the result back.
   static Strategy centralized() { return Strategy(Kind::Centralized, 0); }
   /// A tree of the given arity (>= 2; else the config is invalid).
   static Strategy tree(int arity) { return Strategy(Kind::Tree, arity); }
   /// Ring reduce-scatter + all-gather in balanced chunks.
   static Strategy ring() { return Strategy(Kind::Ring, 0); }
+  /// The transport's choice by size (Algorithm::Auto): in process direct; over TCP (the global
+  /// level) direct below CommunicatorOptions::ring_threshold_bytes (256 KiB), ring at or above.
+  static Strategy automatic() { return Strategy(Kind::Auto, 0); }
 
   Kind kind() const { return kind_; }
   /// The tree arity (0 unless kind() == Tree).
   int arity() const { return arity_; }
-  /// "centralized", "tree(2)", "ring".
+  /// "centralized", "tree(2)", "ring", "auto".
   std::string to_string() const;
   friend bool operator==(const Strategy&, const Strategy&) = default;
 
@@ -45,7 +48,8 @@ class Strategy {
 };
 
 /// Configuration of a registered session. Default-constructed = the defaults: 1 device, local
-/// strategies tree(2), no multi-node level, 300 s timeout. Builders return a modified copy:
+/// strategies tree(2), no multi-node level (its strategies: automatic()), 300 s timeout. Builders
+/// return a modified copy:
 ///
 ///   auto config = CollectiveConfig().with_num_devices(4)
 ///                     .with_local_all_reduce_strategy(Strategy::ring());
@@ -82,9 +86,9 @@ class CollectiveConfig {
   std::optional<std::string> global_address;
   std::optional<std::string> node_address;
   std::optional<std::uint16_t> data_service_port;
-  Strategy global_all_reduce_strategy = Strategy::ring();
-  Strategy global_reduce_strategy = Strategy::tree(2);
-  Strategy global_broadcast_strategy = Strategy::tree(2);
+  Strategy global_all_reduce_strategy = Strategy::automatic();
+  Strategy global_reduce_strategy = Strategy::automatic();
+  Strategy global_broadcast_strategy = Strategy::automatic();
   std::chrono::milliseconds timeout{std::chrono::seconds(300)};
 };
 

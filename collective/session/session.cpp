@@ -1,8 +1,11 @@
 // The registered session API: one process-wide registry of peers. Registration rounds gather
 // config.num_devices peers, then build an in-process group (ranks in PeerId order); the session
-// calls forward to that peer's Communicator.
+// calls forward to that peer's Communicator. With the global level configured (num_nodes ...),
+// the thread that completes the round also meets the other nodes (node_level.h) and the calls
+// go through the NodeLevel.
 #include "collective/session/session.h"
 
+#include <atomic>
 #include <condition_variable>
 #include <map>
 #include <memory>
@@ -11,6 +14,7 @@
 
 #include "collective/communicator.h"
 #include "collective/in_process_group.h"
+#include "collective/session/node_level.h"
 
 namespace ruccl {
 
@@ -23,7 +27,10 @@ struct Session {
   bool formed = false;
   std::map<PeerId, Communicator> comms;  // peers still in the session
   std::map<PeerId, int> ranks;
-  std::optional<CollectiveError> failure;  // a failed round: every waiting peer raises it
+  std::optional<CollectiveError> failure;           // a failed round: every waiting peer raises it
+  bool connecting = false;                          // the local round is complete, the nodes meet
+  std::atomic<bool> cancelled{false};               // reset_collective while the nodes meet
+  std::shared_ptr<session_detail::NodeLevel> node;  // the global level (multi-node only)
 };
 
 /// What a session call needs, copied out under the registry lock.
@@ -31,6 +38,7 @@ struct PeerHandle {
   Communicator comm;
   CollectiveConfig config;
   std::map<PeerId, int> ranks;
+  std::shared_ptr<session_detail::NodeLevel> node;
 };
 
 class Registry {
@@ -81,6 +89,8 @@ CommunicatorOptions options_from(const CollectiveConfig& config) {
         return Algorithm::Tree;
       case Strategy::Kind::Ring:
         return Algorithm::Ring;
+      case Strategy::Kind::Auto:
+        return Algorithm::Auto;
     }
     return Algorithm::Auto;
   };
@@ -112,17 +122,9 @@ void Registry::register_peer(PeerId id, Device device, const CollectiveConfig& c
     fail_round(error);
     throw error;
   }
-  if (config.is_multi_node()) {
-    CollectiveError error(
-        CollectiveErrorKind::Unsupported,
-        str(who,
-            ": the multi-node (global) level needs the TCP transport, which is not built "
-            "yet; leave num_nodes, global_address, node_address and data_service_port unset"));
-    fail_round(error);
-    throw error;
-  }
-  if (current_ && current_->formed) {
-    if (current_->comms.count(id) != 0 || current_->ranks.count(id) != 0) {
+  if (current_ && (current_->formed || current_->connecting)) {
+    if (current_->comms.count(id) != 0 || current_->ranks.count(id) != 0 ||
+        current_->pending.count(id) != 0) {
       throw CollectiveError(CollectiveErrorKind::DuplicateRegistration,
                             str(who, ": already registered in the running session"));
     }
@@ -152,6 +154,33 @@ void Registry::register_peer(PeerId id, Device device, const CollectiveConfig& c
     throw error;
   }
   session->pending.emplace(id, device);
+  if (static_cast<int>(session->pending.size()) == config.num_devices && config.is_multi_node()) {
+    // Meet the other nodes without the lock (the local peers wait for `connecting` to end).
+    session->connecting = true;
+    std::vector<PeerId> local_peers;
+    for (const auto& [peer, d] : session->pending) local_peers.push_back(peer);
+    std::optional<CollectiveError> error;
+    lock.unlock();
+    try {
+      session->node = session_detail::NodeLevel::connect(
+          config, local_peers, session->pending.begin()->second, session->cancelled);
+    } catch (const CollectiveError& e) {
+      error = e;
+    }
+    lock.lock();
+    session->connecting = false;
+    if (!error && current_ != session) {
+      session->node->abort("reset_collective() was called while the nodes met");
+      error = CollectiveError(CollectiveErrorKind::Aborted,
+                              str(who, ": reset_collective() was called while the nodes met"));
+    }
+    if (error) {
+      session->failure = error;
+      if (current_ == session) current_.reset();
+      changed_.notify_all();
+      throw *error;
+    }
+  }
   if (static_cast<int>(session->pending.size()) == config.num_devices) {
     std::vector<Device> devices;
     std::vector<std::uint64_t> ids;  // errors name the PeerIds the callers chose, not ranks
@@ -173,11 +202,14 @@ void Registry::register_peer(PeerId id, Device device, const CollectiveConfig& c
     return;
   }
   const auto deadline = std::chrono::steady_clock::now() + config.timeout;
-  const bool done = changed_.wait_until(lock, deadline, [&] {
+  auto settled = [&] {
     return session->formed || session->failure.has_value() || current_ != session;
-  });
-  if (session->formed) return;
+  };
+  bool done = changed_.wait_until(lock, deadline, settled);
+  // The nodes meeting has its own deadline (config.timeout from the last local arrival).
+  while (!done && session->connecting) done = changed_.wait_for(lock, config.timeout, settled);
   if (session->failure) throw *session->failure;
+  if (session->formed) return;
   if (current_ != session) {
     throw CollectiveError(CollectiveErrorKind::Aborted,
                           str(who, ": reset_collective() was called while waiting for peers"));
@@ -199,7 +231,7 @@ PeerHandle Registry::peer(PeerId id, const char* op) {
                               "): this peer is not registered in a running session "
                               "(call register_peer first)"));
   }
-  return PeerHandle{current_->comms.at(id), current_->config, current_->ranks};
+  return PeerHandle{current_->comms.at(id), current_->config, current_->ranks, current_->node};
 }
 
 void Registry::finish(PeerId id) {
@@ -219,8 +251,10 @@ void Registry::reset() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!current_) return;
   if (current_->formed) {
+    if (current_->node) current_->node->abort("reset_collective() was called on a node");
     for (auto& [id, comm] : current_->comms) comm.abort("reset_collective() was called");
   } else {
+    current_->cancelled = true;
     current_->failure =
         CollectiveError(CollectiveErrorKind::Aborted,
                         "register_peer: reset_collective() was called while waiting "
@@ -238,16 +272,19 @@ void register_peer(PeerId id, Device device, const CollectiveConfig& config) {
 
 Tensor all_reduce(PeerId id, const Tensor& t, ReduceOperation op) {
   PeerHandle peer = Registry::instance().peer(id, "all_reduce");
+  if (peer.node) return peer.node->all_reduce(peer.comm, t, op);
   return peer.comm.all_reduce(t, op, call_for(peer.config.local_all_reduce_strategy));
 }
 
 Tensor broadcast(PeerId id, const std::optional<Tensor>& t) {
   PeerHandle peer = Registry::instance().peer(id, "broadcast");
+  if (peer.node) return peer.node->broadcast(peer.comm, t);
   return peer.comm.broadcast_from_sender(t, call_for(peer.config.local_broadcast_strategy));
 }
 
 std::optional<Tensor> reduce(PeerId id, const Tensor& t, ReduceOperation op, PeerId root) {
   PeerHandle peer = Registry::instance().peer(id, "reduce");
+  if (peer.node) return peer.node->reduce(peer.comm, t, op, root);
   CallOptions call = call_for(peer.config.local_reduce_strategy);
   const auto it = peer.ranks.find(root);
   if (it == peer.ranks.end()) {

@@ -9,6 +9,14 @@
 //
 // Peers get ranks in increasing PeerId order. Errors of a failed operation reach every caller of
 // that operation (CollectiveError); after one, the session is finished: call reset_collective().
+//
+// Several nodes (one process each, num_devices peers on each): set num_nodes, global_address
+// ("host:port" of the session store, served by the node whose node_address is that host),
+// node_address (the address this node's TCP listener binds) and data_service_port (its port)
+// on every node. Local peers reduce in process, node leaders (each node's lowest PeerId) run
+// the collective over TCP with the global strategies, then hand the result back locally; Mean
+// divides by the number of peers over every node (docs/collectives.md, "Registered session
+// API").
 #include <optional>
 
 #include "collective/reduce_operation.h"
@@ -19,12 +27,14 @@
 namespace ruccl {
 
 /// Registers `id` on `device`; blocks until config.num_devices peers have registered (deadline:
-/// config.timeout). Errors: InvalidConfig (config not valid), Unsupported (multi-node level: the
-/// TCP level is not built yet), DuplicateRegistration, RegistrationParamsMismatch (raised on
-/// every waiting peer), Timeout, Aborted (reset_collective ran meanwhile).
+/// config.timeout; multi-node: then until every node came, within config.timeout). Errors:
+/// InvalidConfig (config not valid), DuplicateRegistration (also a PeerId on two nodes),
+/// RegistrationParamsMismatch (configs differ between peers or nodes; raised on every waiting
+/// peer of every node), Timeout (peers or nodes that never came), PeerLost (the session store
+/// or a node went away), Aborted (reset_collective ran meanwhile).
 void register_peer(PeerId id, Device device, const CollectiveConfig& config);
 
-/// All-reduce among the registered peers (Mean divides by the number of peers).
+/// All-reduce among the registered peers (Mean divides by the number of peers, over all nodes).
 Tensor all_reduce(PeerId id, const Tensor& t, ReduceOperation op);
 
 /// Broadcast: exactly one peer passes a tensor; every peer gets it.

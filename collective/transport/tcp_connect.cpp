@@ -100,7 +100,7 @@ std::unique_ptr<TcpTransport> TcpTransport::connect(Store& store, int rank, int 
 
   net::Socket listener;
   if (rank + 1 < world_size) {
-    listener = net::listen_tcp(host, 0, std::max(128, 2 * world_size));
+    listener = net::listen_tcp(host, options.listen_port, std::max(128, 2 * world_size));
     store.set(address_key(options, rank), net::local_endpoint(listener).to_string());
   }
 

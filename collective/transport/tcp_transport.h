@@ -35,6 +35,9 @@ struct TcpTransportOptions {
   /// The address this rank listens on; "" = net::default_listen_host() ($RUCCL_SOCKET_IFNAME's
   /// address, else loopback).
   std::string listen_host;
+  /// The port this rank listens on; 0 = one the kernel picks (a fixed port: a firewall rule, the
+  /// registered API's data_service_port).
+  std::uint16_t listen_port = 0;
   /// Store keys are "<store_prefix>/<key>" (one store can serve several groups).
   std::string store_prefix = "ruccl/tcp";
   /// How long connecting the mesh may take (every rank must arrive within it).

@@ -133,17 +133,6 @@ TEST_CASE("registration errors reach every registering peer", "[collective]") {
     });
     for (auto& o : out) REQUIRE(error_kind(o) == Kind::InvalidConfig);
   }
-  SECTION("a valid multi-node config is refused until the TCP level exists") {
-    const CollectiveConfig multi = config_for(1)
-                                       .with_num_nodes(2)
-                                       .with_global_address("127.0.0.1:9000")
-                                       .with_node_address("127.0.0.1:9001")
-                                       .with_data_service_port(9002);
-    REQUIRE(multi.is_valid());
-    auto out = run_ranks(1, [&](int) { register_peer(PeerId(0), Device::cpu(), multi); });
-    REQUIRE(error_kind(out[0]) == Kind::Unsupported);
-    REQUIRE(out[0].message().find("TCP") != std::string::npos);
-  }
   SECTION("too few peers: a timeout listing who registered") {
     auto out = run_ranks(2, [](int i) {
       register_peer(PeerId(i), Device::cpu(), config_for(3).with_timeout(50ms));
