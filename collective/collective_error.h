@@ -55,6 +55,20 @@ class CollectiveError : public Error {
   CollectiveError(CollectiveErrorKind kind, const std::string& message, std::vector<int> ranks = {})
       : Error(message), kind_(kind), ranks_(std::move(ranks)) {}
 
+  /// Copies own their message: std::runtime_error's copies share one reference-counted buffer,
+  /// and the same error is raised on several threads of a rank (every local peer of a failed
+  /// session), whose copies must not share state a sanitizer cannot see synchronised.
+  CollectiveError(const CollectiveError& other)
+      : Error(std::string(other.what())), kind_(other.kind_), ranks_(other.ranks_) {}
+  CollectiveError& operator=(const CollectiveError& other) {
+    if (this != &other) {
+      Error::operator=(Error(std::string(other.what())));
+      kind_ = other.kind_;
+      ranks_ = other.ranks_;
+    }
+    return *this;
+  }
+
   /// The machine-readable reason.
   CollectiveErrorKind kind() const { return kind_; }
   /// The ranks the error is about (see the constructor); sorted, may be empty.

@@ -357,6 +357,7 @@ TEMPLATE_TEST_CASE("a rank leaving after its last call does not disturb the othe
     auto out = run_group_with(TestType::make, 4, [](Communicator& comm) {
       return comm.broadcast(Tensor::full({1000}, 7.0), 0);
     });
-    for (auto& o : out) REQUIRE(o.value().template to_vector<float>() == std::vector<float>(1000, 7.0f));
+    for (auto& o : out)
+      REQUIRE(o.value().template to_vector<float>() == std::vector<float>(1000, 7.0f));
   }
 }

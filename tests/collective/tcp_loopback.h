@@ -71,10 +71,10 @@ inline std::vector<Communicator> make_tcp_loopback_group_with_faults(
   for (int r = 0; r < world; ++r) {
     TcpTransport* tcp = transports[static_cast<std::size_t>(r)].get();
     FaultHooks hooks{[tcp] { tcp->sever(); }, [tcp](int peer) { tcp->cut_link(peer); }};
-    comms.emplace_back(std::make_unique<FaultInjectingTransport>(
-                           std::move(transports[static_cast<std::size_t>(r)]), plans(r),
-                           std::move(hooks), false),
-                       Device::cpu(), options);
+    comms.emplace_back(
+        std::make_unique<FaultInjectingTransport>(
+            std::move(transports[static_cast<std::size_t>(r)]), plans(r), std::move(hooks), false),
+        Device::cpu(), options);
   }
   return comms;
 }

@@ -4,7 +4,6 @@
 // socket: tcp_malformed_frame_test.cpp; processes and kill -9: tcp_process_test.cpp.
 #include <catch2/catch.hpp>
 
-#include <atomic>
 #include <chrono>
 #include <cstring>
 
@@ -35,14 +34,17 @@ std::vector<std::uint8_t> bytes_of(const Tensor& t) {
 std::vector<std::vector<std::uint8_t>> all_reduce_bytes(std::vector<Communicator> comms,
                                                         std::int64_t count, DType dtype,
                                                         ReduceOperation op, Algorithm algorithm) {
+  // Catch2's assertions are not thread-safe: ranks record, the test thread checks.
   std::vector<std::vector<std::uint8_t>> out(comms.size());
+  std::vector<int> unchanged(comms.size(), 0);
   run_ranks(std::move(comms), [&](Communicator& comm) {
     const Tensor in = random_input(comm.rank(), count, dtype);
     const Tensor before = in.clone();
     const Tensor result = comm.all_reduce(in, op, CallOptions().with_algorithm(algorithm));
-    CHECK(bytes_of(in) == bytes_of(before));  // the input is never modified
+    unchanged[static_cast<std::size_t>(comm.rank())] = bytes_of(in) == bytes_of(before);
     out[static_cast<std::size_t>(comm.rank())] = bytes_of(result);
   });
+  CHECK(unchanged == std::vector<int>(unchanged.size(), 1));  // inputs are never modified
   return out;
 }
 
@@ -69,24 +71,36 @@ TEST_CASE("tcp all_reduce is bit-identical to the in-process transport for every
 TEST_CASE("tcp data movement collectives and point-to-point deliver exact rows",
           "[collective][tcp]") {
   const int world = 3;
+  struct Seen {
+    std::vector<double> gathered, broadcast;
+    std::vector<std::int64_t> shard;
+    std::vector<float> a2a, received;
+  };
+  std::vector<Seen> seen(
+      world);  // ranks record, the test thread checks (Catch2 is not thread-safe)
   run_ranks(make_tcp_loopback_group(world, short_timeout()), [&](Communicator& comm) {
     const int r = comm.rank();
+    Seen& mine_seen = seen[static_cast<std::size_t>(r)];
     const Tensor mine = Tensor::full(Shape{2, 3}, static_cast<double>(r), DType::F64);
-    const Tensor gathered = comm.all_gather(mine);
-    REQUIRE(gathered.shape() == Shape{6, 3});
-    for (int i = 0; i < 6; ++i)
-      CHECK(gathered.to_vector<double>()[static_cast<std::size_t>(i * 3)] == i / 2);
-    const Tensor b = comm.broadcast(r == 1 ? mine : Tensor(), 1);
-    CHECK(b.to_vector<double>() == std::vector<double>(6, 1.0));
-    const Tensor rows = Tensor::arange(0, 6, 1, DType::I64);
-    const Tensor shard = comm.reduce_scatter(rows, ReduceOperation::Sum);
-    CHECK(shard.to_vector<std::int64_t>() == std::vector<std::int64_t>{2 * r * 3, (2 * r + 1) * 3});
-    const Tensor a2a = comm.all_to_all(Tensor::full(Shape{3}, static_cast<double>(r), DType::F32));
-    CHECK(a2a.to_vector<float>() == std::vector<float>{0, 1, 2});
+    mine_seen.gathered = comm.all_gather(mine).to_vector<double>();
+    mine_seen.broadcast = comm.broadcast(r == 1 ? mine : Tensor(), 1).to_vector<double>();
+    mine_seen.shard = comm.reduce_scatter(Tensor::arange(0, 6, 1, DType::I64), ReduceOperation::Sum)
+                          .to_vector<std::int64_t>();
+    mine_seen.a2a = comm.all_to_all(Tensor::full(Shape{3}, static_cast<double>(r), DType::F32))
+                        .to_vector<float>();
     if (r == 0) comm.send(Tensor::full(Shape{4}, 7.0, DType::F32), 2);
-    if (r == 2) CHECK(comm.recv(0).to_vector<float>() == std::vector<float>(4, 7.0f));
+    if (r == 2) mine_seen.received = comm.recv(0).to_vector<float>();
     comm.barrier();
   });
+  for (int r = 0; r < world; ++r) {
+    const Seen& got = seen[static_cast<std::size_t>(r)];
+    REQUIRE(got.gathered.size() == 18);
+    for (int i = 0; i < 6; ++i) CHECK(got.gathered[static_cast<std::size_t>(i * 3)] == i / 2);
+    CHECK(got.broadcast == std::vector<double>(6, 1.0));
+    CHECK(got.shard == std::vector<std::int64_t>{2 * r * 3, (2 * r + 1) * 3});
+    CHECK(got.a2a == std::vector<float>{0, 1, 2});
+  }
+  CHECK(seen[2].received == std::vector<float>(4, 7.0f));
 }
 
 TEST_CASE("tcp agreement mismatch raises the right kind on every rank", "[collective][tcp]") {
@@ -121,13 +135,14 @@ TEST_CASE("tcp deadline names the rank that never arrived", "[collective][tcp]")
   auto comms = make_tcp_loopback_group(3, short_timeout(std::chrono::milliseconds(300)));
   std::vector<std::string> messages(3);
   std::vector<std::vector<int>> ranks(3);
+  std::vector<CollectiveErrorKind> kinds(3, CollectiveErrorKind::Unsupported);
   std::vector<std::thread> threads;
   for (int r = 0; r < 2; ++r) {  // rank 2 never calls
     threads.emplace_back([&, r] {
       try {
         comms[static_cast<std::size_t>(r)].all_reduce(Tensor::ones(Shape{8}, DType::F32));
       } catch (const CollectiveError& e) {
-        CHECK(e.kind() == CollectiveErrorKind::Timeout);
+        kinds[static_cast<std::size_t>(r)] = e.kind();
         messages[static_cast<std::size_t>(r)] = e.what();
         ranks[static_cast<std::size_t>(r)] = e.ranks();
       }
@@ -136,6 +151,7 @@ TEST_CASE("tcp deadline names the rank that never arrived", "[collective][tcp]")
   for (auto& t : threads) t.join();
   for (int r = 0; r < 2; ++r) {
     INFO(messages[static_cast<std::size_t>(r)]);
+    CHECK(kinds[static_cast<std::size_t>(r)] == CollectiveErrorKind::Timeout);
     CHECK(ranks[static_cast<std::size_t>(r)] == std::vector<int>{2});
     CHECK_THAT(messages[static_cast<std::size_t>(r)], Catch::Contains("rank(s) [2]"));
   }
@@ -144,7 +160,8 @@ TEST_CASE("tcp deadline names the rank that never arrived", "[collective][tcp]")
 
 TEST_CASE("tcp abort from another thread wakes every rank promptly", "[collective][tcp]") {
   auto comms = make_tcp_loopback_group(3, short_timeout(std::chrono::seconds(30)));
-  std::atomic<int> failed{0};
+  std::vector<CollectiveErrorKind> kinds(3, CollectiveErrorKind::Unsupported);
+  std::vector<std::string> messages(3);
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::thread> threads;
   for (int r = 0; r < 3; ++r) {
@@ -157,14 +174,16 @@ TEST_CASE("tcp abort from another thread wakes every rank promptly", "[collectiv
         }
         comms[static_cast<std::size_t>(r)].all_reduce(Tensor::ones(Shape{1000}, DType::F32));
       } catch (const CollectiveError& e) {
-        CHECK(e.kind() == CollectiveErrorKind::Aborted);
-        CHECK_THAT(e.what(), Catch::Contains("operator asked"));
-        ++failed;
+        kinds[static_cast<std::size_t>(r)] = e.kind();
+        messages[static_cast<std::size_t>(r)] = e.what();
       }
     });
   }
   for (auto& t : threads) t.join();
-  CHECK(failed == 2);
+  for (const int r : {1, 2}) {
+    CHECK(kinds[static_cast<std::size_t>(r)] == CollectiveErrorKind::Aborted);
+    CHECK_THAT(messages[static_cast<std::size_t>(r)], Catch::Contains("operator asked"));
+  }
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
 }
 
@@ -172,12 +191,14 @@ TEST_CASE("tcp rank that leaves fails its waiting peers with PeerLost naming it"
           "[collective][tcp]") {
   auto comms = make_tcp_loopback_group(2, short_timeout(std::chrono::seconds(30)));
   std::string message;
+  CollectiveErrorKind kind = CollectiveErrorKind::Unsupported;
+  std::vector<int> lost;
   std::thread waiter([&] {
     try {
       comms[0].all_reduce(Tensor::ones(Shape{4}, DType::F32));
     } catch (const CollectiveError& e) {
-      CHECK(e.kind() == CollectiveErrorKind::PeerLost);
-      CHECK(e.ranks() == std::vector<int>{1});
+      kind = e.kind();
+      lost = e.ranks();
       message = e.what();
     }
   });
@@ -186,6 +207,8 @@ TEST_CASE("tcp rank that leaves fails its waiting peers with PeerLost naming it"
   comms[1] = Communicator();  // destroys rank 1's transport: a Goodbye, then close
   waiter.join();
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(2));
+  CHECK(kind == CollectiveErrorKind::PeerLost);
+  CHECK(lost == std::vector<int>{1});
   CHECK_THAT(message, Catch::Contains("rank 1"));
 }
 
