@@ -8,6 +8,20 @@ std::ostream& operator<<(std::ostream& out, PeerId id) {
   return out << "PeerId(" << id.value << ")";
 }
 
+Algorithm Strategy::algorithm() const {
+  switch (kind_) {
+    case Kind::Centralized:
+      return Algorithm::Centralized;
+    case Kind::Tree:
+      return Algorithm::Tree;
+    case Kind::Ring:
+      return Algorithm::Ring;
+    case Kind::Auto:
+      return Algorithm::Auto;
+  }
+  return Algorithm::Auto;
+}
+
 std::string Strategy::to_string() const {
   switch (kind_) {
     case Kind::Centralized:

@@ -7,6 +7,8 @@
 #include <ostream>
 #include <string>
 
+#include "collective/call_options.h"
+
 namespace ruccl {
 
 /// A participant of the registered session API (one per device/thread).
@@ -39,6 +41,8 @@ class Strategy {
   int arity() const { return arity_; }
   /// "centralized", "tree(2)", "ring", "auto".
   std::string to_string() const;
+  /// The Communicator algorithm that runs this strategy (the arity is arity()).
+  Algorithm algorithm() const;
   friend bool operator==(const Strategy&, const Strategy&) = default;
 
  private:

@@ -49,23 +49,9 @@ const char* session_op_name(std::int64_t code) {
   return "?";
 }
 
-Algorithm algorithm_of(const Strategy& s) {
-  switch (s.kind()) {
-    case Strategy::Kind::Centralized:
-      return Algorithm::Centralized;
-    case Strategy::Kind::Tree:
-      return Algorithm::Tree;
-    case Strategy::Kind::Ring:
-      return Algorithm::Ring;
-    case Strategy::Kind::Auto:
-      return Algorithm::Auto;
-  }
-  return Algorithm::Auto;
-}
-
 CallOptions call_with(const Strategy& s, const char* label) {
   CallOptions call;
-  call.with_algorithm(algorithm_of(s), s.kind() == Strategy::Kind::Tree ? s.arity() : 0);
+  call.with_algorithm(s.algorithm(), s.kind() == Strategy::Kind::Tree ? s.arity() : 0);
   return call.with_label(label);
 }
 

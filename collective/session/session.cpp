@@ -81,24 +81,11 @@ std::string ids_text(const std::map<PeerId, Device>& peers) {
 }
 
 CommunicatorOptions options_from(const CollectiveConfig& config) {
-  auto algorithm = [](const Strategy& s) {
-    switch (s.kind()) {
-      case Strategy::Kind::Centralized:
-        return Algorithm::Centralized;
-      case Strategy::Kind::Tree:
-        return Algorithm::Tree;
-      case Strategy::Kind::Ring:
-        return Algorithm::Ring;
-      case Strategy::Kind::Auto:
-        return Algorithm::Auto;
-    }
-    return Algorithm::Auto;
-  };
   CommunicatorOptions o;
   o.timeout = config.timeout;
-  o.all_reduce_algorithm = algorithm(config.local_all_reduce_strategy);
-  o.reduce_algorithm = algorithm(config.local_reduce_strategy);
-  o.broadcast_algorithm = algorithm(config.local_broadcast_strategy);
+  o.all_reduce_algorithm = config.local_all_reduce_strategy.algorithm();
+  o.reduce_algorithm = config.local_reduce_strategy.algorithm();
+  o.broadcast_algorithm = config.local_broadcast_strategy.algorithm();
   return o;
 }
 
