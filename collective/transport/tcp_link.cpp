@@ -102,7 +102,6 @@ LinkStep TcpLink::flush() {
       iov[count++] = {const_cast<std::uint8_t*>(s.data + s.frame_begin + s.payload_sent),
                       length - s.payload_sent};
     }
-    if (count == 0) continue;  // an empty frame fully written: start_frame moves on
     msghdr msg{};
     msg.msg_iov = iov;
     msg.msg_iovlen = static_cast<std::size_t>(count);

@@ -74,6 +74,12 @@ void TcpTransport::fail_and_throw(const CollectiveError& error) {
   throw_failure();
 }
 
+void TcpTransport::fail_from_current_exception(const Deadline& deadline) noexcept {
+  control_->fail(current_exception_as_collective_error(
+      str(call_name(deadline), ": ", options_.names.name(rank_)), rank_));
+  withdraw_sends();
+}
+
 void TcpTransport::withdraw_sends() noexcept {
   // Sends are written by this thread only, so forgetting them is immediate: no peer reads this
   // rank's memory (the kernel copied what was written).
@@ -362,9 +368,7 @@ void TcpTransport::recv_with(int peer, std::uint64_t tag, std::size_t nbytes,
     try {
       consume(offset, staging_.data(), n);
     } catch (...) {
-      control_->fail(current_exception_as_collective_error(
-          str(call_name(deadline), ": ", options_.names.name(rank_)), rank_));
-      withdraw_sends();
+      fail_from_current_exception(deadline);
       throw;
     }
     offset += n;
@@ -396,9 +400,7 @@ void TcpTransport::recv_all_with(std::span<const int> peers, std::uint64_t tag,
       offset += n;
     } while (offset < total);
   } catch (...) {
-    control_->fail(current_exception_as_collective_error(
-        str(call_name(deadline), ": ", options_.names.name(rank_)), rank_));
-    withdraw_sends();
+    fail_from_current_exception(deadline);
     throw;
   }
 }

@@ -139,6 +139,9 @@ class TcpTransport final : public Transport {
   /// Fails the group with `error` and throws it (sends withdrawn first).
   [[noreturn]] void fail_and_throw(const CollectiveError& error);
   [[noreturn]] void throw_failure();
+  /// A consumer threw: fails the group with that exception, then withdraws this rank's sends.
+  /// Call inside a catch block.
+  void fail_from_current_exception(const Deadline& deadline) noexcept;
   /// The link's step result: throws PeerLost when the peer closed the connection.
   void check_step(int peer, LinkStep step);
   std::string call_name(const Deadline& deadline) const;
