@@ -162,51 +162,49 @@ void InProcessTransport::wait_for(Ready&& ready, Missing&& missing, const Deadli
     return false;
   };
   // A condition that woke the wait may be gone when it is read again (a peer's point-to-point
-  // state moved on): then wait again, until something holds or the deadline passes.
+  // state moved on, a lost rank's record arrived after all): then wait again. Timeout only when
+  // the deadline really passed.
   for (;;) {
     const bool done = hub_->bell().wait(
         [&] {
           return ready() || hub_->failed() || missing_gone() || (any_p2p() && !deadlock().empty());
         },
         deadline, hub_->policy());
-    if (ready() || hub_->failed() || !done || deadline.expired() || missing_gone() ||
-        !deadlock().empty()) {
-      break;
+    if (ready()) return;
+    if (hub_->failed()) throw_failure();
+    if (const std::string why = deadlock(); !why.empty()) {
+      hub_->fail(CollectiveError(CollectiveErrorKind::CollectiveKindMismatch,
+                                 str(call_name(deadline), ": ", why, ": the calls can never match"),
+                                 {}));
+      throw_failure();
     }
-  }
-  if (ready()) return;
-  if (hub_->failed()) throw_failure();
-  if (const std::string why = deadlock(); !why.empty()) {
-    hub_->fail(CollectiveError(CollectiveErrorKind::CollectiveKindMismatch,
-                               str(call_name(deadline), ": ", why, ": the calls can never match"),
-                               {}));
+    const std::vector<int> absent = missing();
+    std::vector<int> gone;
+    bool any_cut = false;
+    for (int r : absent) {
+      if (!lost(r)) continue;
+      gone.push_back(r);
+      any_cut = any_cut || !hub_->rank_state(r).gone.load(std::memory_order_acquire);
+    }
+    if (!gone.empty()) {
+      hub_->fail(CollectiveError(
+          CollectiveErrorKind::PeerLost,
+          str(call_name(deadline), ": ", hub_->names().name(rank_), " lost ",
+              hub_->names().list(gone),
+              any_cut ? " (the link was cut)" : " (their communicator was destroyed)",
+              " while waiting for ", what),
+          gone));
+      throw_failure();
+    }
+    if (done && !deadline.expired()) continue;
+    hub_->fail(CollectiveError(
+        CollectiveErrorKind::Timeout,
+        str(call_name(deadline), ": ", hub_->names().name(rank_), " timed out after ",
+            deadline.timeout().count(), " ms waiting for ", what, " from ",
+            hub_->names().list(absent), " that never arrived"),
+        absent));
     throw_failure();
   }
-  std::vector<int> absent = missing();
-  std::vector<int> gone;
-  bool any_cut = false;
-  for (int r : absent) {
-    if (!lost(r)) continue;
-    gone.push_back(r);
-    any_cut = any_cut || !hub_->rank_state(r).gone.load(std::memory_order_acquire);
-  }
-  if (!gone.empty()) {
-    hub_->fail(
-        CollectiveError(CollectiveErrorKind::PeerLost,
-                        str(call_name(deadline), ": ", hub_->names().name(rank_), " lost ",
-                            hub_->names().list(gone),
-                            any_cut ? " (the link was cut)" : " (their communicator was destroyed)",
-                            " while waiting for ", what),
-                        gone));
-    throw_failure();
-  }
-  hub_->fail(
-      CollectiveError(CollectiveErrorKind::Timeout,
-                      str(call_name(deadline), ": ", hub_->names().name(rank_), " timed out after ",
-                          deadline.timeout().count(), " ms waiting for ", what, " from ",
-                          hub_->names().list(absent), " that never arrived"),
-                      absent));
-  throw_failure();
 }
 
 void InProcessTransport::agree(const CallRecord& mine, std::span<CallRecord> all,
