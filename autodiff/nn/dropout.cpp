@@ -5,13 +5,14 @@
 
 namespace ruccl::nn {
 
-Dropout::Dropout(double p, std::uint64_t seed) : p_(p), gen_(seed) {
+Dropout::Dropout(double p, std::uint64_t seed)
+    : p_(p), gen_(register_generator("generator", Generator(seed))) {
   RUCCL_CHECK(p >= 0.0 && p < 1.0, ValueError, "Dropout: expected 0 <= p < 1, got ", p);
 }
 
 Var Dropout::forward(const Var& x) {
   if (!is_training() || p_ == 0.0) return x;
-  Tensor u = Tensor::rand(x.shape(), gen_, DType::F64, x.value().device());
+  Tensor u = Tensor::rand(x.shape(), generator(), DType::F64, x.value().device());
   Tensor keep = ruccl::ge(u, Tensor::scalar(p_, DType::F64, x.value().device()));
   Tensor scale = ruccl::div(keep.to(x.dtype()), 1.0 - p_);
   return autodiff::mul(x, Var(scale));

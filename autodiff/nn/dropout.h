@@ -8,20 +8,21 @@ namespace ruccl::nn {
 
 /// In training mode zeroes each element with probability p and scales the rest by 1 / (1 - p);
 /// the identity in evaluation mode (or for p = 0). The mask comes from the module's own seeded
-/// Generator (uniform draws u, kept where u >= p): reproducible. A clone() copies the generator's
-/// state, so replicas draw the same masks unless reseeded with set_seed.
+/// Generator (uniform draws u, kept where u >= p), registered as the module's "generator": a
+/// TrainingRecord saves its state, so a resumed run draws the same masks. A clone() copies the
+/// generator's state, so replicas draw the same masks unless reseeded with set_seed.
 class Dropout : public Cloneable<Dropout> {
  public:
   /// ValueError unless 0 <= p < 1.
   explicit Dropout(double p = 0.5, std::uint64_t seed = 0);
   Var forward(const Var& x) override;
   double p() const { return p_; }
-  void set_seed(std::uint64_t seed) { gen_ = Generator(seed); }
-  Generator& generator() { return gen_; }
+  void set_seed(std::uint64_t seed) { generator() = Generator(seed); }
+  Generator& generator() { return generator_at(gen_); }
 
  private:
   double p_;
-  Generator gen_;
+  std::size_t gen_;
 };
 
 }  // namespace ruccl::nn

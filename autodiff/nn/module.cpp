@@ -46,6 +46,31 @@ std::size_t Module::register_module(std::string name, std::shared_ptr<Module> mo
   return children_.size() - 1;
 }
 
+std::size_t Module::register_generator(std::string name, Generator generator) {
+  check_name(name, "register_generator");
+  for (const auto& [n, g] : generators_) {
+    RUCCL_CHECK(n != name, ValueError, "Module::register_generator: '", name,
+                "' is already registered");
+  }
+  generators_.emplace_back(std::move(name), generator);
+  return generators_.size() - 1;
+}
+
+std::vector<std::pair<std::string, Generator*>> Module::named_generators() {
+  std::vector<std::pair<std::string, Generator*>> out;
+  for (auto& [name, g] : generators_) out.emplace_back(name, &g);
+  for (auto& [name, m] : children_) {
+    for (auto& [path, g] : m->named_generators()) out.emplace_back(name + "." + path, g);
+  }
+  return out;
+}
+
+std::vector<std::pair<std::string, const Generator*>> Module::named_generators() const {
+  std::vector<std::pair<std::string, const Generator*>> out;
+  for (auto& [path, g] : const_cast<Module*>(this)->named_generators()) out.emplace_back(path, g);
+  return out;
+}
+
 void Module::visit(const std::string& prefix,
                    std::vector<std::pair<std::string, Param>>& out) const {
   for (const auto& [name, p] : params_) out.emplace_back(prefix + name, p);

@@ -39,6 +39,7 @@
 
 #include "autodiff/nn/param.h"
 #include "autodiff/var.h"
+#include "tensor/random/generator.h"
 
 namespace ruccl::nn {
 
@@ -73,6 +74,12 @@ class Module {
   /// replacing any they had. Not needed for replicas to agree (see ParamId), but keeps ids small
   /// and fixed by position rather than by path. ValueError when the ids would reach kNoParamId.
   void assign_param_ids(ParamId first);
+
+  /// Every random generator the modules draw from (Dropout's masks), as (dotted path, generator)
+  /// in visit order: a module's own in registration order, then each sub-module's. What a
+  /// TrainingRecord saves with the parameters, so a resumed run draws the same numbers.
+  std::vector<std::pair<std::string, Generator*>> named_generators();
+  std::vector<std::pair<std::string, const Generator*>> named_generators() const;
 
   /// Direct sub-modules, in registration order.
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> named_children() const;
@@ -109,6 +116,11 @@ class Module {
   std::size_t register_parameter(std::string name, Param param);
   /// Registers a sub-module under `name` (no dots); returns its index for child_at.
   std::size_t register_module(std::string name, std::shared_ptr<Module> module);
+  /// Registers a random generator under `name` (no dots) that the module owns: copied by clone()
+  /// (replicas draw the same numbers unless reseeded) and listed by named_generators(). Returns
+  /// its index for generator_at.
+  std::size_t register_generator(std::string name, Generator generator);
+  Generator& generator_at(std::size_t index) { return generators_[index].second; }
   Param& param_at(std::size_t index) { return params_[index].second; }
   const Param& param_at(std::size_t index) const { return params_[index].second; }
   Module& child_at(std::size_t index) const { return *children_[index].second; }
@@ -132,6 +144,7 @@ class Module {
 
   std::vector<std::pair<std::string, Param>> params_;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
+  std::vector<std::pair<std::string, Generator>> generators_;
   bool training_ = true;
 };
 

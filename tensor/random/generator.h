@@ -55,6 +55,7 @@ class Generator {
     std::array<std::uint32_t, 4> block{};
     bool has_spare_normal = false;
     double spare_normal = 0.0;
+    bool operator==(const State&) const = default;
   };
   /// The current position in the stream.
   State state() const;

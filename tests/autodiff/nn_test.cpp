@@ -263,6 +263,28 @@ TEST_CASE("Dropout zeroes with probability p, scales by 1/(1-p), and is off in e
   CHECK_THROWS_AS(nn::Dropout(1.0), ValueError);
 }
 
+TEST_CASE("named_generators lists every module's generator by path; clone copies their state",
+          "[autodiff]") {
+  Generator gen(8);
+  auto seq = std::make_shared<nn::Sequential>();
+  seq->push_back(std::make_shared<nn::Dropout>(0.5, 1));
+  seq->push_back(std::make_shared<nn::Linear>(2, 2, gen));
+  seq->push_back(std::make_shared<nn::Dropout>(0.5, 2));
+  const auto named = seq->named_generators();
+  REQUIRE(named.size() == 2);
+  CHECK(named[0].first == "0.generator");
+  CHECK(named[1].first == "2.generator");
+  Var x(Tensor::ones({64}, DType::F64));
+  (void)seq->child("0")->forward(x);  // advances the first generator only
+  auto copy = seq->clone();
+  const auto copied = copy->named_generators();
+  REQUIRE(copied.size() == 2);
+  CHECK(copied[0].second->state() == named[0].second->state());
+  CHECK(copied[1].second->state() == named[1].second->state());
+  CHECK(copied[0].second != named[0].second);  // the copy owns its own
+  CHECK_FALSE(named[0].second->state() == nn::Dropout(0.5, 1).generator().state());
+}
+
 TEST_CASE("Sequential train/eval reaches every sub-module", "[autodiff]") {
   Generator gen(8);
   auto seq = std::make_shared<nn::Sequential>();
