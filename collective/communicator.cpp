@@ -68,9 +68,15 @@ Tensor Communicator::all_reduce(const Tensor& t, ReduceOperation op, const CallO
   c.describe_tensor(scope, t, "input");
   const Algorithm algorithm =
       c.choose_algorithm(scope, call, c.options().all_reduce_algorithm, accumulated_bytes(t));
-  c.agree(scope);
+  // Direct sends its data with the record (one exchange for a small all_reduce, not two).
+  const bool early = algorithm == Algorithm::Direct && c.may_send_early(scope);
+  if (early) {
+    c.start_agree(scope);
+  } else {
+    c.agree(scope);
+  }
   Tensor result;
-  c.run(scope, [&](const AlgorithmContext& ctx) {
+  auto body = [&](const AlgorithmContext& ctx) {
     const Tensor in = reduction_input(t);
     Tensor out = Tensor::empty(in.shape(), in.dtype());
     const ReduceKernel kernel(in.dtype(), op);
@@ -91,7 +97,12 @@ Tensor Communicator::all_reduce(const Tensor& t, ReduceOperation op, const CallO
                           o.direct_fold_all_bytes);
     }
     result = reduction_output(out, t.dtype(), c.device());
-  });
+  };
+  if (early) {
+    c.run_agreeing(scope, body);
+  } else {
+    c.run(scope, body);
+  }
   return result;
 }
 

@@ -136,9 +136,18 @@ Algorithm CommunicatorCore::agreed_algorithm(const CallScope& scope, std::size_t
              : a;
 }
 
-void CommunicatorCore::agree(CallScope& scope) {
+void CommunicatorCore::start_agree(CallScope& scope) {
   try {
-    transport_->agree(scope.record, records_, scope.deadline);
+    transport_->start_agree(scope.record, scope.deadline);
+  } catch (...) {
+    fail_group_from_current_exception(scope);
+    throw;
+  }
+}
+
+void CommunicatorCore::finish_agree(CallScope& scope) {
+  try {
+    transport_->finish_agree(scope.record, records_, scope.deadline);
   } catch (...) {
     fail_group_from_current_exception(scope);
     throw;

@@ -57,7 +57,19 @@ class CommunicatorCore {
   Algorithm agreed_algorithm(const CallScope& scope, std::size_t bytes) const;
   /// Publishes the record, waits for every rank's and checks agreement; throws on mismatch (on
   /// every rank) or on a local error of any rank.
-  void agree(CallScope& scope);
+  void agree(CallScope& scope) {
+    start_agree(scope);
+    finish_agree(scope);
+  }
+  /// agree() in two halves (Transport::start_agree / finish_agree): a call may post its first
+  /// sends in between (run_agreeing).
+  void start_agree(CallScope& scope);
+  void finish_agree(CallScope& scope);
+  /// Whether the call may send before its agreement completes: this rank has no local error (its
+  /// arguments are valid, so the algorithm can run) and has peers.
+  bool may_send_early(const CallScope& scope) const {
+    return scope.record.error_kind == CallRecord::kNone && world_ > 1;
+  }
   /// Every rank's record of the last agreed call (index = rank).
   const std::vector<CallRecord>& records() const;
   /// Runs `body(ctx)` with the call's algorithm context; any exception fails the group and, before
@@ -67,6 +79,26 @@ class CommunicatorCore {
     try {
       const AlgorithmContext ctx{*transport_, scope.record.seq << 16, scope.deadline};
       body(ctx);
+    } catch (...) {
+      fail_group_from_current_exception(scope);
+      throw;
+    }
+  }
+  /// run() for a call whose agreement was only started (start_agree): the algorithm completes it
+  /// with ctx.agreed() before its first receive, or run_agreeing does after the body.
+  template <typename Body>
+  void run_agreeing(CallScope& scope, Body&& body) {
+    bool agreed = false;
+    auto finish = [&] {
+      if (agreed) return;
+      agreed = true;
+      finish_agree(scope);
+    };
+    const FunctionRef<void()> pending(finish);
+    try {
+      const AlgorithmContext ctx{*transport_, scope.record.seq << 16, scope.deadline, &pending};
+      body(ctx);
+      finish();
     } catch (...) {
       fail_group_from_current_exception(scope);
       throw;

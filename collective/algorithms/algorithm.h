@@ -31,9 +31,17 @@ struct AlgorithmContext {
   Transport& transport;
   std::uint64_t tag;
   const Deadline& deadline;
+  /// Set when the call's agreement is still in flight (Transport::start_agree): an algorithm that
+  /// supports it posts its first sends, then calls agreed() before its first receive, so the data
+  /// travels with the record. Null: the call is agreed already.
+  const FunctionRef<void()>* pending_agreement = nullptr;
 
   int rank() const { return transport.rank(); }
   int world() const { return transport.world_size(); }
+  /// Completes a pending agreement (throws on disagreement, failing the group); else nothing.
+  void agreed() const {
+    if (pending_agreement != nullptr) (*pending_agreement)();
+  }
 };
 
 /// Balanced chunks: n elements over w parts; the first n % w parts get one more (257 over 4 ->
@@ -61,7 +69,8 @@ void fold_elements(const ReduceKernel& kernel, void* out, std::span<const void* 
 // ---- all-reduce: `in` (count elements) on every rank -> `out` (count elements) on every rank --
 /// Every rank sends its input to every peer. Small messages (<= fold_all_bytes): every rank folds
 /// everything (one exchange). Larger: pairwise reduce-scatter (rank r folds chunk r) then
-/// all-gather of the folded chunks.
+/// all-gather of the folded chunks. Calls ctx.agreed() after its first sends (they travel with the
+/// call's record when the agreement is pending).
 void direct_all_reduce(const AlgorithmContext& ctx, const void* in, void* out, std::size_t count,
                        const ReduceKernel& kernel, std::size_t fold_all_bytes);
 /// Ring reduce-scatter then ring all-gather in balanced chunks, W - 1 steps each, every chunk

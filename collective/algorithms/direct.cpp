@@ -51,6 +51,7 @@ void direct_all_reduce(const AlgorithmContext& ctx, const void* in, void* out, s
     // One exchange: everybody folds everything.
     const RankVector<std::size_t> sizes(peers.size(), count * es);
     for (int p : peers) ctx.transport.isend(p, ctx.tag, in, count * es, ctx.deadline);
+    ctx.agreed();
     ctx.transport.recv_all_with(
         peers, ctx.tag, sizes,
         [&](std::size_t offset, std::span<const void* const> received, std::size_t n) {
@@ -81,6 +82,7 @@ void direct_all_reduce(const AlgorithmContext& ctx, const void* in, void* out, s
     ctx.transport.isend(p, ctx.tag, at(in, chunk_begin(q, count, w) * es),
                         chunk_size(q, count, w) * es, ctx.deadline);
   }
+  ctx.agreed();
   ctx.transport.recv_all_with(
       peers, ctx.tag, my_sizes,
       [&](std::size_t offset, std::span<const void* const> received, std::size_t n) {

@@ -101,8 +101,7 @@ void FaultInjectingTransport::fail(const CollectiveError& error) noexcept {
   inner_->fail(error);
 }
 
-void FaultInjectingTransport::agree(const CallRecord& mine, std::span<CallRecord> all,
-                                    const Deadline& deadline) {
+void FaultInjectingTransport::start_agree(const CallRecord& mine, const Deadline& deadline) {
   check_alive();
   last_timeout_ = deadline.timeout();
   const std::uint64_t k = calls_++;
@@ -120,7 +119,13 @@ void FaultInjectingTransport::agree(const CallRecord& mine, std::span<CallRecord
         break;  // refused by the constructor
     }
   }
-  inner_->agree(mine, all, deadline);
+  inner_->start_agree(mine, deadline);
+}
+
+void FaultInjectingTransport::finish_agree(const CallRecord& mine, std::span<CallRecord> all,
+                                           const Deadline& deadline) {
+  check_alive();
+  inner_->finish_agree(mine, all, deadline);
 }
 
 void FaultInjectingTransport::isend(int peer, std::uint64_t tag, const void* data,

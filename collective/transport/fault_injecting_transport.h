@@ -57,7 +57,9 @@ class FaultInjectingTransport final : public Transport {
   int rank() const override { return inner_->rank(); }
   int world_size() const override { return inner_->world_size(); }
   bool zero_copy() const override { return !copying_ && inner_->zero_copy(); }
-  void agree(const CallRecord& mine, std::span<CallRecord> all, const Deadline& deadline) override;
+  void start_agree(const CallRecord& mine, const Deadline& deadline) override;
+  void finish_agree(const CallRecord& mine, std::span<CallRecord> all,
+                    const Deadline& deadline) override;
   void isend(int peer, std::uint64_t tag, const void* data, std::size_t nbytes,
              const Deadline& deadline) override;
   void wait_send(int peer, const Deadline& deadline) override;

@@ -197,26 +197,29 @@ void InProcessTransport::wait_for(Ready&& ready, Missing&& missing, const Deadli
       throw_failure();
     }
     if (done && !deadline.expired()) continue;
-    hub_->fail(CollectiveError(
-        CollectiveErrorKind::Timeout,
-        str(call_name(deadline), ": ", hub_->names().name(rank_), " timed out after ",
-            deadline.timeout().count(), " ms waiting for ", what, " from ",
-            hub_->names().list(absent), " that never arrived"),
-        absent));
+    hub_->fail(
+        CollectiveError(CollectiveErrorKind::Timeout,
+                        str(call_name(deadline), ": ", hub_->names().name(rank_),
+                            " timed out after ", deadline.timeout().count(), " ms waiting for ",
+                            what, " from ", hub_->names().list(absent), " that never arrived"),
+                        absent));
     throw_failure();
   }
 }
 
-void InProcessTransport::agree(const CallRecord& mine, std::span<CallRecord> all,
-                               const Deadline& deadline) {
-  RUCCL_ASSERT(static_cast<int>(all.size()) == world_size());
+void InProcessTransport::start_agree(const CallRecord& mine, const Deadline&) {
   if (hub_->failed()) throw_failure();
+  InProcessHub::RecordSlot& slot = hub_->rank_state(rank_).records[mine.seq & 1];
+  slot.record = mine;
+  slot.seq.store(mine.seq, std::memory_order_release);
+  hub_->bell().ring();
+}
+
+void InProcessTransport::finish_agree(const CallRecord& mine, std::span<CallRecord> all,
+                                      const Deadline& deadline) {
+  RUCCL_ASSERT(static_cast<int>(all.size()) == world_size());
   const std::uint64_t seq = mine.seq;
   const std::size_t parity = seq & 1;
-  InProcessHub::RecordSlot& slot = hub_->rank_state(rank_).records[parity];
-  slot.record = mine;
-  slot.seq.store(seq, std::memory_order_release);
-  hub_->bell().ring();
   const int world = world_size();
   auto arrived = [&](int r) {
     return hub_->rank_state(r).records[parity].seq.load(std::memory_order_acquire) == seq;

@@ -101,7 +101,9 @@ class InProcessTransport final : public Transport {
   int rank() const override { return rank_; }
   int world_size() const override { return hub_->world_size(); }
   bool zero_copy() const override { return true; }
-  void agree(const CallRecord& mine, std::span<CallRecord> all, const Deadline& deadline) override;
+  void start_agree(const CallRecord& mine, const Deadline& deadline) override;
+  void finish_agree(const CallRecord& mine, std::span<CallRecord> all,
+                    const Deadline& deadline) override;
   void isend(int peer, std::uint64_t tag, const void* data, std::size_t nbytes,
              const Deadline& deadline) override;
   void wait_send(int peer, const Deadline& deadline) override;

@@ -20,7 +20,8 @@ TcpLink::TcpLink(net::Socket socket, SessionBytes session, int peer, std::string
       peer_(peer),
       peer_name_(std::move(peer_name)),
       out_seq_(handshake_frames),
-      in_seq_(handshake_frames) {}
+      in_seq_(handshake_frames),
+      ahead_(new std::uint8_t[kReadAheadBytes]) {}
 
 CollectiveError TcpLink::malformed(const std::string& why) const {
   return CollectiveError(CollectiveErrorKind::PeerLost,
@@ -33,7 +34,9 @@ CollectiveError TcpLink::malformed(const std::string& why) const {
 
 void TcpLink::queue_data(std::uint64_t tag, const void* data, std::size_t nbytes, WireFault fault) {
   if (fault.drop) {  // the frames vanish on the wire: the receiver sees the gap in sequence
-    out_seq_ += nbytes == 0 ? 1 : (nbytes + kPieceBytes - 1) / kPieceBytes;
+    Send gap{FrameType::Data, tag, nullptr, 0, {}};
+    gap.skip_frames = nbytes == 0 ? 1 : (nbytes + kPieceBytes - 1) / kPieceBytes;
+    sends_.push_back(std::move(gap));
     return;
   }
   sends_.push_back(Send{FrameType::Data, tag, static_cast<const std::uint8_t*>(data), nbytes, {}});
@@ -76,64 +79,115 @@ bool TcpLink::start_frame(Send& s) {
   return true;
 }
 
+bool TcpLink::frame_written(const Send& s) {
+  return s.header_sent == kFrameHeaderBytes && s.payload_sent == frame_length(s);
+}
+
+bool TcpLink::finished(const Send& s) {
+  return s.started && frame_written(s) && !s.fault.duplicate &&
+         s.frame_begin + frame_length(s) >= s.nbytes;
+}
+
 LinkStep TcpLink::flush() {
-  while (!sends_.empty()) {
-    Send& s = sends_.front();
-    const std::size_t n = s.started ? frame_length(s) : 0;
-    if (s.started && s.header_sent == kFrameHeaderBytes && s.payload_sent == n &&
-        s.fault.duplicate) {
-      s.fault.duplicate = false;  // the same frame again, same sequence number
-      s.header_sent = 0;
-      s.payload_sent = 0;
-    }
-    if (!s.started || (s.header_sent == kFrameHeaderBytes && s.payload_sent == n)) {
-      if (!start_frame(s)) {
-        sends_.pop_front();
+  for (;;) {
+    while (!sends_.empty() && finished(sends_.front())) sends_.pop_front();
+    if (sends_.empty()) return LinkStep::Done;
+    // The current frame of each of the first queued messages, in order; a message with more
+    // frames to come ends the batch (its next frame starts once this one is written).
+    iovec iov[2 * kBatchSends];
+    std::size_t count = 0;
+    std::size_t batched = 0;
+    for (Send& s : sends_) {
+      if (batched == kBatchSends) break;
+      if (s.skip_frames != 0) {  // in queue order, so the gap lands where the message was
+        out_seq_ += s.skip_frames;
+        s.skip_frames = 0;
+        s.started = true;  // now finished: an empty, written frame
+        s.header_sent = kFrameHeaderBytes;
+      }
+      if (s.started && finished(s)) {
+        ++batched;  // credited nothing below
         continue;
       }
+      if (!s.started || frame_written(s)) {
+        if (s.started && s.fault.duplicate) {  // the same frame again, same sequence number
+          s.fault.duplicate = false;
+          s.header_sent = 0;
+          s.payload_sent = 0;
+        } else {
+          [[maybe_unused]] const bool more = start_frame(s);
+          RUCCL_ASSERT(more, "a finished send left in the queue");
+        }
+      }
+      const std::size_t n = frame_length(s);
+      if (s.header_sent < kFrameHeaderBytes) {
+        iov[count++] = {s.header.data() + s.header_sent, kFrameHeaderBytes - s.header_sent};
+      }
+      if (s.payload_sent < n) {
+        iov[count++] = {const_cast<std::uint8_t*>(s.data + s.frame_begin + s.payload_sent),
+                        n - s.payload_sent};
+      }
+      ++batched;
+      if (s.frame_begin + n < s.nbytes || s.fault.duplicate) break;
     }
-    const std::size_t length = frame_length(s);
-    iovec iov[2];
-    int count = 0;
-    if (s.header_sent < kFrameHeaderBytes) {
-      iov[count++] = {s.header.data() + s.header_sent, kFrameHeaderBytes - s.header_sent};
-    }
-    if (s.payload_sent < length) {
-      iov[count++] = {const_cast<std::uint8_t*>(s.data + s.frame_begin + s.payload_sent),
-                      length - s.payload_sent};
-    }
+    if (count == 0) continue;  // only gaps: popped above
     msghdr msg{};
     msg.msg_iov = iov;
-    msg.msg_iovlen = static_cast<std::size_t>(count);
+    msg.msg_iovlen = count;
     const ssize_t k = ::sendmsg(socket_.fd(), &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (k < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) return LinkStep::Pending;
       return LinkStep::Closed;  // EPIPE, ECONNRESET, ...
     }
-    std::size_t written = static_cast<std::size_t>(k);
-    const std::size_t to_header = std::min(written, kFrameHeaderBytes - s.header_sent);
-    s.header_sent += to_header;
-    s.payload_sent += written - to_header;
+    // Credit what was written to the batched frames, in order.
+    auto left = static_cast<std::size_t>(k);
+    for (auto it = sends_.begin(); left > 0 && batched > 0; ++it, --batched) {
+      Send& s = *it;
+      const std::size_t to_header = std::min(left, kFrameHeaderBytes - s.header_sent);
+      s.header_sent += to_header;
+      left -= to_header;
+      const std::size_t to_payload = std::min(left, frame_length(s) - s.payload_sent);
+      s.payload_sent += to_payload;
+      left -= to_payload;
+    }
   }
-  return LinkStep::Done;
 }
 
 // ---- receiving ----------------------------------------------------------------------------------
 
-LinkStep TcpLink::read_header() {
-  if (in_.has_header) return LinkStep::Done;
-  while (in_.header_got < kFrameHeaderBytes) {
-    const ssize_t k = ::recv(socket_.fd(), in_.header_bytes.data() + in_.header_got,
-                             kFrameHeaderBytes - in_.header_got, MSG_DONTWAIT);
+LinkStep TcpLink::fill() {
+  RUCCL_ASSERT(ahead_begin_ == ahead_end_, "read-ahead refilled before it was consumed");
+  ahead_begin_ = 0;
+  ahead_end_ = 0;
+  for (;;) {
+    const ssize_t k = ::recv(socket_.fd(), ahead_.get(), kReadAheadBytes, MSG_DONTWAIT);
     if (k > 0) {
-      in_.header_got += static_cast<std::size_t>(k);
-      continue;
+      ahead_end_ = static_cast<std::size_t>(k);
+      return LinkStep::Done;
     }
     if (k == 0) return LinkStep::Closed;
     if (errno == EINTR) continue;
     if (errno == EAGAIN || errno == EWOULDBLOCK) return LinkStep::Pending;
     return LinkStep::Closed;
+  }
+}
+
+std::size_t TcpLink::take(std::uint8_t* dst, std::size_t n) {
+  const std::size_t k = std::min(n, ahead_end_ - ahead_begin_);
+  if (k != 0) std::memcpy(dst, ahead_.get() + ahead_begin_, k);
+  ahead_begin_ += k;
+  return k;
+}
+
+LinkStep TcpLink::read_header() {
+  if (in_.has_header) return LinkStep::Done;
+  while (in_.header_got < kFrameHeaderBytes) {
+    in_.header_got +=
+        take(in_.header_bytes.data() + in_.header_got, kFrameHeaderBytes - in_.header_got);
+    if (in_.header_got == kFrameHeaderBytes) break;
+    const LinkStep step = fill();
+    if (step != LinkStep::Done) return step;
   }
   const std::string why = decode_frame_header(
       std::span<const std::uint8_t, kFrameHeaderBytes>(in_.header_bytes.data(), kFrameHeaderBytes),
@@ -150,17 +204,26 @@ LinkStep TcpLink::read_payload(void* dst) {
   auto* out = static_cast<std::uint8_t*>(dst);
   const std::size_t n = in_.header.payload_bytes;
   while (in_.payload_got < n) {
-    const ssize_t k =
-        ::recv(socket_.fd(), out + in_.payload_got, n - in_.payload_got, MSG_DONTWAIT);
-    if (k > 0) {
-      in_.crc = crc32c(out + in_.payload_got, static_cast<std::size_t>(k), in_.crc);
-      in_.payload_got += static_cast<std::size_t>(k);
+    std::uint8_t* at = out + in_.payload_got;
+    const std::size_t need = n - in_.payload_got;
+    std::size_t got = take(at, need);
+    if (got == 0 && need < kReadAheadBytes / 2) {  // small: through the read-ahead buffer
+      const LinkStep step = fill();
+      if (step != LinkStep::Done) return step;
       continue;
     }
-    if (k == 0) return LinkStep::Closed;
-    if (errno == EINTR) continue;
-    if (errno == EAGAIN || errno == EWOULDBLOCK) return LinkStep::Pending;
-    return LinkStep::Closed;
+    if (got == 0) {  // large: straight into the destination, never past this frame
+      const ssize_t k = ::recv(socket_.fd(), at, need, MSG_DONTWAIT);
+      if (k == 0) return LinkStep::Closed;
+      if (k < 0) {
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) return LinkStep::Pending;
+        return LinkStep::Closed;
+      }
+      got = static_cast<std::size_t>(k);
+    }
+    in_.crc = crc32c(at, got, in_.crc);
+    in_.payload_got += got;
   }
   if (in_.crc != in_.header.payload_crc) {
     protocol_error(str("payload CRC-32C mismatch in frame ", in_.header.seq, " (", n,

@@ -6,10 +6,16 @@
 // read into the destination the receiver names and its CRC-32C checked before anyone sees it.
 //
 // Every call does what the socket allows now and returns; the transport decides when to wait.
+//
+// System calls per message are what a small collective costs: a flush writes every queued frame
+// it can in one sendmsg (a call's record and its first data travel together), and reads go
+// through a 16 KiB read-ahead buffer, so one recv takes in a record, a small message and the next
+// frame's header; a payload larger than half of it goes straight into the destination.
 #include <array>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -65,6 +71,13 @@ class TcpLink {
   LinkStep flush();
   /// Whether everything queued has been written to the socket.
   bool drained() const { return sends_.empty(); }
+  /// Whether a queued message still reads a caller's buffer (Data; owned frames do not).
+  bool borrows() const {
+    for (const Send& s : sends_) {
+      if (s.owned.empty() && s.nbytes != 0) return true;
+    }
+    return false;
+  }
   /// Forgets every queued message (the group failed; their buffers may be released now). The
   /// stream is then unusable: the link must not send again.
   void drop_sends() noexcept { sends_.clear(); }
@@ -97,10 +110,22 @@ class TcpLink {
     std::size_t payload_sent = 0;                 // of the current frame
     bool started = false;
     WireFault fault{};
+    std::uint64_t skip_frames = 0;  // a dropped message: sequence numbers used up in its place
   };
   /// Starts the next frame of `s` (header with its payload CRC). Returns false when done.
   bool start_frame(Send& s);
   static std::size_t frame_length(const Send& s);
+  /// Whether the current frame of `s` is written (header and payload).
+  static bool frame_written(const Send& s);
+  /// Whether all of `s` is written (its last frame, and the repeat a Duplicate fault asks for).
+  static bool finished(const Send& s);
+  /// Receives what the socket has into the (empty) read-ahead buffer.
+  LinkStep fill();
+  /// Moves up to `n` read-ahead bytes to `dst`; returns how many.
+  std::size_t take(std::uint8_t* dst, std::size_t n);
+
+  static constexpr std::size_t kReadAheadBytes = 16 * 1024;
+  static constexpr std::size_t kBatchSends = 8;  // queued messages one sendmsg may carry
 
   net::Socket socket_;
   SessionBytes session_;
@@ -110,6 +135,9 @@ class TcpLink {
   std::uint64_t out_seq_ = 0;
   std::uint64_t in_seq_ = 0;
   IncomingFrame in_;
+  std::unique_ptr<std::uint8_t[]> ahead_;  // bytes received but not yet parsed: [begin, end)
+  std::size_t ahead_begin_ = 0;
+  std::size_t ahead_end_ = 0;
 };
 
 }  // namespace ruccl

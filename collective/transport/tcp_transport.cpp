@@ -223,17 +223,24 @@ void TcpTransport::receive_all(std::span<Receive> receives, const Deadline& dead
   drive(step, readers, missing, deadline, what);
 }
 
-void TcpTransport::agree(const CallRecord& mine, std::span<CallRecord> all,
-                         const Deadline& deadline) {
-  RUCCL_ASSERT(static_cast<int>(all.size()) == world_);
+void TcpTransport::start_agree(const CallRecord& mine, const Deadline&) {
   if (state_->failed()) throw_failure();
   call_fault();
   std::vector<std::uint8_t> encoded;
   encode_call_record(mine, encoded);
+  for (int p = 0; p < world_; ++p) {
+    if (p != rank_)
+      links_[static_cast<std::size_t>(p)]->queue_owned(FrameType::Record, mine.seq, encoded);
+  }
+  // Not written yet: the first isend to each peer (or finish_agree) writes the record with it.
+}
+
+void TcpTransport::finish_agree(const CallRecord& mine, std::span<CallRecord> all,
+                                const Deadline& deadline) {
+  RUCCL_ASSERT(static_cast<int>(all.size()) == world_);
   std::vector<Receive> receives;
   for (int p = 0; p < world_; ++p) {
     if (p == rank_) continue;
-    links_[static_cast<std::size_t>(p)]->queue_owned(FrameType::Record, mine.seq, encoded);
     std::uint8_t* slot =
         record_bytes_.data() + static_cast<std::size_t>(p) * kMaxEncodedCallRecordBytes;
     receives.push_back(Receive{p, FrameType::Record, mine.seq, kMaxEncodedCallRecordBytes, slot,
@@ -321,9 +328,10 @@ void TcpTransport::isend(int peer, std::uint64_t tag, const void* data, std::siz
                          const Deadline& deadline) {
   if (state_->failed()) throw_failure();
   TcpLink& link = *links_[static_cast<std::size_t>(peer)];
-  // One message per direction in flight (the Transport contract: the previous buffer may be
-  // reused once the next isend returns), then queued and written as far as the socket takes.
-  if (!link.drained()) wait_send(peer, deadline);
+  // One caller's buffer per direction in flight (the Transport contract: the previous buffer may
+  // be reused once the next isend returns; queued records are the link's own copies), then
+  // queued behind them and written as far as the socket takes, in one sendmsg with them.
+  if (link.borrows()) wait_send(peer, deadline);
   link.queue_data(tag, data, nbytes, wire_fault(peer));
   try {
     check_step(peer, link.flush());
@@ -335,7 +343,7 @@ void TcpTransport::isend(int peer, std::uint64_t tag, const void* data, std::siz
 void TcpTransport::wait_send(int peer, const Deadline& deadline) {
   TcpLink& link = *links_[static_cast<std::size_t>(peer)];
   const std::vector<int> none;
-  drive([&] { return link.drained(); }, none, [&] { return std::vector<int>{peer}; }, deadline,
+  drive([&] { return !link.borrows(); }, none, [&] { return std::vector<int>{peer}; }, deadline,
         "its send buffer to drain (a receive)");
 }
 

@@ -72,7 +72,9 @@ class TcpTransport final : public Transport {
 
   int rank() const override { return rank_; }
   int world_size() const override { return world_; }
-  void agree(const CallRecord& mine, std::span<CallRecord> all, const Deadline& deadline) override;
+  void start_agree(const CallRecord& mine, const Deadline& deadline) override;
+  void finish_agree(const CallRecord& mine, std::span<CallRecord> all,
+                    const Deadline& deadline) override;
   void isend(int peer, std::uint64_t tag, const void* data, std::size_t nbytes,
              const Deadline& deadline) override;
   /// Returns once every message queued for `peer` is written to the socket (the buffer may be

@@ -5,7 +5,9 @@
 //
 // Three services:
 //  1. agreement: agree() publishes this rank's CallRecord for its next collective and returns every
-//     rank's record for the same call (it is also a barrier);
+//     rank's record for the same call (it is also a barrier). It comes in two halves
+//     (start_agree, finish_agree) so that a small collective may post its sends in between: its
+//     data then travels with its record, one exchange instead of two;
 //  2. tagged messages with deadlines: isend / wait_send, and two ways to receive. recv_with /
 //     recv_all_with hand a message to a callback that sees the bytes in place, in consecutive
 //     pieces of at most kPieceBytes (the in-process transport hands over the sender's own memory,
@@ -96,9 +98,19 @@ class Transport {
   /// Publishes `mine` (its seq must be this rank's next collective number) and waits until every
   /// rank published its record with the same seq; fills `all` (size world_size, index = rank).
   /// Throws CollectiveError: Timeout (naming the ranks that never arrived), PeerLost, or the
-  /// group's failure.
-  virtual void agree(const CallRecord& mine, std::span<CallRecord> all,
-                     const Deadline& deadline) = 0;
+  /// group's failure. The same as start_agree then finish_agree.
+  void agree(const CallRecord& mine, std::span<CallRecord> all, const Deadline& deadline) {
+    start_agree(mine, deadline);
+    finish_agree(mine, all, deadline);
+  }
+  /// The first half of agree(): publishes `mine` without waiting for anyone. Until finish_agree
+  /// the caller may isend the call's messages (they travel behind the record: a receiver meets
+  /// them only after the record), but must not receive. If the records then disagree the caller
+  /// fails the group, and the early messages are never consumed.
+  virtual void start_agree(const CallRecord& mine, const Deadline& deadline) = 0;
+  /// The second half of agree(), with the same `mine`: waits for every rank's record.
+  virtual void finish_agree(const CallRecord& mine, std::span<CallRecord> all,
+                            const Deadline& deadline) = 0;
 
   /// Starts sending `nbytes` at `data` to `peer` with `tag`. At most one message per direction is
   /// in flight: isend first waits until the previous message to `peer` may be reused (as
