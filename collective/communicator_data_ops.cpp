@@ -4,6 +4,7 @@
 
 #include "collective/communicator.h"
 #include "collective/communicator_core.h"
+#include "collective/p2p_header.h"
 
 namespace ruccl {
 
@@ -67,12 +68,6 @@ void describe_root_tensor(CommunicatorCore& c, CallScope& scope, const Tensor& t
   c.describe_root(scope, root);
   if (c.rank() == root || t.defined()) c.describe_tensor(scope, t, "input");
 }
-
-struct P2PHeader {
-  std::uint8_t dtype;
-  std::int32_t ndim;
-  std::int64_t dims[Shape::kMaxDims];
-};
 
 // Publishes a point-to-point call for the transport's deadlock check while it lives.
 class PointToPointScope {
@@ -288,11 +283,8 @@ void Communicator::send(const Tensor& t, int dst, const CallOptions& call) {
   try {
     const PointToPointScope scope(c.transport(), dst, true);
     const Tensor in = host_contiguous(t);
-    P2PHeader header{};
-    header.dtype = static_cast<std::uint8_t>(in.dtype());
-    header.ndim = static_cast<std::int32_t>(in.dim());
-    for (int d = 0; d < header.ndim; ++d) header.dims[d] = in.shape()[d];
-    c.transport().isend(dst, tag, &header, sizeof(header), deadline);
+    const P2PHeaderBytes header = encode_p2p_header(in.dtype(), in.shape());
+    c.transport().isend(dst, tag, header.data(), header.size(), deadline);
     c.transport().isend(dst, tag | 1, in.data_ptr(), in.nbytes(), deadline);
     c.transport().wait_send(dst, deadline);
   } catch (...) {
@@ -310,24 +302,21 @@ Tensor Communicator::recv(int src, const CallOptions& call) {
   const std::uint64_t tag = c.next_p2p_tag(src, false);
   try {
     const PointToPointScope scope(c.transport(), src, false);
-    P2PHeader header{};
-    c.transport().recv_into(src, tag, &header, sizeof(header), deadline);
-    // The header comes from another rank (another process, over a network transport): check it
+    P2PHeaderBytes header{};
+    c.transport().recv_into(src, tag, header.data(), header.size(), deadline);
+    // The header comes from another rank (another process, over a network transport): checked
     // before anything is sized from it.
-    bool valid = header.ndim >= 0 && header.ndim <= Shape::kMaxDims &&
-                 header.dtype <= static_cast<std::uint8_t>(DType::Bool);
-    for (int d = 0; valid && d < header.ndim; ++d) valid = header.dims[d] >= 0;
-    if (!valid) {
+    DType dtype = DType::F32;
+    Shape shape;
+    if (const std::string why = decode_p2p_header(header, dtype, shape); !why.empty()) {
       throw CollectiveError(CollectiveErrorKind::InvalidArgument,
                             str(label, " on ", c.options().rank_names.name(c.rank()),
-                                ": expected a tensor header (dtype, up to ", Shape::kMaxDims,
-                                " non-negative dims) from ", c.options().rank_names.name(src),
-                                ", got dtype ", int{header.dtype}, " and ", header.ndim, " dims"),
+                                ": expected a tensor header (version ", int{kP2PHeaderVersion},
+                                ", a dtype, up to ", Shape::kMaxDims, " non-negative dims) from ",
+                                c.options().rank_names.name(src), ", got one whose ", why),
                             {src});
     }
-    Shape shape;
-    for (int d = 0; d < header.ndim; ++d) shape.push_back(header.dims[d]);
-    Tensor out = Tensor::empty(shape, static_cast<DType>(header.dtype));
+    Tensor out = Tensor::empty(shape, dtype);
     c.transport().recv_into(src, tag | 1, out.data_ptr(), out.nbytes(), deadline);
     return to_device(out, c.device());
   } catch (...) {

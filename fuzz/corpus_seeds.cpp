@@ -3,7 +3,7 @@
 // plus what a 60 s run found worth keeping, minimised with -merge=1.
 //
 //   fuzz_corpus_seeds fuzz/corpus      (writes corpus/frame_header/seed-*,
-//   corpus/call_record/seed-*)
+//   corpus/call_record/seed-*, corpus/p2p_header/seed-*)
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "collective/collective_error.h"
+#include "collective/p2p_header.h"
 #include "collective/transport/call_record_codec.h"
 #include "collective/transport/crc32c.h"
 #include "collective/transport/tcp_frame.h"
@@ -123,5 +124,15 @@ int main(int argc, char** argv) {
   write(frames / "seed-abort", frame(FrameType::Abort, 4, 0, 0, abort_bytes));
   write(frames / "seed-heartbeat", frame(FrameType::Heartbeat, 5, 0, 0, {}));
   write(frames / "seed-goodbye", frame(FrameType::Goodbye, 6, 0, 0, {}));
+
+  auto header = [](DType dtype, const Shape& shape) {
+    const P2PHeaderBytes h = encode_p2p_header(dtype, shape);
+    return std::vector<std::uint8_t>(h.begin(), h.end());
+  };
+  const fs::path p2p = root / "p2p_header";
+  write(p2p / "seed-scalar", header(DType::F64, Shape{}));
+  write(p2p / "seed-matrix", header(DType::F32, Shape{3, 4}));
+  write(p2p / "seed-eight-dims", header(DType::Bool, Shape{1, 2, 3, 4, 5, 6, 7, 8}));
+  write(p2p / "seed-empty", header(DType::I64, Shape{0, 5}));
   return 0;
 }
