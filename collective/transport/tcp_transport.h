@@ -36,7 +36,8 @@ struct TcpTransportOptions {
   /// address, else loopback).
   std::string listen_host;
   /// The port this rank listens on; 0 = one the kernel picks (a fixed port: a firewall rule, the
-  /// registered API's data_service_port).
+  /// registered API's data_service_port). Only lower ranks listen (a rank dials every lower one):
+  /// the highest rank of a group listens on nothing, so its port stays free.
   std::uint16_t listen_port = 0;
   /// Store keys are "<store_prefix>/<key>" (one store can serve several groups).
   std::string store_prefix = "ruccl/tcp";
