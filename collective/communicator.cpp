@@ -61,6 +61,11 @@ void Communicator::abort(const std::string& reason) {
       str(core_->options().rank_names.name(core_->rank()), " aborted: ", reason), {core_->rank()}));
 }
 
+void Communicator::abort(const CollectiveError& cause) {
+  if (core_ == nullptr) return;
+  core_->transport().fail(cause);
+}
+
 Tensor Communicator::all_reduce(const Tensor& t, ReduceOperation op, const CallOptions& call) {
   CommunicatorCore& c = core();
   CallScope scope = c.begin(OpKind::AllReduce, call);

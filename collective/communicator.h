@@ -97,6 +97,10 @@ class Communicator {
   /// Makes every pending and later call on every rank of the group fail promptly with
   /// CollectiveErrorKind::Aborted carrying `reason`. Safe from any thread; never throws.
   void abort(const std::string& reason);
+  /// Makes every pending and later call on every rank fail with `cause` itself (its kind, ranks
+  /// and message; over TCP it travels in the Abort frame): for a layer above that found an error
+  /// its peers must raise as it is (the multi-node session). Safe from any thread; never throws.
+  void abort(const CollectiveError& cause);
   /// Whether an error or abort has finished the group.
   bool finished() const;
   /// The error that finished the group (its first failure, with its own kind: later calls raise

@@ -76,30 +76,6 @@ ReduceOperation wire_op(ReduceOperation op, DType dtype) {
                                                                              : op;
 }
 
-// The reason a leader aborts the global group with: the error's kind travels with it, for the
-// leaders that cannot read the store (its node's process may already have ended).
-std::string abort_reason(const CollectiveError& e) {
-  return str("[", collective_error_kind_name(e.kind()), "] ", e.what());
-}
-
-// The error inside an abort made by abort_reason ("node 0 aborted: [ShapeMismatch] ..."), if any.
-std::optional<CollectiveError> from_abort_reason(const CollectiveError& e) {
-  const std::string what = e.what();
-  const std::size_t at = what.find(" aborted: [");
-  if (at == std::string::npos) return std::nullopt;
-  const std::size_t name_at = at + 11;
-  const std::size_t close = what.find("] ", name_at);
-  if (close == std::string::npos) return std::nullopt;
-  const std::string name = what.substr(name_at, close - name_at);
-  for (int k = 0; k <= static_cast<int>(CollectiveErrorKind::Unsupported); ++k) {
-    const auto kind = static_cast<CollectiveErrorKind>(k);
-    if (collective_error_kind_name(kind) == name && kind != CollectiveErrorKind::Aborted) {
-      return CollectiveError(kind, what.substr(close + 2), e.ranks());
-    }
-  }
-  return std::nullopt;
-}
-
 }  // namespace
 
 CollectiveError NodeLevel::on_error(Communicator& local, const CollectiveError& e) {
@@ -109,33 +85,24 @@ CollectiveError NodeLevel::on_error(Communicator& local, const CollectiveError& 
   CollectiveError resolved = mean_aware(e);
   if (resolved.kind() == CollectiveErrorKind::Aborted) {
     // A call that began after the global group failed says Aborted: the first failure (a lost
-    // node, say) has the kind every peer must see.
+    // node, another node's mismatch) has the kind every peer must see.
     if (auto first = global_.failure(); first && first->kind() != CollectiveErrorKind::Aborted) {
-      resolved = *first;
-    }
-  }
-  const bool remote_abort = resolved.kind() == CollectiveErrorKind::Aborted;
-  if (remote_abort) {
-    if (auto carried = from_abort_reason(resolved)) resolved = *carried;
-    if (auto first = global_.failure(); first && resolved.kind() == CollectiveErrorKind::Aborted) {
-      if (auto carried = from_abort_reason(*first)) resolved = *carried;
+      resolved = mean_aware(*first);
     }
   }
   const std::string key = prefix_ + "error";
   try {
+    // The first error published wins, on every node (an Abort frame may have cut its message).
     const std::string mine = encode_error(resolved);
-    // The first error published wins; an abort from another node carries its error here.
     const StoreValue stored =
         store_->compare_set(key, StoreValue{}, StoreValue(mine.begin(), mine.end()));
-    if (remote_abort) {
-      if (auto theirs = decode_error(stored)) resolved = *theirs;
-    }
+    if (auto first = decode_error(stored)) resolved = *first;
   } catch (const CollectiveError&) {
     // The store is gone with its node: the error we have is the best there is.
   }
   failure_ = resolved;
-  global_.abort(abort_reason(resolved));
-  local.abort(resolved.what());  // the local peers waiting for this leader raise failure_
+  global_.abort(resolved);  // the other leaders raise it with its own kind
+  local.abort(resolved);    // so do the local peers waiting for this leader
   return resolved;
 }
 

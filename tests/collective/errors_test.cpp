@@ -325,6 +325,31 @@ TEMPLATE_TEST_CASE("abort makes pending calls on every rank fail within 100 ms w
   }
 }
 
+TEMPLATE_TEST_CASE("abort with an error makes pending calls on every rank raise that error",
+                   "[collective]", RUCCL_GROUP_FACTORIES) {
+  auto out = run_group_with(
+      TestType::make, 3,
+      [&](Communicator& comm) {
+        if (comm.rank() == 2) {
+          std::this_thread::sleep_for(100ms);  // the others are waiting by now
+          comm.abort(
+              CollectiveError(Kind::ShapeMismatch, "node 1 has [3], node 0 has [2]", {0, 1}));
+        }
+        comm.all_reduce(f32({1}));
+      },
+      short_timeout(30s));
+  for (int r = 0; r < 3; ++r) {
+    INFO("rank " << r << ": " << out[static_cast<std::size_t>(r)].message());
+    const bool in_call = error_kind(out[static_cast<std::size_t>(r)]) == Kind::ShapeMismatch;
+    // Rank 2 calls after its own abort: the group is finished, naming the cause.
+    const bool after = r == 2 && error_kind(out[static_cast<std::size_t>(r)]) == Kind::Aborted;
+    REQUIRE((in_call || after));
+    REQUIRE(out[static_cast<std::size_t>(r)].message().find("node 1 has [3], node 0 has [2]") !=
+            std::string::npos);
+    REQUIRE(error_ranks(out[static_cast<std::size_t>(r)]) == std::vector<int>{0, 1});
+  }
+}
+
 TEMPLATE_TEST_CASE("a rank whose communicator is destroyed makes waiting peers fail with PeerLost",
                    "[collective]", RUCCL_GROUP_FACTORIES) {
   const auto start = std::chrono::steady_clock::now();
