@@ -43,14 +43,28 @@ void agree(Communicator& comm, const ReplicaDescription& local, std::int64_t ext
   }
 }
 
-/// t /= total, elementwise in F32 (t is the all_reduce result, which this rank owns).
+/// t /= total, elementwise in t's dtype (t is a buffer this rank owns).
 void divide_in_place(Tensor& t, double total) {
   if (t.device().is_cpu() && t.is_contiguous() && t.dtype() == DType::F32) {
     // Eigen's explicit SIMD: the plain loop stays scalar at -O2 (GCC's very-cheap vectoriser).
     Eigen::Map<Eigen::ArrayXf>(t.data<float>(), static_cast<Eigen::Index>(t.numel())) /=
         static_cast<float>(total);
+  } else if (t.device().is_cpu() && t.is_contiguous() && t.dtype() == DType::F64) {
+    Eigen::Map<Eigen::ArrayXd>(t.data<double>(), static_cast<Eigen::Index>(t.numel())) /= total;
   } else {
     t = div(t, Scalar(total));
+  }
+}
+
+/// t *= factor, elementwise in t's dtype (t is a buffer this rank owns).
+void multiply_in_place(Tensor& t, double factor) {
+  if (t.device().is_cpu() && t.is_contiguous() && t.dtype() == DType::F32) {
+    Eigen::Map<Eigen::ArrayXf>(t.data<float>(), static_cast<Eigen::Index>(t.numel())) *=
+        static_cast<float>(factor);
+  } else if (t.device().is_cpu() && t.is_contiguous() && t.dtype() == DType::F64) {
+    Eigen::Map<Eigen::ArrayXd>(t.data<double>(), static_cast<Eigen::Index>(t.numel())) *= factor;
+  } else {
+    t.copy_(mul(t, Scalar(factor)));
   }
 }
 
@@ -72,18 +86,20 @@ DataParallel DataParallel::initialize(Communicator comm, nn::Module& model, int 
 }
 
 GradientsParams DataParallel::reduce(const nn::Module& model, const GradientsParams& grads,
-                                     double local_weight, MissingGradientPolicy policy) {
-  return reduce_impl(model, grads, local_weight, policy, /*fp32=*/false);
+                                     double local_weight, LossReduction loss,
+                                     MissingGradientPolicy policy) {
+  return reduce_impl(model, grads, local_weight, loss, policy, /*fp32=*/false);
 }
 
 GradientsParams DataParallel::reduce_fp32(const nn::Module& model, const GradientsParams& grads,
-                                          double local_weight, MissingGradientPolicy policy) {
-  return reduce_impl(model, grads, local_weight, policy, /*fp32=*/true);
+                                          double local_weight, LossReduction loss,
+                                          MissingGradientPolicy policy) {
+  return reduce_impl(model, grads, local_weight, loss, policy, /*fp32=*/true);
 }
 
 GradientsParams DataParallel::reduce_impl(const nn::Module& model, const GradientsParams& grads,
-                                          double local_weight, MissingGradientPolicy policy,
-                                          bool fp32) {
+                                          double local_weight, LossReduction loss,
+                                          MissingGradientPolicy policy, bool fp32) {
   ReplicaDescription local = ReplicaDescription::of(model, root_, comm_.device());
   const bool weight_ok = std::isfinite(local_weight) && local_weight >= 0.0;
   if (!weight_ok) {
@@ -152,7 +168,9 @@ GradientsParams DataParallel::reduce_impl(const nn::Module& model, const Gradien
   last_total_weight_ = total;
 
   // One flat FP32 buffer holds every trainable gradient (zeros where a rank has none or a zero
-  // weight); one all_reduce sums it; one division by the total weight finishes it.
+  // weight), scaled by the local weight for a mean loss (the gradient of the local sum is w_r
+  // times the gradient of the local mean); one all_reduce sums it; one division by the total
+  // weight finishes it.
   autodiff::NoGradGuard no_grad;
   std::int64_t numel = 0;
   for (const auto& [id, p] : trainable) numel += p.numel();
@@ -171,6 +189,9 @@ GradientsParams DataParallel::reduce_impl(const nn::Module& model, const Gradien
       segment.fill_(0.0);
     }
     offset += n;
+  }
+  if (contributes && loss == LossReduction::Mean && local_weight != 1.0) {
+    multiply_in_place(flat_, local_weight);
   }
   Tensor mean =
       comm_.all_reduce(flat, ReduceOperation::Sum, CallOptions().with_label(kReduceLabel));
