@@ -25,6 +25,7 @@
 // total) raises CollectiveError on every rank together, with the same message naming the rank and
 // the problem, before any gradient moves; the communicator stays usable afterwards.
 #include <cstdint>
+#include <map>
 #include <string>
 
 #include "autodiff/nn/module.h"
@@ -58,14 +59,17 @@ class DataParallel {
   static DataParallel initialize(Communicator comm, nn::Module& model, int root = 0);
 
   /// The gradient of the global mean loss for every trainable parameter (see the file comment),
-  /// in the parameter's dtype. `grads` holds this rank's gradients of its local loss, reduced
-  /// over its `local_weight` samples or tokens (finite, >= 0) as `loss` says.
+  /// in the parameter's dtype, reduced in it too for F32 and F64 (an F64 model matches a single
+  /// replica to F64 rounding); F16 and BF16 gradients are accumulated in F32. `grads` holds this
+  /// rank's gradients of its local loss, reduced over its `local_weight` samples or tokens (finite,
+  /// >= 0) as `loss` says.
   ///
   ///   dp.reduce(model, GradientsParams::from_module(model), batch_size, LossReduction::Mean);
   GradientsParams reduce(const nn::Module& model, const GradientsParams& grads, double local_weight,
                          LossReduction loss,
                          MissingGradientPolicy policy = MissingGradientPolicy::Error);
-  /// Like reduce(), but the results are F32 whatever the parameters' dtype.
+  /// Like reduce(), but reduced in F32 and returned as F32 whatever the parameters' dtype (half
+  /// the bytes on the wire for an F64 model).
   GradientsParams reduce_fp32(const nn::Module& model, const GradientsParams& grads,
                               double local_weight, LossReduction loss,
                               MissingGradientPolicy policy = MissingGradientPolicy::Error);
@@ -86,7 +90,7 @@ class DataParallel {
   Communicator comm_;
   int root_;
   double last_total_weight_ = 0.0;
-  Tensor flat_;  // the packed gradients, reused from step to step
+  std::map<DType, Tensor> flat_;  // the packed gradients per accumulation dtype, reused
 };
 
 }  // namespace ruccl::optim

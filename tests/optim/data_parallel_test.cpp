@@ -440,3 +440,53 @@ TEST_CASE("reduce of sum losses over uneven shards gives the gradient of the glo
     check_against_one_replica({3, 0, 1, 5}, LossReduction::Sum, DType::F32, 1e-5, 1e-6);
   }
 }
+
+TEST_CASE("reduce of an F64 model matches one replica on the global batch to F64 rounding",
+          "[optim]") {
+  // Reduced in FP32, the parameters would differ from one replica's by ~1e-8 after one step.
+  // In F64 they differ only by the order the ranks' partial sums are added in: a few ulps.
+  constexpr double kRtol = 1e-14;
+  constexpr double kAtol = 1e-16;
+  SECTION("2 ranks, mean losses") {
+    check_against_one_replica({5, 2}, LossReduction::Mean, DType::F64, kRtol, kAtol);
+  }
+  SECTION("3 ranks, sum losses") {
+    check_against_one_replica({1, 2, 4}, LossReduction::Sum, DType::F64, kRtol, kAtol);
+  }
+  SECTION("4 ranks, mean losses, one rank empty") {
+    check_against_one_replica({3, 0, 1, 5}, LossReduction::Mean, DType::F64, kRtol, kAtol);
+  }
+}
+
+TEST_CASE("reduce accumulates F64 in F64 and F32, F16 and BF16 in F32 in one call", "[optim]") {
+  auto out = run_group(2, [](Communicator& comm) {
+    nn::Param w64(1, Tensor::zeros({2}, DType::F64));
+    nn::Param w32(2, Tensor::zeros({2}, DType::F32));
+    nn::Param w16(3, Tensor::zeros({2}, DType::F16));
+    nn::Param wbf(4, Tensor::zeros({3}, DType::BF16));
+    ParamBag model({{"w64", w64}, {"w32", w32}, {"w16", w16}, {"wbf", wbf}});
+    DataParallel dp = DataParallel::initialize(comm, model, 0);
+    // Sum losses of weights 1 and 2 whose gradients sum to 1: every result is 1/3, which F32
+    // rounds (to 0.3333333432674408) and F64 does not.
+    GradientsParams g;
+    const double mine = comm.rank() == 0 ? 1.0 : 0.0;
+    g.insert(1, Tensor::full({2}, mine, DType::F64));
+    g.insert(2, Tensor::full({2}, mine, DType::F32));
+    g.insert(3, Tensor::full({2}, mine, DType::F16));
+    g.insert(4, Tensor::full({3}, mine, DType::BF16));
+    GradientsParams r = dp.reduce(model, g, comm.rank() + 1.0, LossReduction::Sum);
+    GradientsParams f = dp.reduce_fp32(model, g, comm.rank() + 1.0, LossReduction::Sum);
+    return std::vector<Tensor>{*r.get(1), *r.get(2), *r.get(3), *r.get(4), *f.get(1)};
+  });
+  const Tensor third32 = Tensor::full({2}, 1.0 / 3.0, DType::F32);
+  for (int r = 0; r < 2; ++r) {
+    INFO("rank " << r << ": " << out[r].message());
+    REQUIRE(out[r].ok());
+    const auto& v = out[r].value();
+    REQUIRE_THAT(v[0], TensorEqual(Tensor::full({2}, 1.0 / 3.0, DType::F64)));
+    REQUIRE_THAT(v[1], TensorEqual(third32));
+    REQUIRE_THAT(v[2], TensorEqual(third32.to(DType::F16)));
+    REQUIRE_THAT(v[3], TensorEqual(Tensor::full({3}, 1.0 / 3.0, DType::F32).to(DType::BF16)));
+    REQUIRE_THAT(v[4], TensorEqual(third32));  // reduce_fp32: F32 for the F64 parameter too
+  }
+}
