@@ -2,6 +2,7 @@
 // contracts: frozen parameters, missing gradients, state save/load.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 
@@ -100,7 +101,7 @@ std::unique_ptr<Optimizer> make_optimizer(const std::string& name) {
   if (name == "adam") return std::make_unique<Adam>();
   if (name == "adam_wd") return std::make_unique<Adam>(AdamOptions{0.8, 0.99, 1e-6, 0.1});
   if (name == "adamw") return std::make_unique<AdamW>();
-  if (name == "adamw_wd") return std::make_unique<AdamW>(AdamOptions{0.85, 0.995, 1e-7, 0.2});
+  if (name == "adamw_wd") return std::make_unique<AdamW>(AdamWOptions{0.85, 0.995, 1e-7, 0.2});
   FAIL("unknown optimizer configuration " << name);
   return nullptr;
 }
@@ -136,6 +137,50 @@ TEST_CASE("Sgd, Adam and AdamW follow torch.optim's 20-step trajectories", "[opt
       CHECK(opt->steps(1) == 20);
     }
   }
+}
+
+TEST_CASE("AdamW keeps torch's default weight decay when other options are named", "[optim]") {
+  // AdamW's options are a type of their own: one designated member resets no other default (an
+  // AdamOptions here had weight_decay 0, silently training without decay).
+  const AdamW eps_only({.eps = 1e-8});
+  CHECK(eps_only.options().weight_decay == 1e-2);
+  CHECK(eps_only.options().beta1 == 0.9);
+  CHECK(eps_only.options().beta2 == 0.999);
+  const AdamW betas({.beta1 = 0.8, .beta2 = 0.99});
+  CHECK(betas.options().eps == 1e-8);
+  CHECK(betas.options().weight_decay == 1e-2);
+  CHECK(AdamW().config() == std::vector<double>{0.9, 0.999, 1e-8, 1e-2});
+  // And it trains as torch.optim.AdamW(params, lr) with all of torch's defaults.
+  const Golden g = load_golden();
+  const auto config = std::find_if(g.configs.begin(), g.configs.end(),
+                                   [](const Golden::Config& c) { return c.name == "adamw"; });
+  REQUIRE(config != g.configs.end());
+  auto model = make_model(g.init);
+  AdamW adamw({.eps = 1e-8});
+  for (std::size_t step = 0; step < config->params.size(); ++step) {
+    INFO("step " << step + 1);
+    train_step(*model, adamw, config->lr, g.x, g.y);
+    const auto params = model->parameters();
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      REQUIRE_THAT(params[i].value(), TensorNear(config->params[step][i], kRtol, kAtol));
+    }
+  }
+}
+
+TEST_CASE("every options struct keeps the defaults of the members a caller does not name",
+          "[optim]") {
+  const SgdOptions sgd{.nesterov = true};
+  CHECK(sgd.momentum == 0.0);
+  CHECK(sgd.dampening == 0.0);
+  CHECK(sgd.weight_decay == 0.0);
+  const AdamOptions adam{.eps = 1e-6};
+  CHECK(adam.beta1 == 0.9);
+  CHECK(adam.beta2 == 0.999);
+  CHECK(adam.weight_decay == 0.0);  // torch.optim.Adam's default
+  const AdamWOptions adamw{.beta2 = 0.95};
+  CHECK(adamw.beta1 == 0.9);
+  CHECK(adamw.eps == 1e-8);
+  CHECK(adamw.weight_decay == 1e-2);  // torch.optim.AdamW's default
 }
 
 TEST_CASE("an optimizer leaves frozen parameters and parameters without a gradient untouched",
@@ -194,14 +239,14 @@ TEST_CASE("an optimizer resumed from its saved state continues bit for bit", "[o
   const Golden g = load_golden();
   auto straight = make_model(g.init);
   auto resumed = make_model(g.init);
-  AdamW a(AdamOptions{0.85, 0.995, 1e-7, 0.2});
+  AdamW a(AdamWOptions{0.85, 0.995, 1e-7, 0.2});
   for (int i = 0; i < 3; ++i) train_step(*straight, a, 0.02, g.x, g.y);
   // The resumed run: same first 3 steps, then a fresh optimizer loads the state.
   {
-    AdamW first(AdamOptions{0.85, 0.995, 1e-7, 0.2});
+    AdamW first(AdamWOptions{0.85, 0.995, 1e-7, 0.2});
     for (int i = 0; i < 3; ++i) train_step(*resumed, first, 0.02, g.x, g.y);
     const OptimizerState saved = first.state();
-    AdamW second(AdamOptions{0.85, 0.995, 1e-7, 0.2});
+    AdamW second(AdamWOptions{0.85, 0.995, 1e-7, 0.2});
     second.load_state(saved);
     for (int i = 0; i < 4; ++i) train_step(*resumed, second, 0.02, g.x, g.y);
   }

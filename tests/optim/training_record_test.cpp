@@ -40,7 +40,7 @@ std::shared_ptr<nn::Sequential> make_mlp(std::uint64_t seed, std::int64_t hidden
 /// micro-batches per step, and a data generator.
 struct Run {
   std::shared_ptr<nn::Sequential> model;
-  AdamW optimizer{AdamOptions{0.9, 0.99, 1e-8, 0.05}};
+  AdamW optimizer{AdamWOptions{0.9, 0.99, 1e-8, 0.05}};
   WarmupCosineLr schedule{0.01, 2, 10};
   GradientsAccumulator accumulator;
   Generator data{2024};
@@ -273,9 +273,9 @@ TEST_CASE("restore refuses a record that does not match, changing nothing", "[op
     auto other = make_mlp(7);
     Adam adam;
     CHECK_THROWS_WITH(loaded.restore(*other, &adam), Catch::Contains("of kind 'adamw'"));
-    AdamW adamw_other{AdamOptions{0.9, 0.99, 1e-8, 0.5}};
+    AdamW adamw_other{AdamWOptions{0.9, 0.99, 1e-8, 0.5}};
     CHECK_THROWS_AS(loaded.restore(*other, &adamw_other), CheckpointError);
-    AdamW adamw{AdamOptions{0.9, 0.99, 1e-8, 0.05}};
+    AdamW adamw{AdamWOptions{0.9, 0.99, 1e-8, 0.05}};
     StepLr step(0.01, 3);
     CHECK_THROWS_WITH(loaded.restore(*other, &adamw, &step),
                       Catch::Contains("kind 'warmup_cosine'"));
@@ -300,7 +300,7 @@ TEST_CASE("restore refuses a record that does not match, changing nothing", "[op
     std::memcpy(payload.data() + at + kind.size() + 8 + 8 * count, &minus_one, sizeof minus_one);
     const TrainingRecord damaged = TrainingRecord::parse_payload(payload, "memory");
     auto other = make_mlp(7);
-    AdamW adamw{AdamOptions{0.9, 0.99, 1e-8, 0.05}};
+    AdamW adamw{AdamWOptions{0.9, 0.99, 1e-8, 0.05}};
     WarmupCosineLr schedule{0.01, 2, 10};
     CHECK_THROWS_WITH(damaged.restore(*other, &adamw, &schedule),
                       Catch::Contains("expected a step count >= 0, got -1"));
