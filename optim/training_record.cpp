@@ -20,10 +20,20 @@ namespace ruccl::optim {
 
 // Archiving of the record's plain structs (kept here: they are the file format).
 template <class Archive>
+void archive_generator_state(Archive& archive, Generator::State& g) {
+  archive(g.seed, g.counter, g.buffered, g.block, g.has_spare_normal, g.spare_normal);
+}
+
+template <class Archive>
 void serialize(Archive& archive, CallerState& c) {
   archive(c.step, c.data_position, c.rank, c.world_size);
-  archive(c.rng.seed, c.rng.counter, c.rng.buffered, c.rng.block, c.rng.has_spare_normal,
-          c.rng.spare_normal);
+  archive_generator_state(archive, c.rng);
+}
+
+template <class Archive>
+void serialize(Archive& archive, RecordedGenerator& g) {
+  archive(g.path);
+  archive_generator_state(archive, g.state);
 }
 
 template <class Archive>
@@ -86,6 +96,8 @@ TrainingRecord TrainingRecord::capture(const nn::Module& model, const Optimizer*
   for (const auto& [path, p] : model.named_parameters()) {
     r.params_.push_back({path, p.id(), p.trainable(), TensorBlob::from_tensor(p.value())});
   }
+  for (const auto& [path, g] : model.named_generators())
+    r.generators_.push_back({path, g->state()});
   if (optimizer != nullptr) r.optimizer_ = optimizer->state();
   if (scheduler != nullptr) r.scheduler_ = scheduler->state();
   if (accumulator != nullptr) r.accumulator_ = accumulator->state();
@@ -97,7 +109,8 @@ std::string TrainingRecord::serialize_payload() const {
   std::ostringstream out;
   {
     cereal::PortableBinaryOutputArchive archive(out);
-    archive(std::string(kPayloadKind), params_, optimizer_, scheduler_, accumulator_, caller_);
+    archive(std::string(kPayloadKind), params_, generators_, optimizer_, scheduler_, accumulator_,
+            caller_);
   }
   return out.str();
 }
@@ -113,7 +126,7 @@ TrainingRecord TrainingRecord::parse_payload(const std::string& payload,
       throw CheckpointError(str("checkpoint ", origin, ": expected a '", kPayloadKind,
                                 "' payload, got '", kind.substr(0, 64), "'"));
     }
-    archive(r.params_, r.optimizer_, r.scheduler_, r.accumulator_, r.caller_);
+    archive(r.params_, r.generators_, r.optimizer_, r.scheduler_, r.accumulator_, r.caller_);
     if (archive.remaining() != 0) {
       throw CheckpointError(str("checkpoint ", origin, ": ", archive.remaining(),
                                 " unexpected bytes after the record"));
@@ -131,6 +144,13 @@ TrainingRecord TrainingRecord::parse_payload(const std::string& payload,
     validate_blobs(r.params_, r.optimizer_, r.accumulator_);
     Generator probe(0);
     probe.set_state(r.caller_.rng);  // the caller's set_state must not be the first to refuse
+    for (const RecordedGenerator& g : r.generators_) {
+      try {
+        probe.set_state(g.state);  // nor restore()'s
+      } catch (const std::exception& e) {
+        throw CheckpointError(str("generator '", g.path.substr(0, 256), "': ", e.what()));
+      }
+    }
   } catch (const std::exception& e) {
     throw CheckpointError(str("checkpoint ", origin, ": ", e.what()));
   }
@@ -210,6 +230,23 @@ void TrainingRecord::restore(nn::Module& model, Optimizer* optimizer, LrSchedule
     RUCCL_CHECK(live.count(rp.id) != 0, CheckpointError, at, "the record's parameter '", rp.path,
                 "' (ParamId ", rp.id, ") is not in the model");
   }
+  std::map<std::string, const RecordedGenerator*> recorded_generators;
+  for (const RecordedGenerator& g : generators_) recorded_generators.emplace(g.path, &g);
+  const auto generators = model.named_generators();
+  std::set<std::string> live_generators;
+  for (const auto& [path, g] : generators) {
+    RUCCL_CHECK(recorded_generators.count(path) != 0, CheckpointError, at,
+                "the model's generator '", path,
+                "' is not in the record (the model has random modules, such as Dropout, that the "
+                "saved one did not have)");
+    live_generators.insert(path);
+  }
+  for (const RecordedGenerator& g : generators_) {
+    RUCCL_CHECK(live_generators.count(g.path) != 0, CheckpointError, at, "the record's generator '",
+                g.path,
+                "' is not in the model (the saved model had random modules, such as "
+                "Dropout, that this one does not have)");
+  }
   if (optimizer != nullptr) {
     RUCCL_CHECK(optimizer_.has_value(), CheckpointError, at,
                 "an optimizer was passed but the record holds no optimizer state");
@@ -274,6 +311,7 @@ void TrainingRecord::restore(nn::Module& model, Optimizer* optimizer, LrSchedule
     throw;
   }
   for (auto& [p, v] : values) p.set_value(v);
+  for (const auto& [path, g] : generators) g->set_state(recorded_generators.at(path)->state);
 }
 
 }  // namespace ruccl::optim
