@@ -10,6 +10,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <variant>
 
 #include "autodiff/grad_mode.h"
 #include "optim/checkpoint_error.h"
@@ -24,10 +25,76 @@ void archive_generator_state(Archive& archive, Generator::State& g) {
   archive(g.seed, g.counter, g.buffered, g.block, g.has_spare_normal, g.spare_normal);
 }
 
+/// The caller's named values: a count, then per value its name, its type tag (the CallerValue
+/// alternative's index) and its payload.
+template <class Archive>
+void archive_caller_values(Archive& archive, std::map<std::string, CallerValue>& values) {
+  if constexpr (Archive::is_saving::value) {
+    archive(cereal::make_size_tag(static_cast<cereal::size_type>(values.size())));
+    for (auto& [name, value] : values) {
+      std::string key = name;
+      archive(key, static_cast<std::uint8_t>(value.index()));
+      std::visit(
+          [&](auto& v) {
+            if constexpr (std::is_same_v<std::decay_t<decltype(v)>, Generator::State>) {
+              archive_generator_state(archive, v);
+            } else {
+              archive(v);
+            }
+          },
+          value);
+    }
+  } else {
+    cereal::size_type count = 0;
+    archive(cereal::make_size_tag(count));
+    values.clear();
+    for (cereal::size_type i = 0; i < count; ++i) {
+      std::string name;
+      std::uint8_t tag = 0;
+      archive(name, tag);
+      CallerValue value;
+      switch (tag) {
+        case 0:
+          value.emplace<std::int64_t>();
+          break;
+        case 1:
+          value.emplace<double>();
+          break;
+        case 2:
+          value.emplace<std::string>();
+          break;
+        case 3:
+          value.emplace<TensorBlob>();
+          break;
+        case 4:
+          value.emplace<Generator::State>();
+          break;
+        default:
+          throw cereal::Exception(str("the caller value '", name.substr(0, 256),
+                                      "': expected a type tag below ",
+                                      std::variant_size_v<CallerValue>, ", got ", int{tag}));
+      }
+      std::visit(
+          [&](auto& v) {
+            if constexpr (std::is_same_v<std::decay_t<decltype(v)>, Generator::State>) {
+              archive_generator_state(archive, v);
+            } else {
+              archive(v);
+            }
+          },
+          value);
+      if (!values.emplace(std::move(name), std::move(value)).second) {
+        throw cereal::Exception("the caller values hold one name twice");
+      }
+    }
+  }
+}
+
 template <class Archive>
 void serialize(Archive& archive, CallerState& c) {
   archive(c.step, c.data_position, c.rank, c.world_size);
   archive_generator_state(archive, c.rng);
+  archive_caller_values(archive, c.values);
 }
 
 template <class Archive>
@@ -144,6 +211,14 @@ TrainingRecord TrainingRecord::parse_payload(const std::string& payload,
     validate_blobs(r.params_, r.optimizer_, r.accumulator_);
     Generator probe(0);
     probe.set_state(r.caller_.rng);  // the caller's set_state must not be the first to refuse
+    for (const auto& [name, value] : r.caller_.values) {
+      try {
+        if (const auto* blob = std::get_if<TensorBlob>(&value)) blob->validate();
+        if (const auto* state = std::get_if<Generator::State>(&value)) probe.set_state(*state);
+      } catch (const std::exception& e) {
+        throw CheckpointError(str("the caller value '", name.substr(0, 256), "': ", e.what()));
+      }
+    }
     for (const RecordedGenerator& g : r.generators_) {
       try {
         probe.set_state(g.state);  // nor restore()'s

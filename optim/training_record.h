@@ -1,8 +1,8 @@
 #pragma once
 // TrainingRecord: everything one rank needs to resume training bit for bit — model parameters
 // and module generators (Dropout's masks), optimizer state, scheduler state, pending accumulated
-// gradients and the caller's own position (step, data position, RNG state) — saved as a cereal
-// archive inside a checksummed, versioned, atomically written file (optim/record_file.h).
+// gradients and the caller's own position and named values (optim/caller_state.h) — saved as a
+// cereal archive inside a checksummed, versioned, atomically written file (optim/record_file.h).
 //
 //   // save (each rank its own file)
 //   TrainingRecord::capture(model, &optimizer, &schedule, &accumulator,
@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "autodiff/nn/module.h"
+#include "optim/caller_state.h"
 #include "optim/gradients_accumulator.h"
 #include "optim/lr_scheduler.h"
 #include "optim/optimizer.h"
@@ -29,15 +30,6 @@
 #include "tensor/random/generator.h"
 
 namespace ruccl::optim {
-
-/// The caller's own training position.
-struct CallerState {
-  std::int64_t step = 0;           ///< optimizer steps taken
-  std::int64_t data_position = 0;  ///< where the data stream continues (sample, batch, byte...)
-  Generator::State rng{};          ///< the data-order / dropout generator
-  std::int64_t rank = 0;           ///< the rank that wrote the record (restore() checks it)
-  std::int64_t world_size = 1;     ///< the world size of the run that wrote it (checked likewise)
-};
 
 /// Where restore() runs. A record restores only on the rank and world size that wrote it (its
 /// CallerState), since a rank's optimizer state, accumulated gradients and data position belong
