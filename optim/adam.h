@@ -14,6 +14,9 @@ class Adam : public Optimizer {
   explicit Adam(AdamOptions options = {});
   std::string kind() const override { return "adam"; }
   std::vector<double> config() const override;
+  std::vector<std::string> config_names() const override {
+    return {"beta1", "beta2", "eps", "weight_decay"};
+  }
   const AdamOptions& options() const { return options_; }
 
  protected:
@@ -36,6 +39,9 @@ class AdamW : public Optimizer {
   explicit AdamW(AdamWOptions options = {});
   std::string kind() const override { return "adamw"; }
   std::vector<double> config() const override;
+  std::vector<std::string> config_names() const override {
+    return {"beta1", "beta2", "eps", "weight_decay"};
+  }
   const AdamWOptions& options() const { return options_; }
 
  protected:

@@ -4,6 +4,7 @@
 
 #include "autodiff/grad_mode.h"
 #include "optim/checkpoint_error.h"
+#include "optim/hyper_parameters.h"
 #include "optim/rank_agreement.h"
 
 namespace ruccl::optim {
@@ -87,7 +88,8 @@ void Optimizer::load_state(const OptimizerState& state) {
   RUCCL_CHECK(state.kind == kind(), CheckpointError, kind(), "::load_state: expected a '", kind(),
               "' optimizer state, got '", state.kind, "'");
   RUCCL_CHECK(state.config == config(), CheckpointError, kind(),
-              "::load_state: the state was saved with other hyper-parameters");
+              "::load_state: the state was saved with other hyper-parameters: ",
+              hyper_parameter_differences(config_names(), state.config, config()));
   std::map<ParamId, Slot> slots;
   for (const auto& [id, s] : state.slots) {
     RUCCL_CHECK(s.steps >= 0, CheckpointError, kind(), "::load_state: ParamId ", id,

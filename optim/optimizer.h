@@ -63,11 +63,14 @@ class Optimizer {
   virtual std::string kind() const = 0;
   /// The hyper-parameters, in a fixed order (compared on restore).
   virtual std::vector<double> config() const = 0;
+  /// The name of each config() value, in the same order (named when a restore refuses them).
+  virtual std::vector<std::string> config_names() const = 0;
 
   /// The state to checkpoint (buffers copied).
   OptimizerState state() const;
   /// Replaces the state with a saved one; CheckpointError when it was saved by another kind of
-  /// optimizer, with other hyper-parameters, or holds malformed buffers. TrainingRecord::restore
+  /// optimizer, with other hyper-parameters (each one that differs named, with both values), or
+  /// holds malformed buffers. TrainingRecord::restore
   /// also checks the slots against the model's parameters.
   void load_state(const OptimizerState& state);
   /// Number of steps taken for `id` (0 when it has no state).

@@ -14,6 +14,7 @@
 
 #include "autodiff/grad_mode.h"
 #include "optim/checkpoint_error.h"
+#include "optim/hyper_parameters.h"
 #include "optim/record_file.h"
 #include "tensor/serialize/bounded_input_archive.h"
 
@@ -325,10 +326,15 @@ void TrainingRecord::restore(nn::Module& model, Optimizer* optimizer, LrSchedule
   if (optimizer != nullptr) {
     RUCCL_CHECK(optimizer_.has_value(), CheckpointError, at,
                 "an optimizer was passed but the record holds no optimizer state");
-    RUCCL_CHECK(optimizer_->kind == optimizer->kind() && optimizer_->config == optimizer->config(),
-                CheckpointError, at, "the record's optimizer state is of kind '", optimizer_->kind,
-                "' or has other hyper-parameters than the '", optimizer->kind(),
-                "' optimizer passed");
+    RUCCL_CHECK(optimizer_->kind == optimizer->kind(), CheckpointError, at,
+                "expected an optimizer of kind '", optimizer_->kind,
+                "' (the record's), got one of kind '", optimizer->kind(), "'");
+    RUCCL_CHECK(optimizer_->config == optimizer->config(), CheckpointError, at, "the '",
+                optimizer->kind(),
+                "' optimizer passed has other hyper-parameters than the "
+                "record's: ",
+                hyper_parameter_differences(optimizer->config_names(), optimizer_->config,
+                                            optimizer->config()));
     for (const auto& [id, slot] : optimizer_->slots) {
       const auto it = live.find(id);
       RUCCL_CHECK(it != live.end(), CheckpointError, at, "the optimizer state has ParamId ", id,
@@ -343,10 +349,15 @@ void TrainingRecord::restore(nn::Module& model, Optimizer* optimizer, LrSchedule
   if (scheduler != nullptr) {
     RUCCL_CHECK(scheduler_.has_value(), CheckpointError, at,
                 "a scheduler was passed but the record holds no scheduler state");
-    RUCCL_CHECK(scheduler_->kind == scheduler->kind() && scheduler_->config == scheduler->config(),
-                CheckpointError, at, "the record's scheduler state is of kind '", scheduler_->kind,
-                "' or has another configuration than the '", scheduler->kind(),
-                "' scheduler passed");
+    RUCCL_CHECK(scheduler_->kind == scheduler->kind(), CheckpointError, at,
+                "expected a scheduler of kind '", scheduler_->kind,
+                "' (the record's), got one of kind '", scheduler->kind(), "'");
+    RUCCL_CHECK(scheduler_->config == scheduler->config(), CheckpointError, at, "the '",
+                scheduler->kind(),
+                "' scheduler passed has another configuration than the "
+                "record's: ",
+                hyper_parameter_differences(scheduler->config_names(), scheduler_->config,
+                                            scheduler->config()));
   }
   if (accumulator != nullptr) {
     RUCCL_CHECK(accumulator_.has_value(), CheckpointError, at,

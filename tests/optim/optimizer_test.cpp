@@ -260,6 +260,15 @@ TEST_CASE("an optimizer resumed from its saved state continues bit for bit", "[o
   CHECK_THROWS_AS(other.load_state(a.state()), CheckpointError);  // adamw state into adam
   AdamW other_config;
   CHECK_THROWS_AS(other_config.load_state(a.state()), CheckpointError);
+  // The refusal names every hyper-parameter that differs and both values.
+  CHECK_THROWS_WITH(other_config.load_state(a.state()),
+                    "adamw::load_state: the state was saved with other hyper-parameters: "
+                    "expected beta1 0.85 (the record's), got 0.9; expected beta2 0.995 (the "
+                    "record's), got 0.999; expected eps 1e-07 (the record's), got 1e-08; expected "
+                    "weight_decay 0.2 (the record's), got 0.01");
+  Sgd nesterov({.momentum = 0.9, .nesterov = true});
+  CHECK_THROWS_WITH(Sgd({.momentum = 0.9}).load_state(nesterov.state()),
+                    Catch::EndsWith("expected nesterov 1 (the record's), got 0"));
 }
 
 namespace {

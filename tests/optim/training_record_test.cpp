@@ -276,6 +276,22 @@ TEST_CASE("restore refuses a record that does not match, changing nothing", "[op
     CHECK_THROWS_WITH(loaded.restore(*other, &adam), Catch::Contains("of kind 'adamw'"));
     AdamW adamw_other{AdamWOptions{0.9, 0.99, 1e-8, 0.5}};
     CHECK_THROWS_AS(loaded.restore(*other, &adamw_other), CheckpointError);
+    CHECK_THROWS_WITH(loaded.restore(*other, &adamw_other),
+                      Catch::Contains("r.ckpt") &&
+                          Catch::EndsWith("the 'adamw' optimizer passed has other hyper-parameters "
+                                          "than the record's: expected weight_decay 0.05 (the "
+                                          "record's), got 0.5"));
+    AdamW adamw_two{AdamWOptions{0.9, 0.999, 1e-7, 0.05}};
+    CHECK_THROWS_WITH(loaded.restore(*other, &adamw_two),
+                      Catch::EndsWith("expected beta2 0.99 (the record's), got 0.999; expected "
+                                      "eps 1e-08 (the record's), got 1e-07"));
+    AdamW same_adamw{AdamWOptions{0.9, 0.99, 1e-8, 0.05}};
+    WarmupCosineLr later_schedule{0.01, 2, 12};
+    CHECK_THROWS_WITH(loaded.restore(*other, &same_adamw, &later_schedule),
+                      Catch::EndsWith("the 'warmup_cosine' scheduler passed has another "
+                                      "configuration than the record's: expected total_steps 10 "
+                                      "(the record's), got 12"));
+    CHECK(same_adamw.steps(1) == 0);
     AdamW adamw{AdamWOptions{0.9, 0.99, 1e-8, 0.05}};
     StepLr step(0.01, 3);
     CHECK_THROWS_WITH(loaded.restore(*other, &adamw, &step),
