@@ -20,6 +20,7 @@
 using namespace ruccl;
 using namespace ruccl::optim;
 using autodiff::Var;
+using ruccl::testing::TensorEqual;
 using ruccl::testing::TensorNear;
 
 namespace {
@@ -318,4 +319,69 @@ TEST_CASE("step updates a contiguous CPU F32 parameter in place and replaces an 
   CHECK(p16.value().storage() != old16.storage());
   CHECK(p16.value().to(DType::F32).to_vector<float>() == expected);
   CHECK(old16.to(DType::F32).to_vector<float>() == std::vector<float>{1.0f, -2.0f});
+}
+
+namespace {
+
+/// The gradient of sum(p^3) / 3 + sum(p) for each of `model`'s parameters: p^2 + 1, in its dtype.
+GradientsParams cubic_grads(const nn::Module& model) {
+  GradientsParams g;
+  for (const nn::Param& p : model.parameters()) g.insert(p.id(), add(mul(p.value(), p.value()), 1));
+  return g;
+}
+
+/// A two-parameter model with ids 1 and 2 holding `a` and `b` (converted to `dtype`): what
+/// module.to(dtype) leaves, same ParamIds, other dtype.
+TwoParams two_params(const Tensor& a, const Tensor& b, DType dtype) {
+  return TwoParams(nn::Param(1, a.to(dtype).clone()), nn::Param(2, b.to(dtype).clone()));
+}
+
+}  // namespace
+
+TEST_CASE("an optimizer's state follows its parameters to another dtype, values and steps kept",
+          "[optim]") {
+  const Tensor a0 = Tensor::from_vector<float>({0.5f, -1.25f, 2.0f});
+  const Tensor b0 = Tensor::from_vector<float>({0.75f, -0.5f}, {2, 1});
+  TwoParams f32 = two_params(a0, b0, DType::F32);
+  AdamW adamw({.beta2 = 0.99});
+  for (int i = 0; i < 3; ++i) adamw.step(0.1, f32, cubic_grads(f32));
+
+  // The expected continuation: a fresh AdamW given the same state with its moments converted to
+  // F64 by hand, stepping the F64 copy of the model.
+  OptimizerState by_hand = adamw.state();
+  for (auto& [id, slot] : by_hand.slots) {
+    for (TensorBlob& b : slot.buffers) b = TensorBlob::from_tensor(b.to_tensor().to(DType::F64));
+  }
+  TwoParams expected = two_params(f32.param("a").value(), f32.param("b").value(), DType::F64);
+  AdamW reference({.beta2 = 0.99});
+  reference.load_state(by_hand);
+  for (int i = 0; i < 2; ++i) reference.step(0.1, expected, cubic_grads(expected));
+
+  SECTION("with to(DType)") {
+    TwoParams f64 = two_params(f32.param("a").value(), f32.param("b").value(), DType::F64);
+    adamw.to(DType::F64);
+    for (const auto& [id, slot] : adamw.state().slots) {
+      CHECK(slot.steps == 3);
+      for (const TensorBlob& b : slot.buffers) CHECK(b.dtype_value() == DType::F64);
+    }
+    for (int i = 0; i < 2; ++i) adamw.step(0.1, f64, cubic_grads(f64));
+    REQUIRE_THAT(f64.param("a").value(), TensorEqual(expected.param("a").value()));
+    REQUIRE_THAT(f64.param("b").value(), TensorEqual(expected.param("b").value()));
+  }
+  SECTION("step converts the state by itself when to(DType) was not called") {
+    TwoParams f64 = two_params(f32.param("a").value(), f32.param("b").value(), DType::F64);
+    for (int i = 0; i < 2; ++i) adamw.step(0.1, f64, cubic_grads(f64));
+    CHECK(adamw.steps(1) == 5);
+    REQUIRE_THAT(f64.param("a").value(), TensorEqual(expected.param("a").value()));
+    REQUIRE_THAT(f64.param("b").value(), TensorEqual(expected.param("b").value()));
+  }
+  SECTION("F16 and BF16 parameters keep F32 state; back to F32 from F64") {
+    adamw.to(DType::F64).to(DType::F16);
+    for (const auto& [id, slot] : adamw.state().slots) {
+      for (const TensorBlob& b : slot.buffers) CHECK(b.dtype_value() == DType::F32);
+    }
+    adamw.to(DType::BF16);
+    CHECK(adamw.state().slots.at(1).buffers[0].dtype_value() == DType::F32);
+    CHECK_THROWS_WITH(adamw.to(DType::I64), "adamw::to: expected a floating dtype, got I64");
+  }
 }
