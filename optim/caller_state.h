@@ -44,7 +44,7 @@ struct CallerState {
   std::int64_t rank = 0;           ///< the rank that wrote the record (restore() checks it)
   std::int64_t world_size = 1;     ///< the world size of the run that wrote it (checked likewise)
   /// The caller's named values (set() and get() are the way in and out).
-  std::map<std::string, CallerValue> values;
+  std::map<std::string, CallerValue> values{};
 
   /// Stores `value` under `name` (non-empty), replacing any value of any type stored there.
   /// Integers are kept as int64 (ValueError for an unsigned one above INT64_MAX); a tensor is

@@ -188,12 +188,10 @@ GradientsParams DataParallel::reduce_impl(const nn::Module& model, const Gradien
       flat = Tensor::empty(Shape{n}, dtype, comm_.device());  // reused across steps
     }
   }
-  std::map<ParamId, std::int64_t> offset_of;
   std::map<DType, std::int64_t> offsets;
   for (const auto& [id, p] : trainable) {
     const std::int64_t n = p.numel();
     std::int64_t& offset = offsets[bucket_of(p)];
-    offset_of.emplace(id, offset);
     Tensor segment = flat_.at(bucket_of(p)).narrow(0, offset, n);
     const auto g = grads.get(id);
     if (contributes && g) {
@@ -214,9 +212,13 @@ GradientsParams DataParallel::reduce_impl(const nn::Module& model, const Gradien
     mean.emplace(dtype, std::move(sum));
   }
   GradientsParams out;
-  for (const auto& [id, p] : trainable) {
-    Tensor g = mean.at(bucket_of(p)).narrow(0, offset_of.at(id), p.numel()).view(p.shape());
+  offsets.clear();
+  for (const auto& [id, p] : trainable) {  // the packing order again
+    const std::int64_t n = p.numel();
+    std::int64_t& offset = offsets[bucket_of(p)];
+    Tensor g = mean.at(bucket_of(p)).narrow(0, offset, n).view(p.shape());
     out.insert(id, fp32 ? g : g.to(p.dtype()));
+    offset += n;
   }
   return out;
 }
