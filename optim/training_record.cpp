@@ -10,6 +10,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <utility>
 #include <variant>
 
 #include "autodiff/grad_mode.h"
@@ -26,64 +27,46 @@ void archive_generator_state(Archive& archive, Generator::State& g) {
   archive(g.seed, g.counter, g.buffered, g.block, g.has_spare_normal, g.spare_normal);
 }
 
+/// A default value of the CallerValue alternative `index` (a file's type tag); false when there is
+/// none.
+template <std::size_t... I>
+bool emplace_alternative(CallerValue& value, std::size_t index, std::index_sequence<I...>) {
+  return ((index == I ? (value.emplace<I>(), true) : false) || ...);
+}
+
 /// The caller's named values: a count, then per value its name, its type tag (the CallerValue
 /// alternative's index) and its payload.
 template <class Archive>
 void archive_caller_values(Archive& archive, std::map<std::string, CallerValue>& values) {
+  const auto payload = [&archive](auto& v) {
+    if constexpr (std::is_same_v<std::decay_t<decltype(v)>, Generator::State>) {
+      archive_generator_state(archive, v);
+    } else {
+      archive(v);
+    }
+  };
   if constexpr (Archive::is_saving::value) {
     archive(cereal::make_size_tag(static_cast<cereal::size_type>(values.size())));
     for (auto& [name, value] : values) {
       std::string key = name;
       archive(key, static_cast<std::uint8_t>(value.index()));
-      std::visit(
-          [&](auto& v) {
-            if constexpr (std::is_same_v<std::decay_t<decltype(v)>, Generator::State>) {
-              archive_generator_state(archive, v);
-            } else {
-              archive(v);
-            }
-          },
-          value);
+      std::visit(payload, value);
     }
   } else {
     cereal::size_type count = 0;
-    archive(cereal::make_size_tag(count));
+    archive(cereal::make_size_tag(count));  // bounded by the bytes left (BoundedInputArchive)
     values.clear();
     for (cereal::size_type i = 0; i < count; ++i) {
       std::string name;
       std::uint8_t tag = 0;
       archive(name, tag);
       CallerValue value;
-      switch (tag) {
-        case 0:
-          value.emplace<std::int64_t>();
-          break;
-        case 1:
-          value.emplace<double>();
-          break;
-        case 2:
-          value.emplace<std::string>();
-          break;
-        case 3:
-          value.emplace<TensorBlob>();
-          break;
-        case 4:
-          value.emplace<Generator::State>();
-          break;
-        default:
-          throw cereal::Exception(str("the caller value '", name.substr(0, 256),
-                                      "': expected a type tag below ",
-                                      std::variant_size_v<CallerValue>, ", got ", int{tag}));
+      constexpr std::size_t kTypes = std::variant_size_v<CallerValue>;
+      if (!emplace_alternative(value, tag, std::make_index_sequence<kTypes>())) {
+        throw cereal::Exception(str("the caller value '", name.substr(0, 256),
+                                    "': expected a type tag below ", kTypes, ", got ", int{tag}));
       }
-      std::visit(
-          [&](auto& v) {
-            if constexpr (std::is_same_v<std::decay_t<decltype(v)>, Generator::State>) {
-              archive_generator_state(archive, v);
-            } else {
-              archive(v);
-            }
-          },
-          value);
+      std::visit(payload, value);
       if (!values.emplace(std::move(name), std::move(value)).second) {
         throw cereal::Exception("the caller values hold one name twice");
       }
