@@ -91,8 +91,9 @@ Timing run_case(const Case& c, int warmup, int steps) {
         autodiff::Var loss = nn::cross_entropy(model->forward(autodiff::Var(xs[i % 16])),
                                                ys[i % 16], nn::Reduction::Sum);
         loss.backward();
-        const optim::GradientsParams g = dp.reduce(
-            *model, optim::GradientsParams::from_module(*model), static_cast<double>(c.batch));
+        const optim::GradientsParams g =
+            dp.reduce(*model, optim::GradientsParams::from_module(*model),
+                      static_cast<double>(c.batch), optim::LossReduction::Sum);
         sgd.step(0.01, *model, g);
         const double dt =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

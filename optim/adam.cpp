@@ -17,6 +17,10 @@ std::vector<double> config_of(const AdamOptions& o) {
   return {o.beta1, o.beta2, o.eps, o.weight_decay};
 }
 
+/// The same numbers, for the kernel and the checks (which read weight_decay as decoupled when
+/// told so).
+AdamOptions as_adam(const AdamWOptions& o) { return {o.beta1, o.beta2, o.eps, o.weight_decay}; }
+
 }  // namespace
 
 Adam::Adam(AdamOptions options) : options_(options) { check_options("Adam", options); }
@@ -28,12 +32,12 @@ void Adam::update(const Tensor& param, const Tensor& grad, Slot& slot, double lr
               /*decoupled=*/false);
 }
 
-AdamW::AdamW(AdamOptions options) : options_(options) { check_options("AdamW", options); }
+AdamW::AdamW(AdamWOptions options) : options_(options) { check_options("AdamW", as_adam(options)); }
 
-std::vector<double> AdamW::config() const { return config_of(options_); }
+std::vector<double> AdamW::config() const { return config_of(as_adam(options_)); }
 
 void AdamW::update(const Tensor& param, const Tensor& grad, Slot& slot, double lr) {
-  adam_update(param, grad, slot.buffers[0], slot.buffers[1], slot.steps + 1, lr, options_,
+  adam_update(param, grad, slot.buffers[0], slot.buffers[1], slot.steps + 1, lr, as_adam(options_),
               /*decoupled=*/true);
 }
 

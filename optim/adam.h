@@ -14,6 +14,9 @@ class Adam : public Optimizer {
   explicit Adam(AdamOptions options = {});
   std::string kind() const override { return "adam"; }
   std::vector<double> config() const override;
+  std::vector<std::string> config_names() const override {
+    return {"beta1", "beta2", "eps", "weight_decay"};
+  }
   const AdamOptions& options() const { return options_; }
 
  protected:
@@ -25,25 +28,28 @@ class Adam : public Optimizer {
 };
 
 /// AdamW exactly as torch.optim.AdamW (1.13): decoupled weight decay (param *= 1 − lr·wd before
-/// the Adam update). Its default weight decay is torch's 1e-2.
+/// the Adam update). Its options default to torch's: betas (0.9, 0.999), eps 1e-8, weight decay
+/// 1e-2, and naming one keeps the others.
 ///
-///   AdamW adamw;                                       // AdamW::defaults()
-///   AdamW custom{AdamOptions{0.9, 0.99, 1e-8, 0.05}};  // betas, eps, weight decay
+///   AdamW adamw;                       // torch's defaults
+///   AdamW custom({.weight_decay = 0.05});  // betas and eps stay torch's
 class AdamW : public Optimizer {
  public:
-  explicit AdamW(AdamOptions options = defaults());
-  /// torch's AdamW defaults: betas (0.9, 0.999), eps 1e-8, weight_decay 1e-2.
-  static AdamOptions defaults() { return AdamOptions{0.9, 0.999, 1e-8, 1e-2}; }
+  /// ValueError for betas outside [0, 1), eps < 0 or weight_decay < 0.
+  explicit AdamW(AdamWOptions options = {});
   std::string kind() const override { return "adamw"; }
   std::vector<double> config() const override;
-  const AdamOptions& options() const { return options_; }
+  std::vector<std::string> config_names() const override {
+    return {"beta1", "beta2", "eps", "weight_decay"};
+  }
+  const AdamWOptions& options() const { return options_; }
 
  protected:
   std::size_t buffer_count() const override { return 2; }
   void update(const Tensor& param, const Tensor& grad, Slot& slot, double lr) override;
 
  private:
-  AdamOptions options_;
+  AdamWOptions options_;
 };
 
 }  // namespace ruccl::optim

@@ -43,14 +43,28 @@ void agree(Communicator& comm, const ReplicaDescription& local, std::int64_t ext
   }
 }
 
-/// t /= total, elementwise in F32 (t is the all_reduce result, which this rank owns).
+/// t /= total, elementwise in t's dtype (t is a buffer this rank owns).
 void divide_in_place(Tensor& t, double total) {
   if (t.device().is_cpu() && t.is_contiguous() && t.dtype() == DType::F32) {
     // Eigen's explicit SIMD: the plain loop stays scalar at -O2 (GCC's very-cheap vectoriser).
     Eigen::Map<Eigen::ArrayXf>(t.data<float>(), static_cast<Eigen::Index>(t.numel())) /=
         static_cast<float>(total);
+  } else if (t.device().is_cpu() && t.is_contiguous() && t.dtype() == DType::F64) {
+    Eigen::Map<Eigen::ArrayXd>(t.data<double>(), static_cast<Eigen::Index>(t.numel())) /= total;
   } else {
     t = div(t, Scalar(total));
+  }
+}
+
+/// t *= factor, elementwise in t's dtype (t is a buffer this rank owns).
+void multiply_in_place(Tensor& t, double factor) {
+  if (t.device().is_cpu() && t.is_contiguous() && t.dtype() == DType::F32) {
+    Eigen::Map<Eigen::ArrayXf>(t.data<float>(), static_cast<Eigen::Index>(t.numel())) *=
+        static_cast<float>(factor);
+  } else if (t.device().is_cpu() && t.is_contiguous() && t.dtype() == DType::F64) {
+    Eigen::Map<Eigen::ArrayXd>(t.data<double>(), static_cast<Eigen::Index>(t.numel())) *= factor;
+  } else {
+    t.copy_(mul(t, Scalar(factor)));
   }
 }
 
@@ -72,18 +86,20 @@ DataParallel DataParallel::initialize(Communicator comm, nn::Module& model, int 
 }
 
 GradientsParams DataParallel::reduce(const nn::Module& model, const GradientsParams& grads,
-                                     double local_weight, MissingGradientPolicy policy) {
-  return reduce_impl(model, grads, local_weight, policy, /*fp32=*/false);
+                                     double local_weight, LossReduction loss,
+                                     MissingGradientPolicy policy) {
+  return reduce_impl(model, grads, local_weight, loss, policy, /*fp32=*/false);
 }
 
 GradientsParams DataParallel::reduce_fp32(const nn::Module& model, const GradientsParams& grads,
-                                          double local_weight, MissingGradientPolicy policy) {
-  return reduce_impl(model, grads, local_weight, policy, /*fp32=*/true);
+                                          double local_weight, LossReduction loss,
+                                          MissingGradientPolicy policy) {
+  return reduce_impl(model, grads, local_weight, loss, policy, /*fp32=*/true);
 }
 
 GradientsParams DataParallel::reduce_impl(const nn::Module& model, const GradientsParams& grads,
-                                          double local_weight, MissingGradientPolicy policy,
-                                          bool fp32) {
+                                          double local_weight, LossReduction loss,
+                                          MissingGradientPolicy policy, bool fp32) {
   ReplicaDescription local = ReplicaDescription::of(model, root_, comm_.device());
   const bool weight_ok = std::isfinite(local_weight) && local_weight >= 0.0;
   if (!weight_ok) {
@@ -151,19 +167,32 @@ GradientsParams DataParallel::reduce_impl(const nn::Module& model, const Gradien
   }
   last_total_weight_ = total;
 
-  // One flat FP32 buffer holds every trainable gradient (zeros where a rank has none or a zero
-  // weight); one all_reduce sums it; one division by the total weight finishes it.
+  // One flat buffer per accumulation dtype (F64 for F64 parameters, F32 for every other dtype or
+  // with reduce_fp32: a pure F32 model has one) holds the trainable gradients in ascending
+  // ParamId order (zeros where a rank has none or a zero weight), scaled by the local weight for
+  // a mean loss (the gradient of the local sum is w_r times the gradient of the local mean); one
+  // all_reduce per buffer sums it (in dtype order, the same on every rank once the descriptions
+  // agree); one division by the total weight finishes it.
   autodiff::NoGradGuard no_grad;
-  std::int64_t numel = 0;
-  for (const auto& [id, p] : trainable) numel += p.numel();
-  if (!flat_.defined() || flat_.numel() != numel || flat_.device() != comm_.device()) {
-    flat_ = Tensor::empty(Shape{numel}, DType::F32, comm_.device());  // reused across steps
+  const auto bucket_of = [fp32](const nn::Param& p) {
+    return !fp32 && p.dtype() == DType::F64 ? DType::F64 : DType::F32;
+  };
+  std::map<DType, std::int64_t> numel;
+  for (const auto& [id, p] : trainable) numel[bucket_of(p)] += p.numel();
+  for (auto it = flat_.begin(); it != flat_.end();) {  // forget buckets this model lacks
+    it = numel.count(it->first) != 0 ? std::next(it) : flat_.erase(it);
   }
-  const Tensor& flat = flat_;
-  std::int64_t offset = 0;
+  for (const auto& [dtype, n] : numel) {
+    Tensor& flat = flat_[dtype];
+    if (!flat.defined() || flat.numel() != n || flat.device() != comm_.device()) {
+      flat = Tensor::empty(Shape{n}, dtype, comm_.device());  // reused across steps
+    }
+  }
+  std::map<DType, std::int64_t> offsets;
   for (const auto& [id, p] : trainable) {
     const std::int64_t n = p.numel();
-    Tensor segment = flat.narrow(0, offset, n);
+    std::int64_t& offset = offsets[bucket_of(p)];
+    Tensor segment = flat_.at(bucket_of(p)).narrow(0, offset, n);
     const auto g = grads.get(id);
     if (contributes && g) {
       segment.copy_(g->reshape(Shape{n}));
@@ -172,14 +201,22 @@ GradientsParams DataParallel::reduce_impl(const nn::Module& model, const Gradien
     }
     offset += n;
   }
-  Tensor mean =
-      comm_.all_reduce(flat, ReduceOperation::Sum, CallOptions().with_label(kReduceLabel));
-  divide_in_place(mean, total);
+  std::map<DType, Tensor> mean;
+  for (auto& [dtype, flat] : flat_) {
+    if (contributes && loss == LossReduction::Mean && local_weight != 1.0) {
+      multiply_in_place(flat, local_weight);
+    }
+    Tensor sum =
+        comm_.all_reduce(flat, ReduceOperation::Sum, CallOptions().with_label(kReduceLabel));
+    divide_in_place(sum, total);
+    mean.emplace(dtype, std::move(sum));
+  }
   GradientsParams out;
-  offset = 0;
-  for (const auto& [id, p] : trainable) {
+  offsets.clear();
+  for (const auto& [id, p] : trainable) {  // the packing order again
     const std::int64_t n = p.numel();
-    Tensor g = mean.narrow(0, offset, n).view(p.shape());
+    std::int64_t& offset = offsets[bucket_of(p)];
+    Tensor g = mean.at(bucket_of(p)).narrow(0, offset, n).view(p.shape());
     out.insert(id, fp32 ? g : g.to(p.dtype()));
     offset += n;
   }

@@ -1,24 +1,31 @@
 #pragma once
-// DataParallel: token-weighted replicas. Every rank holds a replica of the model,
-// computes the gradient of its LOCAL LOSS SUM over its own data, and reduce() turns the ranks'
-// gradients into the gradient of the global mean:
+// DataParallel: token-weighted replicas. Every rank holds a replica of the model, computes the
+// gradient of its local loss over its own data (w_r samples or tokens), and reduce() turns the
+// ranks' gradients into the gradient of the GLOBAL MEAN loss over all Σ w_r samples — what one
+// replica computes on the whole global batch. The call says how each rank reduced its loss:
 //
-//     g = (G_0 + G_1 + ... + G_{W-1}) / (w_0 + w_1 + ... + w_{W-1})        (in FP32)
+//   LossReduction::Mean  (G_r = ∇ of rank r's mean loss, cross_entropy's default):
+//       g = (w_0·G_0 + w_1·G_1 + ... + w_{W-1}·G_{W-1}) / (w_0 + ... + w_{W-1})
+//   LossReduction::Sum   (G_r = ∇ of rank r's loss sum, Reduction::Sum):
+//       g = (G_0 + G_1 + ... + G_{W-1}) / (w_0 + ... + w_{W-1})
 //
-// where G_r is rank r's gradient of its loss sum and w_r its token (or sample) count. A rank
-// with w_r = 0 contributes zeros (it may have no gradient at all); a total weight of 0 is an
-// error. Frozen parameters are never reduced; a tied parameter is reduced once.
+// With equal counts the Mean case is exactly PyTorch DDP's average of the ranks' gradients; with
+// uneven counts each rank is weighted by its count (DDP's plain average would over-weight a
+// small shard). A rank with w_r = 0 contributes zeros (it may have no gradient at all); a total
+// weight of 0 is an error. Frozen parameters are never reduced; a tied parameter is reduced once.
 //
 //   DataParallel dp = DataParallel::initialize(comm, model, /*root=*/0);   // same start on all
-//   Var loss = cross_entropy(model.forward(x), y, Reduction::Sum);         // local SUM
+//   Var loss = cross_entropy(model.forward(x), y);                         // local MEAN
 //   loss.backward();
-//   GradientsParams g = dp.reduce(model, GradientsParams::from_module(model), batch_size);
+//   GradientsParams g = dp.reduce(model, GradientsParams::from_module(model), batch_size,
+//                                 LossReduction::Mean);
 //   optimizer.step(lr, model, g);
 //
 // Every contract error (replicas that differ, a missing or extra gradient, a bad weight, a zero
 // total) raises CollectiveError on every rank together, with the same message naming the rank and
 // the problem, before any gradient moves; the communicator stays usable afterwards.
 #include <cstdint>
+#include <map>
 #include <string>
 
 #include "autodiff/nn/module.h"
@@ -26,6 +33,13 @@
 #include "optim/gradients_params.h"
 
 namespace ruccl::optim {
+
+/// How each rank reduced its local loss over its `local_weight` samples (see the file comment).
+/// reduce() has no default: a mean loss reduced as a sum trains with a gradient W times too small.
+enum class LossReduction {
+  Mean,  ///< the local loss is the mean over the rank's samples (cross_entropy's default)
+  Sum,   ///< the local loss is the sum over the rank's samples (Reduction::Sum)
+};
 
 /// What reduce() does with a trainable parameter that has no local gradient on a rank whose
 /// weight is not zero.
@@ -44,14 +58,20 @@ class DataParallel {
   /// parameter from `root` (once per tied parameter, frozen ones too).
   static DataParallel initialize(Communicator comm, nn::Module& model, int root = 0);
 
-  /// The weighted mean gradient of every trainable parameter (see the file comment), in the
-  /// parameter's dtype. `grads` holds this rank's gradients of its local loss SUM and
-  /// `local_weight` its token or sample count (finite, >= 0).
+  /// The gradient of the global mean loss for every trainable parameter (see the file comment),
+  /// in the parameter's dtype, reduced in it too for F32 and F64 (an F64 model matches a single
+  /// replica to F64 rounding); F16 and BF16 gradients are accumulated in F32. `grads` holds this
+  /// rank's gradients of its local loss, reduced over its `local_weight` samples or tokens (finite,
+  /// >= 0) as `loss` says.
+  ///
+  ///   dp.reduce(model, GradientsParams::from_module(model), batch_size, LossReduction::Mean);
   GradientsParams reduce(const nn::Module& model, const GradientsParams& grads, double local_weight,
+                         LossReduction loss,
                          MissingGradientPolicy policy = MissingGradientPolicy::Error);
-  /// Like reduce(), but the results are F32 whatever the parameters' dtype.
+  /// Like reduce(), but reduced in F32 and returned as F32 whatever the parameters' dtype (half
+  /// the bytes on the wire for an F64 model).
   GradientsParams reduce_fp32(const nn::Module& model, const GradientsParams& grads,
-                              double local_weight,
+                              double local_weight, LossReduction loss,
                               MissingGradientPolicy policy = MissingGradientPolicy::Error);
 
   /// Σ_r w_r of the last reduce (0 before the first).
@@ -64,12 +84,13 @@ class DataParallel {
  private:
   DataParallel(Communicator comm, int root) : comm_(std::move(comm)), root_(root) {}
   GradientsParams reduce_impl(const nn::Module& model, const GradientsParams& grads,
-                              double local_weight, MissingGradientPolicy policy, bool fp32);
+                              double local_weight, LossReduction loss, MissingGradientPolicy policy,
+                              bool fp32);
 
   Communicator comm_;
   int root_;
   double last_total_weight_ = 0.0;
-  Tensor flat_;  // the packed gradients, reused from step to step
+  std::map<DType, Tensor> flat_;  // the packed gradients per accumulation dtype, reused
 };
 
 }  // namespace ruccl::optim

@@ -5,6 +5,7 @@
 #include <numbers>
 
 #include "optim/checkpoint_error.h"
+#include "optim/hyper_parameters.h"
 
 namespace ruccl::optim {
 
@@ -12,8 +13,8 @@ void LrScheduler::load_state(const SchedulerState& state) {
   RUCCL_CHECK(state.kind == kind(), CheckpointError, "LrScheduler::load_state: expected a '",
               kind(), "' scheduler state, got '", state.kind, "'");
   RUCCL_CHECK(state.config == config(), CheckpointError, "LrScheduler::load_state: the '", kind(),
-              "' scheduler was saved with another configuration (", state.config.size(),
-              " values differ from this scheduler's)");
+              "' scheduler was saved with another configuration: ",
+              hyper_parameter_differences(config_names(), state.config, config()));
   RUCCL_CHECK(state.steps >= 0, CheckpointError,
               "LrScheduler::load_state: expected a step count >= 0, got ", state.steps);
   steps_ = state.steps;

@@ -33,6 +33,8 @@ class LrScheduler {
   virtual std::string kind() const = 0;
   /// The constructor arguments, in order (compared on restore).
   virtual std::vector<double> config() const = 0;
+  /// The name of each config() value, in the same order (named when a restore refuses them).
+  virtual std::vector<std::string> config_names() const = 0;
 
   /// The learning rate for the current step; then advances to the next step.
   double step() { return lr_at(steps_++); }
@@ -44,7 +46,7 @@ class LrScheduler {
   /// The state to checkpoint.
   SchedulerState state() const { return {kind(), config(), steps_}; }
   /// Restores a saved state; throws CheckpointError when it was saved by another kind of
-  /// scheduler or with another configuration.
+  /// scheduler or with another configuration (each value that differs named, with both values).
   void load_state(const SchedulerState& state);
 
  private:
@@ -58,6 +60,7 @@ class ConstantLr : public LrScheduler {
   double lr_at(std::int64_t step) const override;
   std::string kind() const override { return "constant"; }
   std::vector<double> config() const override { return {lr_}; }
+  std::vector<std::string> config_names() const override { return {"lr"}; }
 
  private:
   double lr_;
@@ -70,6 +73,7 @@ class StepLr : public LrScheduler {
   double lr_at(std::int64_t step) const override;
   std::string kind() const override { return "step"; }
   std::vector<double> config() const override;
+  std::vector<std::string> config_names() const override { return {"lr", "step_size", "gamma"}; }
 
  private:
   double lr_;
@@ -85,6 +89,7 @@ class CosineAnnealingLr : public LrScheduler {
   double lr_at(std::int64_t step) const override;
   std::string kind() const override { return "cosine"; }
   std::vector<double> config() const override;
+  std::vector<std::string> config_names() const override { return {"lr", "t_max", "eta_min"}; }
 
  private:
   double lr_;
@@ -100,6 +105,9 @@ class LinearWarmupLr : public LrScheduler {
   double lr_at(std::int64_t step) const override;
   std::string kind() const override { return "linear_warmup"; }
   std::vector<double> config() const override;
+  std::vector<std::string> config_names() const override {
+    return {"lr", "warmup_steps", "start_factor"};
+  }
 
  private:
   double lr_;
@@ -116,6 +124,9 @@ class WarmupCosineLr : public LrScheduler {
   double lr_at(std::int64_t step) const override;
   std::string kind() const override { return "warmup_cosine"; }
   std::vector<double> config() const override;
+  std::vector<std::string> config_names() const override {
+    return {"lr", "warmup_steps", "start_factor", "total_steps", "eta_min"};
+  }
 
  private:
   LinearWarmupLr warmup_;

@@ -2,6 +2,7 @@
 // Umbrella header of the optim layer: gradients, optimizers, schedulers, accumulation, data
 // parallelism and checkpoints.
 #include "optim/adam.h"
+#include "optim/caller_state.h"
 #include "optim/checkpoint_error.h"
 #include "optim/checkpoint_series.h"
 #include "optim/data_parallel.h"

@@ -4,6 +4,7 @@
 
 #include "autodiff/grad_mode.h"
 #include "optim/checkpoint_error.h"
+#include "optim/hyper_parameters.h"
 #include "optim/rank_agreement.h"
 
 namespace ruccl::optim {
@@ -56,12 +57,14 @@ void Optimizer::step(double lr, nn::Module& model, const GradientsParams& grads)
     const Tensor g = host_view(*grad, dtype);
 
     Slot& slot = slots_[p.id()];
-    if (slot.buffers.size() != buffer_count() ||
-        (!slot.buffers.empty() && slot.buffers[0].dtype() != dtype)) {
+    if (slot.buffers.size() != buffer_count()) {
       slot.buffers.clear();
       for (std::size_t i = 0; i < buffer_count(); ++i) {
         slot.buffers.push_back(Tensor::zeros(value.shape(), dtype));
       }
+    } else if (!slot.buffers.empty() && slot.buffers[0].dtype() != dtype) {
+      // The parameter changed dtype (module.to): its state follows, values kept.
+      for (Tensor& b : slot.buffers) b = b.to(dtype).contiguous();
     }
     update(work, g, slot, lr);
     ++slot.steps;
@@ -87,7 +90,8 @@ void Optimizer::load_state(const OptimizerState& state) {
   RUCCL_CHECK(state.kind == kind(), CheckpointError, kind(), "::load_state: expected a '", kind(),
               "' optimizer state, got '", state.kind, "'");
   RUCCL_CHECK(state.config == config(), CheckpointError, kind(),
-              "::load_state: the state was saved with other hyper-parameters");
+              "::load_state: the state was saved with other hyper-parameters: ",
+              hyper_parameter_differences(config_names(), state.config, config()));
   std::map<ParamId, Slot> slots;
   for (const auto& [id, s] : state.slots) {
     RUCCL_CHECK(s.steps >= 0, CheckpointError, kind(), "::load_state: ParamId ", id,
@@ -110,6 +114,18 @@ void Optimizer::load_state(const OptimizerState& state) {
     slots.emplace(id, std::move(slot));
   }
   slots_ = std::move(slots);
+}
+
+Optimizer& Optimizer::to(DType dtype) {
+  RUCCL_CHECK(is_floating(dtype), DTypeError, kind(), "::to: expected a floating dtype, got ",
+              dtype);
+  const DType target = compute_dtype(dtype);
+  for (auto& [id, slot] : slots_) {
+    for (Tensor& b : slot.buffers) {
+      if (b.dtype() != target) b = b.to(target).contiguous();
+    }
+  }
+  return *this;
 }
 
 std::int64_t Optimizer::steps(ParamId id) const {

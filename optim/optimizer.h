@@ -8,7 +8,8 @@
 // parameters are never touched (a gradient for one is ignored) and parameters without a gradient
 // keep their value and state (torch's `p.grad is None`). The math runs under no tape, on the host,
 // in the parameter's compute type (F64 for F64 parameters, F32 for every other floating dtype,
-// whose state is then kept in F32). A contiguous CPU F32 or F64 parameter is updated in place (its
+// whose state is then kept in F32; a parameter whose dtype changes keeps its state, converted).
+// A contiguous CPU F32 or F64 parameter is updated in place (its
 // storage, and every view of it, sees the new values); any other (F16, BF16, non-contiguous, or
 // on another device) is updated on an F32/F64 host copy, which then replaces the parameter's value
 // (Param::set_value: a new tensor of the same shape, dtype and device; views of the old value keep
@@ -63,17 +64,27 @@ class Optimizer {
   virtual std::string kind() const = 0;
   /// The hyper-parameters, in a fixed order (compared on restore).
   virtual std::vector<double> config() const = 0;
+  /// The name of each config() value, in the same order (named when a restore refuses them).
+  virtual std::vector<std::string> config_names() const = 0;
 
   /// The state to checkpoint (buffers copied).
   OptimizerState state() const;
   /// Replaces the state with a saved one; CheckpointError when it was saved by another kind of
-  /// optimizer, with other hyper-parameters, or holds malformed buffers. TrainingRecord::restore
+  /// optimizer, with other hyper-parameters (each one that differs named, with both values), or
+  /// holds malformed buffers. TrainingRecord::restore
   /// also checks the slots against the model's parameters.
   void load_state(const OptimizerState& state);
   /// Number of steps taken for `id` (0 when it has no state).
   std::int64_t steps(ParamId id) const;
   /// Forgets all state.
   void reset() { slots_.clear(); }
+  /// Converts every parameter's state to the compute type of parameters of `dtype` (F64 for
+  /// F64, F32 for F32, F16 and BF16), keeping its values and step counts: call it with the
+  /// model's conversion (module.to(DType::F64); optimizer.to(DType::F64)). step() converts a
+  /// parameter's state by itself when the parameter's dtype has changed, so this only does it
+  /// ahead of time (and frees the old buffers). The state stays on the host whatever the
+  /// parameters' device: the update math runs there. DTypeError for a non-floating dtype.
+  Optimizer& to(DType dtype);
 
  protected:
   /// One parameter's live state: steps taken and the optimizer's buffers (host, compute dtype).

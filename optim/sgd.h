@@ -16,6 +16,9 @@ class Sgd : public Optimizer {
   explicit Sgd(SgdOptions options = {});
   std::string kind() const override { return "sgd"; }
   std::vector<double> config() const override;
+  std::vector<std::string> config_names() const override {
+    return {"momentum", "dampening", "weight_decay", "nesterov"};
+  }
   const SgdOptions& options() const { return options_; }
 
  protected:

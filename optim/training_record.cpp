@@ -10,9 +10,12 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <utility>
+#include <variant>
 
 #include "autodiff/grad_mode.h"
 #include "optim/checkpoint_error.h"
+#include "optim/hyper_parameters.h"
 #include "optim/record_file.h"
 #include "tensor/serialize/bounded_input_archive.h"
 
@@ -20,10 +23,68 @@ namespace ruccl::optim {
 
 // Archiving of the record's plain structs (kept here: they are the file format).
 template <class Archive>
+void archive_generator_state(Archive& archive, Generator::State& g) {
+  archive(g.seed, g.counter, g.buffered, g.block, g.has_spare_normal, g.spare_normal);
+}
+
+/// A default value of the CallerValue alternative `index` (a file's type tag); false when there is
+/// none.
+template <std::size_t... I>
+bool emplace_alternative(CallerValue& value, std::size_t index, std::index_sequence<I...>) {
+  return ((index == I ? (value.emplace<I>(), true) : false) || ...);
+}
+
+/// The caller's named values: a count, then per value its name, its type tag (the CallerValue
+/// alternative's index) and its payload.
+template <class Archive>
+void archive_caller_values(Archive& archive, std::map<std::string, CallerValue>& values) {
+  const auto payload = [&archive](auto& v) {
+    if constexpr (std::is_same_v<std::decay_t<decltype(v)>, Generator::State>) {
+      archive_generator_state(archive, v);
+    } else {
+      archive(v);
+    }
+  };
+  if constexpr (Archive::is_saving::value) {
+    archive(cereal::make_size_tag(static_cast<cereal::size_type>(values.size())));
+    for (auto& [name, value] : values) {
+      std::string key = name;
+      archive(key, static_cast<std::uint8_t>(value.index()));
+      std::visit(payload, value);
+    }
+  } else {
+    cereal::size_type count = 0;
+    archive(cereal::make_size_tag(count));  // bounded by the bytes left (BoundedInputArchive)
+    values.clear();
+    for (cereal::size_type i = 0; i < count; ++i) {
+      std::string name;
+      std::uint8_t tag = 0;
+      archive(name, tag);
+      CallerValue value;
+      constexpr std::size_t kTypes = std::variant_size_v<CallerValue>;
+      if (!emplace_alternative(value, tag, std::make_index_sequence<kTypes>())) {
+        throw cereal::Exception(str("the caller value '", name.substr(0, 256),
+                                    "': expected a type tag below ", kTypes, ", got ", int{tag}));
+      }
+      std::visit(payload, value);
+      if (!values.emplace(std::move(name), std::move(value)).second) {
+        throw cereal::Exception("the caller values hold one name twice");
+      }
+    }
+  }
+}
+
+template <class Archive>
 void serialize(Archive& archive, CallerState& c) {
   archive(c.step, c.data_position, c.rank, c.world_size);
-  archive(c.rng.seed, c.rng.counter, c.rng.buffered, c.rng.block, c.rng.has_spare_normal,
-          c.rng.spare_normal);
+  archive_generator_state(archive, c.rng);
+  archive_caller_values(archive, c.values);
+}
+
+template <class Archive>
+void serialize(Archive& archive, RecordedGenerator& g) {
+  archive(g.path);
+  archive_generator_state(archive, g.state);
 }
 
 template <class Archive>
@@ -86,6 +147,8 @@ TrainingRecord TrainingRecord::capture(const nn::Module& model, const Optimizer*
   for (const auto& [path, p] : model.named_parameters()) {
     r.params_.push_back({path, p.id(), p.trainable(), TensorBlob::from_tensor(p.value())});
   }
+  for (const auto& [path, g] : model.named_generators())
+    r.generators_.push_back({path, g->state()});
   if (optimizer != nullptr) r.optimizer_ = optimizer->state();
   if (scheduler != nullptr) r.scheduler_ = scheduler->state();
   if (accumulator != nullptr) r.accumulator_ = accumulator->state();
@@ -97,7 +160,8 @@ std::string TrainingRecord::serialize_payload() const {
   std::ostringstream out;
   {
     cereal::PortableBinaryOutputArchive archive(out);
-    archive(std::string(kPayloadKind), params_, optimizer_, scheduler_, accumulator_, caller_);
+    archive(std::string(kPayloadKind), params_, generators_, optimizer_, scheduler_, accumulator_,
+            caller_);
   }
   return out.str();
 }
@@ -113,7 +177,7 @@ TrainingRecord TrainingRecord::parse_payload(const std::string& payload,
       throw CheckpointError(str("checkpoint ", origin, ": expected a '", kPayloadKind,
                                 "' payload, got '", kind.substr(0, 64), "'"));
     }
-    archive(r.params_, r.optimizer_, r.scheduler_, r.accumulator_, r.caller_);
+    archive(r.params_, r.generators_, r.optimizer_, r.scheduler_, r.accumulator_, r.caller_);
     if (archive.remaining() != 0) {
       throw CheckpointError(str("checkpoint ", origin, ": ", archive.remaining(),
                                 " unexpected bytes after the record"));
@@ -131,6 +195,21 @@ TrainingRecord TrainingRecord::parse_payload(const std::string& payload,
     validate_blobs(r.params_, r.optimizer_, r.accumulator_);
     Generator probe(0);
     probe.set_state(r.caller_.rng);  // the caller's set_state must not be the first to refuse
+    for (const auto& [name, value] : r.caller_.values) {
+      try {
+        if (const auto* blob = std::get_if<TensorBlob>(&value)) blob->validate();
+        if (const auto* state = std::get_if<Generator::State>(&value)) probe.set_state(*state);
+      } catch (const std::exception& e) {
+        throw CheckpointError(str("the caller value '", name.substr(0, 256), "': ", e.what()));
+      }
+    }
+    for (const RecordedGenerator& g : r.generators_) {
+      try {
+        probe.set_state(g.state);  // nor restore()'s
+      } catch (const std::exception& e) {
+        throw CheckpointError(str("generator '", g.path.substr(0, 256), "': ", e.what()));
+      }
+    }
   } catch (const std::exception& e) {
     throw CheckpointError(str("checkpoint ", origin, ": ", e.what()));
   }
@@ -210,13 +289,35 @@ void TrainingRecord::restore(nn::Module& model, Optimizer* optimizer, LrSchedule
     RUCCL_CHECK(live.count(rp.id) != 0, CheckpointError, at, "the record's parameter '", rp.path,
                 "' (ParamId ", rp.id, ") is not in the model");
   }
+  std::map<std::string, const RecordedGenerator*> recorded_generators;
+  for (const RecordedGenerator& g : generators_) recorded_generators.emplace(g.path, &g);
+  const auto generators = model.named_generators();
+  std::set<std::string> live_generators;
+  for (const auto& [path, g] : generators) {
+    RUCCL_CHECK(recorded_generators.count(path) != 0, CheckpointError, at,
+                "the model's generator '", path,
+                "' is not in the record (the model has random modules, such as Dropout, that the "
+                "saved one did not have)");
+    live_generators.insert(path);
+  }
+  for (const RecordedGenerator& g : generators_) {
+    RUCCL_CHECK(live_generators.count(g.path) != 0, CheckpointError, at, "the record's generator '",
+                g.path,
+                "' is not in the model (the saved model had random modules, such as "
+                "Dropout, that this one does not have)");
+  }
   if (optimizer != nullptr) {
     RUCCL_CHECK(optimizer_.has_value(), CheckpointError, at,
                 "an optimizer was passed but the record holds no optimizer state");
-    RUCCL_CHECK(optimizer_->kind == optimizer->kind() && optimizer_->config == optimizer->config(),
-                CheckpointError, at, "the record's optimizer state is of kind '", optimizer_->kind,
-                "' or has other hyper-parameters than the '", optimizer->kind(),
-                "' optimizer passed");
+    RUCCL_CHECK(optimizer_->kind == optimizer->kind(), CheckpointError, at,
+                "expected an optimizer of kind '", optimizer_->kind,
+                "' (the record's), got one of kind '", optimizer->kind(), "'");
+    RUCCL_CHECK(optimizer_->config == optimizer->config(), CheckpointError, at, "the '",
+                optimizer->kind(),
+                "' optimizer passed has other hyper-parameters than the "
+                "record's: ",
+                hyper_parameter_differences(optimizer->config_names(), optimizer_->config,
+                                            optimizer->config()));
     for (const auto& [id, slot] : optimizer_->slots) {
       const auto it = live.find(id);
       RUCCL_CHECK(it != live.end(), CheckpointError, at, "the optimizer state has ParamId ", id,
@@ -231,10 +332,15 @@ void TrainingRecord::restore(nn::Module& model, Optimizer* optimizer, LrSchedule
   if (scheduler != nullptr) {
     RUCCL_CHECK(scheduler_.has_value(), CheckpointError, at,
                 "a scheduler was passed but the record holds no scheduler state");
-    RUCCL_CHECK(scheduler_->kind == scheduler->kind() && scheduler_->config == scheduler->config(),
-                CheckpointError, at, "the record's scheduler state is of kind '", scheduler_->kind,
-                "' or has another configuration than the '", scheduler->kind(),
-                "' scheduler passed");
+    RUCCL_CHECK(scheduler_->kind == scheduler->kind(), CheckpointError, at,
+                "expected a scheduler of kind '", scheduler_->kind,
+                "' (the record's), got one of kind '", scheduler->kind(), "'");
+    RUCCL_CHECK(scheduler_->config == scheduler->config(), CheckpointError, at, "the '",
+                scheduler->kind(),
+                "' scheduler passed has another configuration than the "
+                "record's: ",
+                hyper_parameter_differences(scheduler->config_names(), scheduler_->config,
+                                            scheduler->config()));
   }
   if (accumulator != nullptr) {
     RUCCL_CHECK(accumulator_.has_value(), CheckpointError, at,
@@ -274,6 +380,7 @@ void TrainingRecord::restore(nn::Module& model, Optimizer* optimizer, LrSchedule
     throw;
   }
   for (auto& [p, v] : values) p.set_value(v);
+  for (const auto& [path, g] : generators) g->set_state(recorded_generators.at(path)->state);
 }
 
 }  // namespace ruccl::optim

@@ -1,8 +1,8 @@
 #pragma once
-// TrainingRecord: everything one rank needs to resume training bit for bit — model parameters,
-// optimizer state, scheduler state, pending accumulated gradients and the caller's own position
-// (step, data position, RNG state) — saved as a cereal archive inside a checksummed, versioned,
-// atomically written file (optim/record_file.h).
+// TrainingRecord: everything one rank needs to resume training bit for bit — model parameters
+// and module generators (Dropout's masks), optimizer state, scheduler state, pending accumulated
+// gradients and the caller's own position and named values (optim/caller_state.h) — saved as a
+// cereal archive inside a checksummed, versioned, atomically written file (optim/record_file.h).
 //
 //   // save (each rank its own file)
 //   TrainingRecord::capture(model, &optimizer, &schedule, &accumulator,
@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "autodiff/nn/module.h"
+#include "optim/caller_state.h"
 #include "optim/gradients_accumulator.h"
 #include "optim/lr_scheduler.h"
 #include "optim/optimizer.h"
@@ -29,15 +30,6 @@
 #include "tensor/random/generator.h"
 
 namespace ruccl::optim {
-
-/// The caller's own training position.
-struct CallerState {
-  std::int64_t step = 0;           ///< optimizer steps taken
-  std::int64_t data_position = 0;  ///< where the data stream continues (sample, batch, byte...)
-  Generator::State rng{};          ///< the data-order / dropout generator
-  std::int64_t rank = 0;           ///< the rank that wrote the record (restore() checks it)
-  std::int64_t world_size = 1;     ///< the world size of the run that wrote it (checked likewise)
-};
 
 /// Where restore() runs. A record restores only on the rank and world size that wrote it (its
 /// CallerState), since a rank's optimizer state, accumulated gradients and data position belong
@@ -60,11 +52,18 @@ struct RecordedParam {
   TensorBlob value;
 };
 
+/// One module generator as recorded: its dotted path (Module::named_generators) and state.
+struct RecordedGenerator {
+  std::string path;
+  Generator::State state{};
+};
+
 /// A per-rank training checkpoint. See the file comment.
 class TrainingRecord {
  public:
-  /// Copies the state of `model` and of each non-null component. Nothing is modified. ValueError
-  /// when `caller` has a world size below 1 or a rank outside [0, world size).
+  /// Copies the state of `model` (its parameters and the state of every module generator,
+  /// Module::named_generators: Dropout's) and of each non-null component. Nothing is modified.
+  /// ValueError when `caller` has a world size below 1 or a rank outside [0, world size).
   static TrainingRecord capture(const nn::Module& model, const Optimizer* optimizer = nullptr,
                                 const LrScheduler* scheduler = nullptr,
                                 const GradientsAccumulator* accumulator = nullptr,
@@ -81,7 +80,8 @@ class TrainingRecord {
   /// Puts the recorded state back into `model` and each non-null component. Checks first, and
   /// changes nothing unless everything matches: the record's rank and world size must be
   /// `options`' (unless `options.allow_other_rank_or_world`); the model must have exactly the
-  /// recorded ParamIds, with the same shapes, dtypes and trainable flags; a component passed
+  /// recorded ParamIds, with the same shapes, dtypes and trainable flags, and exactly the
+  /// recorded generator paths (whose states it then takes); a component passed
   /// here must have been captured (and of the same kind and configuration); optimizer and
   /// accumulator state must refer to the model's parameters with matching sizes. CheckpointError
   /// otherwise, naming the file (when loaded from one) and the parameter; ValueError for
@@ -97,6 +97,8 @@ class TrainingRecord {
   const CallerState& caller() const { return caller_; }
   /// The recorded parameters, in the model's visit order.
   const std::vector<RecordedParam>& params() const { return params_; }
+  /// The recorded module generators, in the model's visit order.
+  const std::vector<RecordedGenerator>& generators() const { return generators_; }
   bool has_optimizer() const { return optimizer_.has_value(); }
   bool has_scheduler() const { return scheduler_.has_value(); }
   bool has_accumulator() const { return accumulator_.has_value(); }
@@ -110,6 +112,7 @@ class TrainingRecord {
 
  private:
   std::vector<RecordedParam> params_;
+  std::vector<RecordedGenerator> generators_;
   std::optional<OptimizerState> optimizer_;
   std::optional<SchedulerState> scheduler_;
   std::optional<AccumulatorState> accumulator_;

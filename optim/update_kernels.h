@@ -9,6 +9,9 @@
 
 namespace ruccl::optim {
 
+// Every member of an options struct carries its own default, so a designated initializer that
+// names one member (`AdamW({.eps = 1e-6})`) keeps torch's default for every other.
+
 /// torch.optim.SGD's hyper-parameters (lr is passed per step).
 struct SgdOptions {
   double momentum = 0.0;
@@ -17,12 +20,21 @@ struct SgdOptions {
   bool nesterov = false;
 };
 
-/// torch.optim.Adam / AdamW hyper-parameters (lr is passed per step).
+/// torch.optim.Adam's hyper-parameters (lr is passed per step).
 struct AdamOptions {
   double beta1 = 0.9;
   double beta2 = 0.999;
   double eps = 1e-8;
-  double weight_decay = 0.0;
+  double weight_decay = 0.0;  ///< L2, added to the gradient
+};
+
+/// torch.optim.AdamW's hyper-parameters (lr is passed per step): a type of its own, since its
+/// default weight decay is torch's 1e-2, not Adam's 0.
+struct AdamWOptions {
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double weight_decay = 1e-2;  ///< decoupled: p *= 1 - lr * weight_decay
 };
 
 /// One SGD update in place. `param`, `grad` and (when momentum != 0) `momentum_buffer` are

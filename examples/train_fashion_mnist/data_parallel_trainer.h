@@ -290,8 +290,8 @@ inline TrainResult train_rank(Communicator& comm, const Dataset& train, const Da
         grads = optim::GradientsParams::from_module(*model);
       }
       pending_count += size;
-      const optim::GradientsParams mean =
-          dp.reduce(*model, grads, static_cast<double>(hi - lo));  // Σ G_r / Σ w_r
+      const optim::GradientsParams mean = dp.reduce(*model, grads, static_cast<double>(hi - lo),
+                                                    optim::LossReduction::Sum);  // Σ G_r / Σ w_r
       opt->step(options.lr, *model, mean);
       ++steps;
       const bool epoch_end = b + 1 == batches;

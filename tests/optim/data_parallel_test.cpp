@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <optional>
 
 #include "autodiff/nn/activation.h"
 #include "autodiff/nn/loss.h"
@@ -112,7 +113,7 @@ TEST_CASE("DataParallel::initialize names the path and the fix when ParamIds dif
     Generator gen(2);
     nn::Sequential other({std::make_shared<nn::Linear>(3, 2, gen)});
     nn::mse_loss(other.forward(Var(xs(0))), Var(Tensor::zeros({2, 2}))).backward();
-    return dp.reduce(*model, GradientsParams::from_module(other), 1.0).size();
+    return dp.reduce(*model, GradientsParams::from_module(other), 1.0, LossReduction::Sum).size();
   });
   require_same_error(wrong, CollectiveErrorKind::InvalidArgument,
                      str("a gradient for ParamId ", nn::param_id_for_path("0.bias"),
@@ -186,7 +187,8 @@ TEST_CASE("two ranks with weights 2 and 1 train like one replica on the summed l
                               nn::Reduction::Sum);
       loss.backward();
       const double weight = static_cast<double>(xs(comm.rank()).size(0));
-      GradientsParams g = dp.reduce(*model, GradientsParams::from_module(*model), weight);
+      GradientsParams g =
+          dp.reduce(*model, GradientsParams::from_module(*model), weight, LossReduction::Sum);
       if (dp.last_total_weight() != 3.0) throw std::runtime_error("total weight is not 3");
       history.push_back({*g.get(1), *g.get(2)});
       sgd.step(0.125, *model, g);
@@ -243,7 +245,7 @@ TEST_CASE("a zero-weight rank contributes zeros and needs no gradient", "[optim]
       g.insert(1, Tensor::from_vector<float>({100.0f, 100.0f}, {1, 2}));
       g.insert(2, Tensor::from_vector<float>({100.0f}));
     }  // rank 2: weight 0 and no gradient at all
-    GradientsParams fp32 = dp.reduce_fp32(*model, g, weight);
+    GradientsParams fp32 = dp.reduce_fp32(*model, g, weight, LossReduction::Sum);
     return std::make_pair(*fp32.get(1), *fp32.get(2));
   });
   for (int r = 0; r < 3; ++r) {
@@ -261,8 +263,8 @@ TEST_CASE("reduce returns the parameter dtype, reduce_fp32 F32, tied parameters 
     DataParallel dp = DataParallel::initialize(comm, model, 0);
     GradientsParams g;
     g.insert(1, Tensor::full({2}, comm.rank() + 1.0, DType::F64));
-    GradientsParams a = dp.reduce(model, g, 1.0);
-    GradientsParams b = dp.reduce_fp32(model, g, 1.0);
+    GradientsParams a = dp.reduce(model, g, 1.0, LossReduction::Sum);
+    GradientsParams b = dp.reduce_fp32(model, g, 1.0, LossReduction::Sum);
     return std::make_tuple(a.ids(), *a.get(1), *b.get(1));
   });
   for (int r = 0; r < 2; ++r) {
@@ -313,14 +315,14 @@ TEST_CASE("every DataParallel::reduce contract error fails on all ranks together
           if (what == "replica") g.remove(1);
         }
         try {
-          dp.reduce(*model, g, weight);
+          dp.reduce(*model, g, weight, LossReduction::Sum);
         } catch (const CollectiveError&) {
           // The group is still usable: a correct reduce afterwards succeeds on every rank.
           model->weight().set_trainable(true);
           GradientsParams ok;
           ok.insert(1, Tensor::ones({1, 2}));
           ok.insert(2, Tensor::ones({1}));
-          dp.reduce(*model, ok, 1.0);
+          dp.reduce(*model, ok, 1.0, LossReduction::Sum);
           throw;
         }
         return 0;
@@ -335,10 +337,156 @@ TEST_CASE("every DataParallel::reduce contract error fails on all ranks together
       GradientsParams g;
       g.insert(1, Tensor::ones({1, 2}));
       if (comm.rank() == 0) g.insert(2, Tensor::full({1}, 4.0));
-      return *dp.reduce(*model, g, 1.0, MissingGradientPolicy::Zero).get(2);
+      return *dp.reduce(*model, g, 1.0, LossReduction::Sum, MissingGradientPolicy::Zero).get(2);
     });
     for (int r = 0; r < 2; ++r) {
       REQUIRE_THAT(out[r].value(), TensorEqual(Tensor::full({1}, 2.0)));
     }
+  }
+}
+
+namespace {
+
+/// A global batch of `n` samples for Linear(4 -> 3) + cross_entropy, in `dtype`.
+std::pair<Tensor, Tensor> global_batch(std::int64_t n, DType dtype) {
+  Generator gen(77);
+  Tensor x = Tensor::randn({n, 4}, gen, dtype);
+  std::vector<std::int64_t> labels;
+  for (std::int64_t i = 0; i < n; ++i) labels.push_back(static_cast<std::int64_t>(i * 7 % 3));
+  return {x, Tensor::from_vector<std::int64_t>(labels)};
+}
+
+/// The parameters after each of `steps` SGD steps, and the first step's gradients, of `world`
+/// ranks holding `counts[r]` consecutive samples of the global batch each, their local losses
+/// reduced as `loss` says; or (world == 0) of one replica on the whole batch with a mean loss.
+std::vector<Tensor> data_parallel_run(int world, const std::vector<std::int64_t>& counts,
+                                      LossReduction loss, DType dtype, int steps) {
+  std::int64_t n = 0;
+  for (std::int64_t c : counts) n += c;
+  const auto [x, y] = global_batch(n, dtype);
+  auto train = [&, x = x, y = y](Communicator* comm) {
+    auto model = make_linear(4, 3, 5, dtype);
+    std::optional<DataParallel> dp;
+    if (comm != nullptr) dp.emplace(DataParallel::initialize(*comm, *model, 0));
+    std::int64_t lo = 0;
+    for (int r = 0; comm != nullptr && r < comm->rank(); ++r) lo += counts[r];
+    const std::int64_t local = comm != nullptr ? counts[comm->rank()] : n;
+    Sgd sgd({.momentum = 0.5});
+    std::vector<Tensor> out;
+    for (int step = 0; step < steps; ++step) {
+      model->zero_grad();
+      GradientsParams g;
+      if (local > 0) {
+        const nn::Reduction reduction = comm == nullptr || loss == LossReduction::Mean
+                                            ? nn::Reduction::Mean
+                                            : nn::Reduction::Sum;
+        nn::cross_entropy(model->forward(Var(x.narrow(0, lo, local))), y.narrow(0, lo, local),
+                          reduction)
+            .backward();
+        g = GradientsParams::from_module(*model);
+      }
+      if (dp) g = dp->reduce(*model, g, static_cast<double>(local), loss);
+      if (step == 0) out.insert(out.end(), {*g.get(1), *g.get(2)});
+      sgd.step(0.5, *model, g);
+      out.insert(out.end(), {model->weight().value().clone(), model->bias().value().clone()});
+    }
+    return out;
+  };
+  if (world == 0) return train(nullptr);
+  auto results = run_group(world, [&](Communicator& comm) { return train(&comm); });
+  for (int r = 0; r < world; ++r) {
+    INFO("rank " << r << ": " << results[r].message());
+    REQUIRE(results[r].ok());
+    for (std::size_t i = 0; i < results[r].value().size(); ++i) {
+      REQUIRE_THAT(results[r].value()[i], TensorEqual(results[0].value()[i]));
+    }
+  }
+  return results[0].value();
+}
+
+/// Every rank's run against one replica on the global batch, to `rtol`.
+void check_against_one_replica(const std::vector<std::int64_t>& counts, LossReduction loss,
+                               DType dtype, double rtol, double atol) {
+  constexpr int kSteps = 3;
+  const auto reference = data_parallel_run(0, counts, loss, dtype, kSteps);
+  const auto got = data_parallel_run(static_cast<int>(counts.size()), counts, loss, dtype, kSteps);
+  REQUIRE(got.size() == reference.size());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    INFO((i < 2 ? "the first reduced gradient #" : "the parameter after a step #") << i);
+    REQUIRE_THAT(got[i], TensorNear(reference[i], rtol, atol));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("reduce of mean losses over uneven shards gives the gradient of the global mean",
+          "[optim]") {
+  // F32: a few ulps apart (the ranks' partial sums round in another order); a mean loss taken
+  // for a sum would be off by a factor of w_r / Σ w — 1/7 to 4/7 here.
+  SECTION("3 ranks of 1, 2 and 4 samples") {
+    check_against_one_replica({1, 2, 4}, LossReduction::Mean, DType::F32, 1e-5, 1e-6);
+  }
+  SECTION("4 ranks, one of them empty") {
+    check_against_one_replica({3, 0, 1, 5}, LossReduction::Mean, DType::F32, 1e-5, 1e-6);
+  }
+}
+
+TEST_CASE("reduce of sum losses over uneven shards gives the gradient of the global mean",
+          "[optim]") {
+  SECTION("2 ranks of 5 and 2 samples") {
+    check_against_one_replica({5, 2}, LossReduction::Sum, DType::F32, 1e-5, 1e-6);
+  }
+  SECTION("4 ranks, one of them empty") {
+    check_against_one_replica({3, 0, 1, 5}, LossReduction::Sum, DType::F32, 1e-5, 1e-6);
+  }
+}
+
+TEST_CASE("reduce of an F64 model matches one replica on the global batch to F64 rounding",
+          "[optim]") {
+  // Reduced in FP32, the parameters would differ from one replica's by ~1e-8 after one step.
+  // In F64 they differ only by the order the ranks' partial sums are added in: a few ulps.
+  constexpr double kRtol = 1e-14;
+  constexpr double kAtol = 1e-16;
+  SECTION("2 ranks, mean losses") {
+    check_against_one_replica({5, 2}, LossReduction::Mean, DType::F64, kRtol, kAtol);
+  }
+  SECTION("3 ranks, sum losses") {
+    check_against_one_replica({1, 2, 4}, LossReduction::Sum, DType::F64, kRtol, kAtol);
+  }
+  SECTION("4 ranks, mean losses, one rank empty") {
+    check_against_one_replica({3, 0, 1, 5}, LossReduction::Mean, DType::F64, kRtol, kAtol);
+  }
+}
+
+TEST_CASE("reduce accumulates F64 in F64 and F32, F16 and BF16 in F32 in one call", "[optim]") {
+  auto out = run_group(2, [](Communicator& comm) {
+    nn::Param w64(1, Tensor::zeros({2}, DType::F64));
+    nn::Param w32(2, Tensor::zeros({2}, DType::F32));
+    nn::Param w16(3, Tensor::zeros({2}, DType::F16));
+    nn::Param wbf(4, Tensor::zeros({3}, DType::BF16));
+    ParamBag model({{"w64", w64}, {"w32", w32}, {"w16", w16}, {"wbf", wbf}});
+    DataParallel dp = DataParallel::initialize(comm, model, 0);
+    // Sum losses of weights 1 and 2 whose gradients sum to 1: every result is 1/3, which F32
+    // rounds (to 0.3333333432674408) and F64 does not.
+    GradientsParams g;
+    const double mine = comm.rank() == 0 ? 1.0 : 0.0;
+    g.insert(1, Tensor::full({2}, mine, DType::F64));
+    g.insert(2, Tensor::full({2}, mine, DType::F32));
+    g.insert(3, Tensor::full({2}, mine, DType::F16));
+    g.insert(4, Tensor::full({3}, mine, DType::BF16));
+    GradientsParams r = dp.reduce(model, g, comm.rank() + 1.0, LossReduction::Sum);
+    GradientsParams f = dp.reduce_fp32(model, g, comm.rank() + 1.0, LossReduction::Sum);
+    return std::vector<Tensor>{*r.get(1), *r.get(2), *r.get(3), *r.get(4), *f.get(1)};
+  });
+  const Tensor third32 = Tensor::full({2}, 1.0 / 3.0, DType::F32);
+  for (int r = 0; r < 2; ++r) {
+    INFO("rank " << r << ": " << out[r].message());
+    REQUIRE(out[r].ok());
+    const auto& v = out[r].value();
+    REQUIRE_THAT(v[0], TensorEqual(Tensor::full({2}, 1.0 / 3.0, DType::F64)));
+    REQUIRE_THAT(v[1], TensorEqual(third32));
+    REQUIRE_THAT(v[2], TensorEqual(third32.to(DType::F16)));
+    REQUIRE_THAT(v[3], TensorEqual(Tensor::full({3}, 1.0 / 3.0, DType::F32).to(DType::BF16)));
+    REQUIRE_THAT(v[4], TensorEqual(third32));  // reduce_fp32: F32 for the F64 parameter too
   }
 }

@@ -72,6 +72,12 @@ TEST_CASE("a scheduler state restores the position and refuses another schedule"
 
   WarmupCosineLr other_config(0.2, 4, 14, 0.01, 0.25);
   CHECK_THROWS_AS(other_config.load_state(saved), CheckpointError);
+  CHECK_THROWS_WITH(other_config.load_state(saved),
+                    "LrScheduler::load_state: the 'warmup_cosine' scheduler was saved with another "
+                    "configuration: expected lr 0.1 (the record's), got 0.2");
+  WarmupCosineLr longer(0.1, 4, 20, 0.01, 0.25);
+  CHECK_THROWS_WITH(longer.load_state(saved),
+                    Catch::EndsWith("expected total_steps 14 (the record's), got 20"));
   StepLr other_kind(0.1, 3);
   CHECK_THROWS_WITH(other_kind.load_state(saved),
                     Catch::Contains("expected a 'step' scheduler state, got 'warmup_cosine'"));

@@ -2,6 +2,7 @@
 // contracts: frozen parameters, missing gradients, state save/load.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 
@@ -19,6 +20,7 @@
 using namespace ruccl;
 using namespace ruccl::optim;
 using autodiff::Var;
+using ruccl::testing::TensorEqual;
 using ruccl::testing::TensorNear;
 
 namespace {
@@ -100,7 +102,7 @@ std::unique_ptr<Optimizer> make_optimizer(const std::string& name) {
   if (name == "adam") return std::make_unique<Adam>();
   if (name == "adam_wd") return std::make_unique<Adam>(AdamOptions{0.8, 0.99, 1e-6, 0.1});
   if (name == "adamw") return std::make_unique<AdamW>();
-  if (name == "adamw_wd") return std::make_unique<AdamW>(AdamOptions{0.85, 0.995, 1e-7, 0.2});
+  if (name == "adamw_wd") return std::make_unique<AdamW>(AdamWOptions{0.85, 0.995, 1e-7, 0.2});
   FAIL("unknown optimizer configuration " << name);
   return nullptr;
 }
@@ -136,6 +138,50 @@ TEST_CASE("Sgd, Adam and AdamW follow torch.optim's 20-step trajectories", "[opt
       CHECK(opt->steps(1) == 20);
     }
   }
+}
+
+TEST_CASE("AdamW keeps torch's default weight decay when other options are named", "[optim]") {
+  // AdamW's options are a type of their own: one designated member resets no other default (an
+  // AdamOptions here had weight_decay 0, silently training without decay).
+  const AdamW eps_only({.eps = 1e-8});
+  CHECK(eps_only.options().weight_decay == 1e-2);
+  CHECK(eps_only.options().beta1 == 0.9);
+  CHECK(eps_only.options().beta2 == 0.999);
+  const AdamW betas({.beta1 = 0.8, .beta2 = 0.99});
+  CHECK(betas.options().eps == 1e-8);
+  CHECK(betas.options().weight_decay == 1e-2);
+  CHECK(AdamW().config() == std::vector<double>{0.9, 0.999, 1e-8, 1e-2});
+  // And it trains as torch.optim.AdamW(params, lr) with all of torch's defaults.
+  const Golden g = load_golden();
+  const auto config = std::find_if(g.configs.begin(), g.configs.end(),
+                                   [](const Golden::Config& c) { return c.name == "adamw"; });
+  REQUIRE(config != g.configs.end());
+  auto model = make_model(g.init);
+  AdamW adamw({.eps = 1e-8});
+  for (std::size_t step = 0; step < config->params.size(); ++step) {
+    INFO("step " << step + 1);
+    train_step(*model, adamw, config->lr, g.x, g.y);
+    const auto params = model->parameters();
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      REQUIRE_THAT(params[i].value(), TensorNear(config->params[step][i], kRtol, kAtol));
+    }
+  }
+}
+
+TEST_CASE("every options struct keeps the defaults of the members a caller does not name",
+          "[optim]") {
+  const SgdOptions sgd{.nesterov = true};
+  CHECK(sgd.momentum == 0.0);
+  CHECK(sgd.dampening == 0.0);
+  CHECK(sgd.weight_decay == 0.0);
+  const AdamOptions adam{.eps = 1e-6};
+  CHECK(adam.beta1 == 0.9);
+  CHECK(adam.beta2 == 0.999);
+  CHECK(adam.weight_decay == 0.0);  // torch.optim.Adam's default
+  const AdamWOptions adamw{.beta2 = 0.95};
+  CHECK(adamw.beta1 == 0.9);
+  CHECK(adamw.eps == 1e-8);
+  CHECK(adamw.weight_decay == 1e-2);  // torch.optim.AdamW's default
 }
 
 TEST_CASE("an optimizer leaves frozen parameters and parameters without a gradient untouched",
@@ -194,14 +240,14 @@ TEST_CASE("an optimizer resumed from its saved state continues bit for bit", "[o
   const Golden g = load_golden();
   auto straight = make_model(g.init);
   auto resumed = make_model(g.init);
-  AdamW a(AdamOptions{0.85, 0.995, 1e-7, 0.2});
+  AdamW a(AdamWOptions{0.85, 0.995, 1e-7, 0.2});
   for (int i = 0; i < 3; ++i) train_step(*straight, a, 0.02, g.x, g.y);
   // The resumed run: same first 3 steps, then a fresh optimizer loads the state.
   {
-    AdamW first(AdamOptions{0.85, 0.995, 1e-7, 0.2});
+    AdamW first(AdamWOptions{0.85, 0.995, 1e-7, 0.2});
     for (int i = 0; i < 3; ++i) train_step(*resumed, first, 0.02, g.x, g.y);
     const OptimizerState saved = first.state();
-    AdamW second(AdamOptions{0.85, 0.995, 1e-7, 0.2});
+    AdamW second(AdamWOptions{0.85, 0.995, 1e-7, 0.2});
     second.load_state(saved);
     for (int i = 0; i < 4; ++i) train_step(*resumed, second, 0.02, g.x, g.y);
   }
@@ -215,6 +261,15 @@ TEST_CASE("an optimizer resumed from its saved state continues bit for bit", "[o
   CHECK_THROWS_AS(other.load_state(a.state()), CheckpointError);  // adamw state into adam
   AdamW other_config;
   CHECK_THROWS_AS(other_config.load_state(a.state()), CheckpointError);
+  // The refusal names every hyper-parameter that differs and both values.
+  CHECK_THROWS_WITH(other_config.load_state(a.state()),
+                    "adamw::load_state: the state was saved with other hyper-parameters: "
+                    "expected beta1 0.85 (the record's), got 0.9; expected beta2 0.995 (the "
+                    "record's), got 0.999; expected eps 1e-07 (the record's), got 1e-08; expected "
+                    "weight_decay 0.2 (the record's), got 0.01");
+  Sgd nesterov({.momentum = 0.9, .nesterov = true});
+  CHECK_THROWS_WITH(Sgd({.momentum = 0.9}).load_state(nesterov.state()),
+                    Catch::EndsWith("expected nesterov 1 (the record's), got 0"));
 }
 
 namespace {
@@ -264,4 +319,69 @@ TEST_CASE("step updates a contiguous CPU F32 parameter in place and replaces an 
   CHECK(p16.value().storage() != old16.storage());
   CHECK(p16.value().to(DType::F32).to_vector<float>() == expected);
   CHECK(old16.to(DType::F32).to_vector<float>() == std::vector<float>{1.0f, -2.0f});
+}
+
+namespace {
+
+/// The gradient of sum(p^3) / 3 + sum(p) for each of `model`'s parameters: p^2 + 1, in its dtype.
+GradientsParams cubic_grads(const nn::Module& model) {
+  GradientsParams g;
+  for (const nn::Param& p : model.parameters()) g.insert(p.id(), add(mul(p.value(), p.value()), 1));
+  return g;
+}
+
+/// A two-parameter model with ids 1 and 2 holding `a` and `b` (converted to `dtype`): what
+/// module.to(dtype) leaves, same ParamIds, other dtype.
+TwoParams two_params(const Tensor& a, const Tensor& b, DType dtype) {
+  return TwoParams(nn::Param(1, a.to(dtype).clone()), nn::Param(2, b.to(dtype).clone()));
+}
+
+}  // namespace
+
+TEST_CASE("an optimizer's state follows its parameters to another dtype, values and steps kept",
+          "[optim]") {
+  const Tensor a0 = Tensor::from_vector<float>({0.5f, -1.25f, 2.0f});
+  const Tensor b0 = Tensor::from_vector<float>({0.75f, -0.5f}, {2, 1});
+  TwoParams f32 = two_params(a0, b0, DType::F32);
+  AdamW adamw({.beta2 = 0.99});
+  for (int i = 0; i < 3; ++i) adamw.step(0.1, f32, cubic_grads(f32));
+
+  // The expected continuation: a fresh AdamW given the same state with its moments converted to
+  // F64 by hand, stepping the F64 copy of the model.
+  OptimizerState by_hand = adamw.state();
+  for (auto& [id, slot] : by_hand.slots) {
+    for (TensorBlob& b : slot.buffers) b = TensorBlob::from_tensor(b.to_tensor().to(DType::F64));
+  }
+  TwoParams expected = two_params(f32.param("a").value(), f32.param("b").value(), DType::F64);
+  AdamW reference({.beta2 = 0.99});
+  reference.load_state(by_hand);
+  for (int i = 0; i < 2; ++i) reference.step(0.1, expected, cubic_grads(expected));
+
+  SECTION("with to(DType)") {
+    TwoParams f64 = two_params(f32.param("a").value(), f32.param("b").value(), DType::F64);
+    adamw.to(DType::F64);
+    for (const auto& [id, slot] : adamw.state().slots) {
+      CHECK(slot.steps == 3);
+      for (const TensorBlob& b : slot.buffers) CHECK(b.dtype_value() == DType::F64);
+    }
+    for (int i = 0; i < 2; ++i) adamw.step(0.1, f64, cubic_grads(f64));
+    REQUIRE_THAT(f64.param("a").value(), TensorEqual(expected.param("a").value()));
+    REQUIRE_THAT(f64.param("b").value(), TensorEqual(expected.param("b").value()));
+  }
+  SECTION("step converts the state by itself when to(DType) was not called") {
+    TwoParams f64 = two_params(f32.param("a").value(), f32.param("b").value(), DType::F64);
+    for (int i = 0; i < 2; ++i) adamw.step(0.1, f64, cubic_grads(f64));
+    CHECK(adamw.steps(1) == 5);
+    REQUIRE_THAT(f64.param("a").value(), TensorEqual(expected.param("a").value()));
+    REQUIRE_THAT(f64.param("b").value(), TensorEqual(expected.param("b").value()));
+  }
+  SECTION("F16 and BF16 parameters keep F32 state; back to F32 from F64") {
+    adamw.to(DType::F64).to(DType::F16);
+    for (const auto& [id, slot] : adamw.state().slots) {
+      for (const TensorBlob& b : slot.buffers) CHECK(b.dtype_value() == DType::F32);
+    }
+    adamw.to(DType::BF16);
+    CHECK(adamw.state().slots.at(1).buffers[0].dtype_value() == DType::F32);
+    CHECK_THROWS_WITH(adamw.to(DType::I64), "adamw::to: expected a floating dtype, got I64");
+  }
 }

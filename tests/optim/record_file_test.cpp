@@ -141,7 +141,8 @@ TEST_CASE("a record file of another format version is refused as such", "[optim]
   for (int i = 0; i < 4; ++i) bytes[28 + i] = static_cast<char>((crc >> (8 * i)) & 0xFF);
   write_bytes(dir / "future.rec", bytes);
   CHECK_THROWS_WITH(read_record_file(dir / "future.rec"),
-                    Catch::Contains("unsupported format version: expected 1, got 2"));
+                    Catch::Contains(str("unsupported format version: expected ",
+                                        kRecordFormatVersion, ", got ", kRecordFormatVersion + 1)));
   write_bytes(dir / "text.rec", "this is not a checkpoint, just some text that is long enough");
   CHECK_THROWS_WITH(read_record_file(dir / "text.rec"), Catch::Contains("not a ruCCL checkpoint"));
 }

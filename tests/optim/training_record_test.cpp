@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "autodiff/nn/activation.h"
+#include "autodiff/nn/dropout.h"
 #include "autodiff/nn/linear.h"
 #include "autodiff/nn/loss.h"
 #include "autodiff/nn/sequential.h"
@@ -40,7 +41,7 @@ std::shared_ptr<nn::Sequential> make_mlp(std::uint64_t seed, std::int64_t hidden
 /// micro-batches per step, and a data generator.
 struct Run {
   std::shared_ptr<nn::Sequential> model;
-  AdamW optimizer{AdamOptions{0.9, 0.99, 1e-8, 0.05}};
+  AdamW optimizer{AdamWOptions{0.9, 0.99, 1e-8, 0.05}};
   WarmupCosineLr schedule{0.01, 2, 10};
   GradientsAccumulator accumulator;
   Generator data{2024};
@@ -273,9 +274,25 @@ TEST_CASE("restore refuses a record that does not match, changing nothing", "[op
     auto other = make_mlp(7);
     Adam adam;
     CHECK_THROWS_WITH(loaded.restore(*other, &adam), Catch::Contains("of kind 'adamw'"));
-    AdamW adamw_other{AdamOptions{0.9, 0.99, 1e-8, 0.5}};
+    AdamW adamw_other{AdamWOptions{0.9, 0.99, 1e-8, 0.5}};
     CHECK_THROWS_AS(loaded.restore(*other, &adamw_other), CheckpointError);
-    AdamW adamw{AdamOptions{0.9, 0.99, 1e-8, 0.05}};
+    CHECK_THROWS_WITH(loaded.restore(*other, &adamw_other),
+                      Catch::Contains("r.ckpt") &&
+                          Catch::EndsWith("the 'adamw' optimizer passed has other hyper-parameters "
+                                          "than the record's: expected weight_decay 0.05 (the "
+                                          "record's), got 0.5"));
+    AdamW adamw_two{AdamWOptions{0.9, 0.999, 1e-7, 0.05}};
+    CHECK_THROWS_WITH(loaded.restore(*other, &adamw_two),
+                      Catch::EndsWith("expected beta2 0.99 (the record's), got 0.999; expected "
+                                      "eps 1e-08 (the record's), got 1e-07"));
+    AdamW same_adamw{AdamWOptions{0.9, 0.99, 1e-8, 0.05}};
+    WarmupCosineLr later_schedule{0.01, 2, 12};
+    CHECK_THROWS_WITH(loaded.restore(*other, &same_adamw, &later_schedule),
+                      Catch::EndsWith("the 'warmup_cosine' scheduler passed has another "
+                                      "configuration than the record's: expected total_steps 10 "
+                                      "(the record's), got 12"));
+    CHECK(same_adamw.steps(1) == 0);
+    AdamW adamw{AdamWOptions{0.9, 0.99, 1e-8, 0.05}};
     StepLr step(0.01, 3);
     CHECK_THROWS_WITH(loaded.restore(*other, &adamw, &step),
                       Catch::Contains("kind 'warmup_cosine'"));
@@ -300,7 +317,7 @@ TEST_CASE("restore refuses a record that does not match, changing nothing", "[op
     std::memcpy(payload.data() + at + kind.size() + 8 + 8 * count, &minus_one, sizeof minus_one);
     const TrainingRecord damaged = TrainingRecord::parse_payload(payload, "memory");
     auto other = make_mlp(7);
-    AdamW adamw{AdamOptions{0.9, 0.99, 1e-8, 0.05}};
+    AdamW adamw{AdamWOptions{0.9, 0.99, 1e-8, 0.05}};
     WarmupCosineLr schedule{0.01, 2, 10};
     CHECK_THROWS_WITH(damaged.restore(*other, &adamw, &schedule),
                       Catch::Contains("expected a step count >= 0, got -1"));
@@ -416,4 +433,107 @@ TEST_CASE("a CRC-valid record with an impossible generator state is refused at l
   CHECK_THROWS_AS(TrainingRecord::load(dir / "rng.ckpt"), CheckpointError);
   CHECK_THROWS_WITH(TrainingRecord::load(dir / "rng.ckpt"),
                     Catch::Contains("rng.ckpt") && Catch::Contains("buffered <= 4"));
+}
+
+namespace {
+
+/// Linear(4, 8) -> `middle` -> Dropout(0.3) -> Linear(8, 2); `middle` is a ReLU, or a second
+/// Dropout with `two_dropouts`; `dropout` false puts a ReLU where the Dropout is. The Linear
+/// weights come from `init_seed`, the Dropouts' generators from fixed seeds (the same code in
+/// a fresh process draws the same).
+std::shared_ptr<nn::Sequential> make_dropout_mlp(std::uint64_t init_seed, bool dropout = true,
+                                                 bool two_dropouts = false) {
+  Generator gen(init_seed);
+  std::shared_ptr<nn::Module> middle =
+      two_dropouts ? std::shared_ptr<nn::Module>(std::make_shared<nn::Dropout>(0.2, 5))
+                   : std::make_shared<nn::ReLU>();
+  std::shared_ptr<nn::Module> drop =
+      dropout ? std::shared_ptr<nn::Module>(std::make_shared<nn::Dropout>(0.3, 11))
+              : std::make_shared<nn::ReLU>();
+  return std::make_shared<nn::Sequential>(
+      std::vector<std::shared_ptr<nn::Module>>{std::make_shared<nn::Linear>(4, 8, gen), middle,
+                                               drop, std::make_shared<nn::Linear>(8, 2, gen)});
+}
+
+/// `steps` AdamW steps of `model` on batches drawn from `data`.
+void train_dropout_mlp(nn::Module& model, Optimizer& optimizer, Generator& data, int steps) {
+  for (int i = 0; i < steps; ++i) {
+    const Tensor x = Tensor::randn({6, 4}, data);
+    const Tensor y = Tensor::randn({6, 2}, data);
+    model.zero_grad();
+    nn::mse_loss(model.forward(Var(x)), Var(y)).backward();
+    optimizer.step(0.01, model, GradientsParams::from_module(model));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("a model with Dropout resumes bit for bit: the record holds its generator", "[optim]") {
+  ScratchDir dir;
+  auto straight = make_dropout_mlp(1);
+  AdamW straight_opt;
+  Generator straight_data(42);
+  train_dropout_mlp(*straight, straight_opt, straight_data, 7);
+  {
+    auto first = make_dropout_mlp(1);
+    AdamW opt;
+    Generator data(42);
+    train_dropout_mlp(*first, opt, data, 3);
+    TrainingRecord::capture(*first, &opt, nullptr, nullptr, {.step = 3, .rng = data.state()})
+        .save(dir / "rank0.ckpt");
+  }
+  // A fresh process: the same code builds the model (its Dropout at its seed's first mask),
+  // the record brings back the parameters and the generator's position.
+  auto resumed = make_dropout_mlp(999);
+  AdamW opt;
+  Generator data(0);
+  const TrainingRecord record = TrainingRecord::load(dir / "rank0.ckpt");
+  REQUIRE(record.generators().size() == 1);
+  CHECK(record.generators()[0].path == "2.generator");
+  record.restore(*resumed, &opt);
+  data.set_state(record.caller().rng);
+  CHECK(resumed->named_generators()[0].second->state() == record.generators()[0].state);
+  train_dropout_mlp(*resumed, opt, data, 4);
+  const auto a = straight->parameters();
+  const auto b = resumed->parameters();
+  REQUIRE(a.size() == b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    INFO("parameter " << i);
+    REQUIRE_THAT(b[i].value(), TensorEqual(a[i].value()));
+  }
+  CHECK(resumed->named_generators()[0].second->state() ==
+        straight->named_generators()[0].second->state());
+}
+
+TEST_CASE("restore refuses a model whose generators differ from the record's, naming the path",
+          "[optim]") {
+  auto saved = make_dropout_mlp(1);
+  const TrainingRecord with_dropout = TrainingRecord::capture(*saved);
+  auto no_dropout = make_dropout_mlp(2, /*dropout=*/false);
+  const Tensor before = no_dropout->parameters()[0].value().clone();
+  CHECK_THROWS_WITH(with_dropout.restore(*no_dropout),
+                    Catch::Contains("the record's generator '2.generator' is not in the model"));
+  REQUIRE_THAT(no_dropout->parameters()[0].value(), TensorEqual(before));
+  auto two = make_dropout_mlp(2, true, /*two_dropouts=*/true);
+  const Generator::State untouched = two->named_generators()[1].second->state();
+  CHECK_THROWS_AS(with_dropout.restore(*two), CheckpointError);
+  CHECK_THROWS_WITH(with_dropout.restore(*two),
+                    Catch::Contains("the model's generator '1.generator' is not in the record"));
+  CHECK(two->named_generators()[1].second->state() == untouched);
+}
+
+TEST_CASE("a record file of the format before module generators is refused as another version",
+          "[optim]") {
+  ScratchDir dir;
+  TrainingRecord::capture(*make_dropout_mlp(1)).save(dir / "rank0.ckpt");
+  std::string bytes = read_bytes(dir / "rank0.ckpt");
+  bytes[8] = static_cast<char>(1);  // version 1: no generators in the payload
+  const std::uint32_t crc = crc32_of(std::string_view(bytes.data(), 28));
+  for (int i = 0; i < 4; ++i) bytes[28 + i] = static_cast<char>((crc >> (8 * i)) & 0xFF);
+  write_bytes(dir / "old.ckpt", bytes);
+  CHECK_THROWS_AS(TrainingRecord::load(dir / "old.ckpt"), CheckpointError);
+  CHECK_THROWS_WITH(
+      TrainingRecord::load(dir / "old.ckpt"),
+      Catch::Contains("old.ckpt") && Catch::Contains(str("unsupported format version: expected ",
+                                                         kRecordFormatVersion, ", got 1")));
 }
