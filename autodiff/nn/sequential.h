@@ -1,5 +1,7 @@
 #pragma once
 #include <memory>
+#include <string>
+#include <type_traits>
 #include <vector>
 
 #include "autodiff/nn/module.h"
@@ -15,12 +17,21 @@ class Sequential : public Cloneable<Sequential> {
  public:
   Sequential() = default;
   explicit Sequential(const std::vector<std::shared_ptr<Module>>& modules);
-  /// Appends a module (named by its position).
-  void push_back(std::shared_ptr<Module> module);
+  /// Appends a module (named by its position) and returns a handle to it.
+  ModuleHandle<Module> push_back(std::shared_ptr<Module> module);
+  /// Appends a module given by value (`seq.push_back(nn::Linear(4, 8))`) and returns a typed
+  /// handle to it.
+  template <typename M, typename = std::enable_if_t<std::is_base_of_v<Module, std::decay_t<M>>>>
+  ModuleHandle<std::decay_t<M>> push_back(M&& module) {
+    auto handle = register_module(std::to_string(size_), std::forward<M>(module));
+    ++size_;
+    return handle;
+  }
   Var forward(const Var& x) override;
   std::size_t size() const { return size_; }
   /// The module at `index`.
   Module& operator[](std::size_t index) const { return child_at(index); }
+  /// The module at `index` as an M (ValueError naming both types when it is not one).
   template <typename M>
   M& at(std::size_t index) const {
     return child_at<M>(index);
