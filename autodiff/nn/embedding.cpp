@@ -7,7 +7,10 @@
 
 namespace ruccl::nn {
 
-Embedding::Embedding(std::int64_t num_embeddings, std::int64_t dim, Generator& gen, DType dtype) {
+Embedding::Embedding(std::int64_t num_embeddings, std::int64_t dim, Generator& gen,
+                     EmbeddingOptions options) {
+  const DType dtype = options.dtype;
+  RUCCL_CHECK(is_floating(dtype), DTypeError, "Embedding: expected a floating dtype, got ", dtype);
   RUCCL_CHECK(num_embeddings > 0 && dim > 0, ValueError, "Embedding: expected positive sizes, got ",
               num_embeddings, " x ", dim);
   Param w(Tensor::zeros({num_embeddings, dim}, dtype));

@@ -6,13 +6,19 @@
 
 namespace ruccl::nn {
 
+/// Options of Embedding (every member has a default: name only what you change).
+struct EmbeddingOptions {
+  /// The weight's dtype (floating).
+  DType dtype = DType::F32;
+};
+
 /// A lookup table of `num_embeddings` rows of size `dim` ("weight", N(0, 1) from `gen`, as
 /// torch.nn.Embedding). forward takes class indices (I64/I32, any shape) and gives
 /// indices.shape + [dim]; backward index_adds into the rows used (repeats accumulate).
 class Embedding : public Cloneable<Embedding> {
  public:
   Embedding(std::int64_t num_embeddings, std::int64_t dim, Generator& gen,
-            DType dtype = DType::F32);
+            EmbeddingOptions options = {});
   /// Looks up `indices` (the Var's value; it needs no gradient).
   Var forward(const Var& indices) override;
   Var forward(const Tensor& indices);

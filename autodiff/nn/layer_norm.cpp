@@ -5,9 +5,10 @@
 
 namespace ruccl::nn {
 
-LayerNorm::LayerNorm(std::vector<std::int64_t> normalized_shape, double eps,
-                     bool elementwise_affine, DType dtype)
-    : shape_(std::move(normalized_shape)), eps_(eps), affine_(elementwise_affine) {
+LayerNorm::LayerNorm(std::vector<std::int64_t> normalized_shape, LayerNormOptions options)
+    : shape_(std::move(normalized_shape)), eps_(options.eps), affine_(options.elementwise_affine) {
+  const DType dtype = options.dtype;
+  RUCCL_CHECK(is_floating(dtype), DTypeError, "LayerNorm: expected a floating dtype, got ", dtype);
   RUCCL_CHECK(!shape_.empty(), ValueError, "LayerNorm: expected a non-empty normalized_shape");
   if (affine_) {
     weight_ = register_parameter("weight", Param(Tensor::ones(Shape(shape_), dtype)));

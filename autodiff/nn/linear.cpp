@@ -7,9 +7,11 @@
 
 namespace ruccl::nn {
 
-Linear::Linear(std::int64_t in_features, std::int64_t out_features, Generator& gen, bool bias,
-               DType dtype)
-    : in_(in_features), out_(out_features), has_bias_(bias) {
+Linear::Linear(std::int64_t in_features, std::int64_t out_features, Generator& gen,
+               LinearOptions options)
+    : in_(in_features), out_(out_features), has_bias_(options.bias) {
+  const DType dtype = options.dtype;
+  RUCCL_CHECK(is_floating(dtype), DTypeError, "Linear: expected a floating dtype, got ", dtype);
   RUCCL_CHECK(in_features > 0 && out_features > 0, ValueError,
               "Linear: expected positive feature counts, got in ", in_features, ", out ",
               out_features);
@@ -19,7 +21,7 @@ Linear::Linear(std::int64_t in_features, std::int64_t out_features, Generator& g
   Param w(Tensor::zeros({out_features, in_features}, dtype));
   init::uniform_(w, -bound, bound, gen);
   weight_ = register_parameter("weight", w);
-  if (bias) {
+  if (has_bias_) {
     Param b(Tensor::zeros({out_features}, dtype));
     init::uniform_(b, -bound, bound, gen);
     bias_ = register_parameter("bias", b);

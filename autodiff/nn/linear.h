@@ -6,13 +6,22 @@
 
 namespace ruccl::nn {
 
+/// Options of Linear. Every member has a default, so a designated initializer changes only the
+/// ones it names: `nn::Linear(16, 32, {.bias = false})` keeps F32.
+struct LinearOptions {
+  /// Whether to learn an additive bias.
+  bool bias = true;
+  /// The parameters' dtype (floating).
+  DType dtype = DType::F32;
+};
+
 /// y = x @ weight^T + bias, weight [out, in] and bias [out] as torch.nn.Linear, initialised like
 /// it: U(-1/sqrt(in), 1/sqrt(in)) for both (kaiming_uniform with a = sqrt(5)), drawn from `gen`.
 /// Parameters: "weight" (index 0) and, with bias, "bias".
 class Linear : public Cloneable<Linear> {
  public:
-  Linear(std::int64_t in_features, std::int64_t out_features, Generator& gen, bool bias = true,
-         DType dtype = DType::F32);
+  Linear(std::int64_t in_features, std::int64_t out_features, Generator& gen,
+         LinearOptions options = {});
   /// x [..., in] -> [..., out].
   Var forward(const Var& x) override;
   Param& weight() { return param_at(weight_); }

@@ -274,6 +274,24 @@ void Module::zero_grad() {
   for (Param& p : distinct_parameters()) p.zero_grad();
 }
 
+void Module::to(DType dtype) {
+  RUCCL_CHECK(is_floating(dtype), DTypeError,
+              "Module::to: expected a floating dtype (F16, BF16, F32, F64), got ", dtype);
+  for (Param& p : distinct_parameters()) {
+    if (!is_floating(p.dtype()) || p.dtype() == dtype) continue;
+    const Tensor& grad = p.grad();
+    p.convert(p.value().to(dtype), grad.defined() ? grad.to(dtype) : Tensor());
+  }
+}
+
+void Module::to(Device device) {
+  for (Param& p : distinct_parameters()) {
+    if (p.value().device() == device) continue;
+    const Tensor& grad = p.grad();
+    p.convert(p.value().to(device), grad.defined() ? grad.to(device) : Tensor());
+  }
+}
+
 void Module::deep_copy_into(ParamMap& params, ModuleMap& modules) {
   for (auto& [name, p] : params_) {
     auto it = params.find(p.key());

@@ -175,6 +175,16 @@ class Module {
   /// Drops every parameter's gradient (gives no ids).
   void zero_grad();
 
+  /// Converts every floating-point parameter (value and gradient) to `dtype` in place, as torch's
+  /// Module.to(dtype): each Param stays the same parameter, so its ParamId, ties, trainable flag
+  /// and every copy of the handle see the new value; generators are untouched; integer
+  /// parameters keep their dtype. DTypeError for a non-floating dtype. Graphs recorded before keep
+  /// the old values; an optimizer's state is converted by the optimizer (optim/).
+  void to(DType dtype);
+  /// Moves every parameter (value and gradient) to `device` in place, keeping each Param (as
+  /// to(DType)).
+  void to(Device device);
+
   /// A deep copy: an independent replica with the same ParamIds, values and ties (no gradients);
   /// a parameter with no id yet has none in the copy either, and takes the same one from its path.
   std::shared_ptr<Module> clone() const;

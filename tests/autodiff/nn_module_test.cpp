@@ -18,8 +18,8 @@ Tensor f64(std::vector<double> v, const Shape& s) { return Tensor::from_vector<d
 class Mlp : public nn::Cloneable<Mlp> {
  public:
   explicit Mlp(Generator& gen)
-      : fc1(register_module("fc1", nn::Linear(3, 4, gen, true, DType::F64))),
-        fc2(register_module("fc2", nn::Linear(4, 2, gen, true, DType::F64))) {}
+      : fc1(register_module("fc1", nn::Linear(3, 4, gen, {.dtype = DType::F64}))),
+        fc2(register_module("fc2", nn::Linear(4, 2, gen, {.dtype = DType::F64}))) {}
   Var forward(const Var& x) override { return fc2->forward(tanh(fc1->forward(x))); }
 
   nn::ModuleHandle<nn::Linear> fc1;
@@ -33,7 +33,7 @@ class Outer : public nn::Cloneable<Outer> {
   explicit Outer(Generator& gen)
       : mlp(register_module("mlp", std::make_shared<Mlp>(gen))),
         head(mlp->fc2),
-        norm(register_module("norm", nn::LayerNorm(2, 1e-5, true, DType::F64))) {}
+        norm(register_module("norm", nn::LayerNorm(2, {.dtype = DType::F64}))) {}
   Var forward(const Var& x) override { return norm(head(tanh(mlp->fc1(x)))); }
 
   nn::ModuleHandle<Mlp> mlp;
@@ -137,9 +137,9 @@ TEST_CASE("register_module keeps taking shared_ptrs, and child_at<M> checks the 
 TEST_CASE("Sequential takes modules by value and hands back typed handles", "[autodiff]") {
   Generator gen(5);
   nn::Sequential seq;
-  nn::ModuleHandle<nn::Linear> first = seq.push_back(nn::Linear(3, 4, gen, true, DType::F64));
+  nn::ModuleHandle<nn::Linear> first = seq.push_back(nn::Linear(3, 4, gen, {.dtype = DType::F64}));
   seq.push_back(nn::Tanh());
-  nn::ModuleHandle<nn::Linear> last = seq.push_back(nn::Linear(4, 2, gen, true, DType::F64));
+  nn::ModuleHandle<nn::Linear> last = seq.push_back(nn::Linear(4, 2, gen, {.dtype = DType::F64}));
   CHECK(seq.size() == 3);
   CHECK(first.get() == &seq.at<nn::Linear>(0));
   CHECK(last.get() == &seq.at<nn::Linear>(2));
