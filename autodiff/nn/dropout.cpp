@@ -5,6 +5,9 @@
 
 namespace ruccl::nn {
 
+Dropout::Dropout(double p)
+    : Dropout(p, with_default_generator([](Generator& g) { return g.next_u64(); })) {}
+
 Dropout::Dropout(double p, std::uint64_t seed)
     : p_(p), gen_(register_generator("generator", Generator(seed))) {
   RUCCL_CHECK(p >= 0.0 && p < 1.0, ValueError, "Dropout: expected 0 <= p < 1, got ", p);

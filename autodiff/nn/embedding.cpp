@@ -7,14 +7,25 @@
 
 namespace ruccl::nn {
 
+Embedding::Embedding(std::int64_t num_embeddings, std::int64_t dim, EmbeddingOptions options)
+    : Embedding(num_embeddings, dim, nullptr, options) {}
+
 Embedding::Embedding(std::int64_t num_embeddings, std::int64_t dim, Generator& gen,
+                     EmbeddingOptions options)
+    : Embedding(num_embeddings, dim, &gen, options) {}
+
+Embedding::Embedding(std::int64_t num_embeddings, std::int64_t dim, Generator* gen,
                      EmbeddingOptions options) {
   const DType dtype = options.dtype;
   RUCCL_CHECK(is_floating(dtype), DTypeError, "Embedding: expected a floating dtype, got ", dtype);
   RUCCL_CHECK(num_embeddings > 0 && dim > 0, ValueError, "Embedding: expected positive sizes, got ",
               num_embeddings, " x ", dim);
   Param w(Tensor::zeros({num_embeddings, dim}, dtype));
-  init::normal_(w, 0.0, 1.0, gen);
+  if (gen != nullptr) {
+    init::normal_(w, 0.0, 1.0, *gen);
+  } else {
+    init::normal_(w, 0.0, 1.0);
+  }
   weight_ = register_parameter("weight", w);
 }
 

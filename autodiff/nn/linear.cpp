@@ -7,7 +7,14 @@
 
 namespace ruccl::nn {
 
+Linear::Linear(std::int64_t in_features, std::int64_t out_features, LinearOptions options)
+    : Linear(in_features, out_features, nullptr, options) {}
+
 Linear::Linear(std::int64_t in_features, std::int64_t out_features, Generator& gen,
+               LinearOptions options)
+    : Linear(in_features, out_features, &gen, options) {}
+
+Linear::Linear(std::int64_t in_features, std::int64_t out_features, Generator* gen,
                LinearOptions options)
     : in_(in_features), out_(out_features), has_bias_(options.bias) {
   const DType dtype = options.dtype;
@@ -19,13 +26,16 @@ Linear::Linear(std::int64_t in_features, std::int64_t out_features, Generator& g
   // and the bias uses the same bound.
   const double bound = 1.0 / std::sqrt(static_cast<double>(in_features));
   Param w(Tensor::zeros({out_features, in_features}, dtype));
-  init::uniform_(w, -bound, bound, gen);
+  Param b = has_bias_ ? Param(Tensor::zeros({out_features}, dtype)) : Param();
+  auto draw = [&](Generator& g) {
+    init::uniform_(w, -bound, bound, g);
+    if (has_bias_) init::uniform_(b, -bound, bound, g);
+  };
+  // The default generator stays locked for both draws, so they are consecutive even when other
+  // threads draw too.
+  gen != nullptr ? draw(*gen) : with_default_generator(draw);
   weight_ = register_parameter("weight", w);
-  if (has_bias_) {
-    Param b(Tensor::zeros({out_features}, dtype));
-    init::uniform_(b, -bound, bound, gen);
-    bias_ = register_parameter("bias", b);
-  }
+  if (has_bias_) bias_ = register_parameter("bias", b);
 }
 
 Param& Linear::bias() {
