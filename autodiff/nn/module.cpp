@@ -62,7 +62,10 @@ std::string type_name(const std::type_info& type) {
 }  // namespace detail
 
 Var Module::forward(const Var&) {
-  throw NotImplementedError("not implemented: Module::forward for this module");
+  throw NotImplementedError(
+      str(detail::type_name(typeid(*this)),
+          ": forward(const Var&) is not implemented; a module whose forward takes other "
+          "arguments is called through its handle (block->forward(x, mask)), not by Sequential"));
 }
 
 void Module::throw_not_a() {

@@ -130,7 +130,14 @@ class Module {
  public:
   virtual ~Module() = default;
 
-  /// The module's computation on one input. The default throws NotImplementedError.
+  /// The module's computation on one input: what Sequential calls. The default throws
+  /// NotImplementedError naming the module.
+  ///
+  /// A module may declare any other forward as well (`Var forward(const Var& x, const Var&
+  /// mask)`, `forward(const Tensor& ids)`, one returning several results) and is called through
+  /// its ModuleHandle (`block->forward(x, mask)` or `block(x, mask)`). Declaring a forward hides
+  /// this one in the derived class (C++ name hiding): override it too, or write
+  /// `using nn::Module::forward;`, to keep calling it on the derived type.
   virtual Var forward(const Var& x);
   Var operator()(const Var& x) { return forward(x); }
 
