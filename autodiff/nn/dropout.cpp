@@ -14,6 +14,8 @@ Dropout::Dropout(double p, std::uint64_t seed)
 }
 
 Var Dropout::forward(const Var& x) {
+  RUCCL_CHECK(is_floating(x.dtype()), DTypeError, describe(), ": expected a floating input, got ",
+              x.dtype());
   if (!is_training() || p_ == 0.0) return x;
   Tensor u = Tensor::rand(x.shape(), generator(), DType::F64, x.value().device());
   Tensor keep = ruccl::ge(u, Tensor::scalar(p_, DType::F64, x.value().device()));

@@ -32,12 +32,19 @@ Embedding::Embedding(std::int64_t num_embeddings, std::int64_t dim, Generator* g
 Var Embedding::forward(const Var& indices) { return forward(indices.value()); }
 
 Var Embedding::forward(const Tensor& indices) {
-  RUCCL_CHECK(is_integral(indices.dtype()), DTypeError,
-              "Embedding: expected integer (I64/I32) indices, got ", indices.dtype());
+  RUCCL_CHECK(indices.dtype() == DType::I64 || indices.dtype() == DType::I32, DTypeError,
+              describe(), ": expected integer (I64/I32) indices, got ", indices.dtype());
   Shape out_shape = indices.shape();
   out_shape.push_back(weight().shape()[1]);
-  Var rows = autodiff::index_select(weight().var(), 0,
-                                    autodiff::reshape_grad(indices, Shape{indices.numel()}));
+  Var rows;
+  try {
+    rows = autodiff::index_select(weight().var(), 0,
+                                  autodiff::reshape_grad(indices, Shape{indices.numel()}));
+  } catch (const IndexError& e) {
+    // index_select checks the bounds (positions are into the flattened indices).
+    throw IndexError(str(describe(), ": expected indices in [0, ", weight().shape()[0],
+                         "), got one out of range (", e.what(), ")"));
+  }
   return autodiff::reshape(rows, out_shape);
 }
 

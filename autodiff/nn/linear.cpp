@@ -49,6 +49,11 @@ const Param& Linear::bias() const {
 }
 
 Var Linear::forward(const Var& x) {
+  RUCCL_CHECK(x.dim() >= 1 && x.shape()[x.dim() - 1] == in_, ShapeError, describe(),
+              ": expected an input whose last dim is ", in_, ", got ", x.shape());
+  RUCCL_CHECK(x.dtype() == weight().dtype(), DTypeError, describe(),
+              ": expected an input of dtype ", weight().dtype(), " (the parameters'), got ",
+              x.dtype());
   return autodiff::linear(x, weight().var(), has_bias_ ? param_at(bias_).var() : Var());
 }
 

@@ -12,6 +12,10 @@
 namespace ruccl::nn {
 
 namespace {
+std::string join(const std::string& prefix, const std::string& name) {
+  return prefix.empty() ? name : prefix + "." + name;
+}
+
 void check_name(const std::string& name, const char* op) {
   RUCCL_CHECK(!name.empty() && name.find('.') == std::string::npos, ValueError, "Module::", op,
               ": expected a non-empty name without dots, got '", name, "'");
@@ -63,7 +67,7 @@ std::string type_name(const std::type_info& type) {
 
 Var Module::forward(const Var&) {
   throw NotImplementedError(
-      str(detail::type_name(typeid(*this)),
+      str(describe(),
           ": forward(const Var&) is not implemented; a module whose forward takes other "
           "arguments is called through its handle (block->forward(x, mask)), not by Sequential"));
 }
@@ -92,7 +96,23 @@ void Module::add_child(std::string name, std::shared_ptr<Module> module) {
     RUCCL_CHECK(n != name, ValueError, "Module::register_module: '", name,
                 "' is already registered");
   }
+  // A module takes the path of its first registration (as a tied parameter its first path's).
+  if (module->path_.empty() && module.get() != this) module->set_path(join(path_, name));
   children_.emplace_back(std::move(name), std::move(module));
+}
+
+void Module::set_path(const std::string& path) {
+  const std::string old = path_;
+  path_ = path;
+  for (auto& [name, child] : children_) {
+    if (child->path_ == join(old, name)) child->set_path(join(path_, name));
+  }
+}
+
+std::string Module::type_name() const { return detail::type_name(typeid(*this)); }
+
+std::string Module::describe() const {
+  return path_.empty() ? type_name() : str(path_, " (", type_name(), ")");
 }
 
 Module& Module::child_at(std::size_t index) const {
@@ -103,7 +123,7 @@ Module& Module::child_at(std::size_t index) const {
 
 void Module::throw_child_type(std::size_t index, const std::type_info& wanted) const {
   const auto& [name, child] = children_[index];
-  throw ValueError(str("Module::child_at: sub-module '", name, "' is a ",
+  throw ValueError(str("Module::child_at: sub-module '", join(path_, name), "' is a ",
                        detail::type_name(typeid(*child)), ", not the requested ",
                        detail::type_name(wanted)));
 }
@@ -328,6 +348,7 @@ std::shared_ptr<Module> Module::clone() const {
   ParamMap params;
   ModuleMap modules;
   copy->deep_copy_into(params, modules);
+  copy->set_path("");  // a replica is a model of its own
   for (detail::HandleBase* handle : handles) {
     auto it = modules.find(handle->module_.get());
     if (it != modules.end()) handle->module_ = it->second;

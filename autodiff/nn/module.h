@@ -168,6 +168,16 @@ class Module {
   std::vector<std::pair<std::string, Generator*>> named_generators();
   std::vector<std::pair<std::string, const Generator*>> named_generators() const;
 
+  /// The module's dotted path in the model it was first registered into ("encoder.fc2"), learnt
+  /// when registered (and when its parent is registered); "" for a top-level module (a clone is
+  /// one). Layers' errors start with describe().
+  const std::string& path() const { return path_; }
+  /// The module's type, without namespaces ("Linear", "Mlp").
+  std::string type_name() const;
+  /// "path (Type)", or "Type" for a top-level module: how errors name the module
+  /// ("fc2 (Linear): expected an input whose last dim is 32, got [4, 16]").
+  std::string describe() const;
+
   /// Direct sub-modules, in registration order.
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> named_children() const;
   /// The direct sub-module called `name`; ValueError when there is none.
@@ -257,6 +267,8 @@ class Module {
   [[noreturn]] static void throw_not_a();
   [[noreturn]] void throw_child_type(std::size_t index, const std::type_info& wanted) const;
   void add_child(std::string name, std::shared_ptr<Module> module);
+  /// Sets the path to `path`, and the paths of the sub-modules that took theirs from this one.
+  void set_path(const std::string& path);
   void deep_copy_into(ParamMap& params, ModuleMap& modules);
   void visit(const std::string& prefix, std::vector<std::pair<std::string, Param>>& out) const;
   /// Distinct parameters in visit order, without giving ids.
@@ -266,6 +278,7 @@ class Module {
   std::vector<std::pair<std::string, Param>> params_;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
   std::vector<std::pair<std::string, Generator>> generators_;
+  std::string path_;
   bool training_ = true;
 };
 

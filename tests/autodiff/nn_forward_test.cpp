@@ -95,5 +95,5 @@ TEST_CASE("Sequential runs one-Var modules next to modules with more forward ove
   seq.push_back(WeightedBag(gen));
   CHECK_THROWS_AS(seq.forward(x), NotImplementedError);
   CHECK_THROWS_WITH(seq.forward(x), Catch::Matchers::StartsWith(
-                                        "WeightedBag: forward(const Var&) is not implemented"));
+                                        "2 (WeightedBag): forward(const Var&) is not implemented"));
 }
