@@ -149,3 +149,21 @@ TEST_CASE("Sequential takes modules by value and hands back typed handles", "[au
   nn::Sequential again(std::vector<std::shared_ptr<nn::Module>>{first, last});
   CHECK(again.child("0").get() == first.get());
 }
+
+TEST_CASE("Sequential is built from modules by value, as libtorch's", "[autodiff]") {
+  Generator gen(6);
+  nn::Sequential seq(nn::Linear(3, 4, gen, {.dtype = DType::F64}), nn::Tanh(),
+                     nn::Linear(4, 2, gen, {.dtype = DType::F64}));
+  REQUIRE(seq.size() == 3);
+  CHECK(seq.child("1")->type_name() == "Tanh");
+  CHECK(seq.at<nn::Linear>(2).path() == "2");
+  const Var y = seq.forward(input());
+  CHECK_THAT(
+      y.value(),
+      TensorEqual(
+          seq.at<nn::Linear>(2).forward(tanh(seq.at<nn::Linear>(0).forward(input()))).value()));
+  // One Sequential alone copies (sharing the modules), it does not nest.
+  nn::Sequential copy(seq);
+  CHECK(copy.size() == 3);
+  CHECK(copy.child("0").get() == seq.child("0").get());
+}
