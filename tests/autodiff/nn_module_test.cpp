@@ -107,7 +107,7 @@ TEST_CASE("a clone re-seats handles to nested sub-modules and keeps shared ones 
   CHECK(copy->a.get() != shared.a.get());
 }
 
-TEST_CASE("register_module keeps taking shared_ptrs, and child_at<M> checks the type",
+TEST_CASE("register_module keeps taking shared_ptrs and child_at<M> checks the type",
           "[autodiff]") {
   class ByIndex : public nn::Cloneable<ByIndex> {
    public:

@@ -60,7 +60,7 @@ class Model : public nn::Cloneable<Model> {
 };
 }  // namespace
 
-TEST_CASE("Module::to(DType) converts parameters in place, keeping ids, ties, flags, generators",
+TEST_CASE("Module::to(DType) converts parameters in place and keeps ids ties flags and generators",
           "[autodiff]") {
   Generator gen(2);
   Model model(gen);
