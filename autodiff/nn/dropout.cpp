@@ -5,12 +5,17 @@
 
 namespace ruccl::nn {
 
+Dropout::Dropout(double p)
+    : Dropout(p, with_default_generator([](Generator& g) { return g.next_u64(); })) {}
+
 Dropout::Dropout(double p, std::uint64_t seed)
     : p_(p), gen_(register_generator("generator", Generator(seed))) {
   RUCCL_CHECK(p >= 0.0 && p < 1.0, ValueError, "Dropout: expected 0 <= p < 1, got ", p);
 }
 
 Var Dropout::forward(const Var& x) {
+  RUCCL_CHECK(is_floating(x.dtype()), DTypeError, describe(), ": expected a floating input, got ",
+              x.dtype());
   if (!is_training() || p_ == 0.0) return x;
   Tensor u = Tensor::rand(x.shape(), generator(), DType::F64, x.value().device());
   Tensor keep = ruccl::ge(u, Tensor::scalar(p_, DType::F64, x.value().device()));

@@ -11,10 +11,17 @@ namespace ruccl::nn {
 /// Generator (uniform draws u, kept where u >= p), registered as the module's "generator": a
 /// TrainingRecord saves its state, so a resumed run draws the same masks. A clone() copies the
 /// generator's state, so replicas draw the same masks unless reseeded with set_seed.
+///
+/// Seed: given, or else drawn from the default generator when the module is built (one
+/// next_u64(), as libtorch's dropout draws from the default generator): after
+/// ruccl::manual_seed(s) the same code builds the same masks; two Dropouts built one after the
+/// other get different seeds.
 class Dropout : public Cloneable<Dropout> {
  public:
-  /// ValueError unless 0 <= p < 1.
-  explicit Dropout(double p = 0.5, std::uint64_t seed = 0);
+  /// ValueError unless 0 <= p < 1. Seeded from the default generator (see the class comment).
+  explicit Dropout(double p = 0.5);
+  /// With an explicit seed.
+  Dropout(double p, std::uint64_t seed);
   Var forward(const Var& x) override;
   double p() const { return p_; }
   void set_seed(std::uint64_t seed) { generator() = Generator(seed); }

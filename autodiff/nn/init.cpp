@@ -77,4 +77,23 @@ void kaiming_normal_(Param& param, Generator& gen, double a, FanMode mode,
   normal_(param, 0.0, kaiming_std(param, a, mode, nonlinearity), gen);
 }
 
+void uniform_(Param& param, double low, double high) {
+  with_default_generator([&](Generator& g) { uniform_(param, low, high, g); });
+}
+void normal_(Param& param, double mean, double std) {
+  with_default_generator([&](Generator& g) { normal_(param, mean, std, g); });
+}
+void xavier_uniform_(Param& param, double gain) {
+  with_default_generator([&](Generator& g) { xavier_uniform_(param, g, gain); });
+}
+void xavier_normal_(Param& param, double gain) {
+  with_default_generator([&](Generator& g) { xavier_normal_(param, g, gain); });
+}
+void kaiming_uniform_(Param& param, double a, FanMode mode, Nonlinearity nonlinearity) {
+  with_default_generator([&](Generator& g) { kaiming_uniform_(param, g, a, mode, nonlinearity); });
+}
+void kaiming_normal_(Param& param, double a, FanMode mode, Nonlinearity nonlinearity) {
+  with_default_generator([&](Generator& g) { kaiming_normal_(param, g, a, mode, nonlinearity); });
+}
+
 }  // namespace ruccl::nn::init

@@ -1,7 +1,9 @@
 #pragma once
-// Initialisers (as torch.nn.init), drawing from a seeded Generator. Each replaces the parameter's
-// value with a new tensor of the same shape and dtype. Fans: for a [out, in, k...] weight,
-// fan_in = in * prod(k), fan_out = out * prod(k); a 1-d parameter has fan_in = fan_out = its size.
+// Initialisers (as torch.nn.init), drawing from a seeded Generator or, in the overloads without
+// one, from the default generator (ruccl::manual_seed; locked for the whole draw). Each replaces
+// the parameter's value with a new tensor of the same shape and dtype. Fans: for a [out, in, k...]
+// weight, fan_in = in * prod(k), fan_out = out * prod(k); a 1-d parameter has fan_in = fan_out =
+// its size.
 #include <cstdint>
 #include <utility>
 
@@ -34,6 +36,16 @@ void kaiming_uniform_(Param& param, Generator& gen, double a = 0.0, FanMode mode
                       Nonlinearity nonlinearity = Nonlinearity::LeakyRelu);
 /// N(0, std^2), std = gain / sqrt(fan).
 void kaiming_normal_(Param& param, Generator& gen, double a = 0.0, FanMode mode = FanMode::FanIn,
+                     Nonlinearity nonlinearity = Nonlinearity::LeakyRelu);
+
+// The same, from the default generator.
+void uniform_(Param& param, double low = 0.0, double high = 1.0);
+void normal_(Param& param, double mean = 0.0, double std = 1.0);
+void xavier_uniform_(Param& param, double gain = 1.0);
+void xavier_normal_(Param& param, double gain = 1.0);
+void kaiming_uniform_(Param& param, double a = 0.0, FanMode mode = FanMode::FanIn,
+                      Nonlinearity nonlinearity = Nonlinearity::LeakyRelu);
+void kaiming_normal_(Param& param, double a = 0.0, FanMode mode = FanMode::FanIn,
                      Nonlinearity nonlinearity = Nonlinearity::LeakyRelu);
 
 }  // namespace ruccl::nn::init

@@ -5,9 +5,10 @@
 
 namespace ruccl::nn {
 
-LayerNorm::LayerNorm(std::vector<std::int64_t> normalized_shape, double eps,
-                     bool elementwise_affine, DType dtype)
-    : shape_(std::move(normalized_shape)), eps_(eps), affine_(elementwise_affine) {
+LayerNorm::LayerNorm(std::vector<std::int64_t> normalized_shape, LayerNormOptions options)
+    : shape_(std::move(normalized_shape)), eps_(options.eps), affine_(options.elementwise_affine) {
+  const DType dtype = options.dtype;
+  RUCCL_CHECK(is_floating(dtype), DTypeError, "LayerNorm: expected a floating dtype, got ", dtype);
   RUCCL_CHECK(!shape_.empty(), ValueError, "LayerNorm: expected a non-empty normalized_shape");
   if (affine_) {
     weight_ = register_parameter("weight", Param(Tensor::ones(Shape(shape_), dtype)));
@@ -31,8 +32,14 @@ Var LayerNorm::forward(const Var& x) {
   for (std::int64_t i = 0; fits && i < k; ++i) {
     fits = x.shape()[x.dim() - k + i] == shape_[static_cast<std::size_t>(i)];
   }
-  RUCCL_CHECK(fits, ShapeError, "LayerNorm: expected an input ending in ", Shape(shape_), ", got ",
+  RUCCL_CHECK(fits, ShapeError, describe(), ": expected an input whose last ",
+              k == 1 ? str("dim is ", shape_[0]) : str(k, " dims are ", Shape(shape_)), ", got ",
               x.shape());
+  RUCCL_CHECK(is_floating(x.dtype()), DTypeError, describe(), ": expected a floating input, got ",
+              x.dtype());
+  RUCCL_CHECK(!affine_ || x.dtype() == param_at(weight_).dtype(), DTypeError, describe(),
+              ": expected an input of dtype ", param_at(weight_).dtype(),
+              " (the parameters'), got ", x.dtype());
   std::vector<std::int64_t> dims;
   for (std::int64_t i = 0; i < k; ++i) dims.push_back(x.dim() - k + i);
   using namespace autodiff;

@@ -6,17 +6,28 @@
 
 namespace ruccl::nn {
 
+/// Options of LayerNorm (every member has a default: `{.dtype = DType::F64}` keeps eps and
+/// elementwise_affine).
+struct LayerNormOptions {
+  /// Added to the variance inside the square root.
+  double eps = 1e-5;
+  /// Whether to learn "weight" (ones) and "bias" (zeros).
+  bool elementwise_affine = true;
+  /// The parameters' dtype (floating).
+  DType dtype = DType::F32;
+};
+
 /// Normalises over the trailing dims `normalized_shape` (population variance, + eps inside the
 /// square root), then scales by "weight" (ones) and shifts by "bias" (zeros) when
 /// elementwise_affine, as torch.nn.LayerNorm. A composite of mean, sub, mul, sqrt and div.
 class LayerNorm : public Cloneable<LayerNorm> {
  public:
-  explicit LayerNorm(std::vector<std::int64_t> normalized_shape, double eps = 1e-5,
-                     bool elementwise_affine = true, DType dtype = DType::F32);
-  LayerNorm(std::int64_t normalized_size, double eps = 1e-5, bool elementwise_affine = true,
-            DType dtype = DType::F32)
-      : LayerNorm(std::vector<std::int64_t>{normalized_size}, eps, elementwise_affine, dtype) {}
+  explicit LayerNorm(std::vector<std::int64_t> normalized_shape, LayerNormOptions options = {});
+  explicit LayerNorm(std::int64_t normalized_size, LayerNormOptions options = {})
+      : LayerNorm(std::vector<std::int64_t>{normalized_size}, options) {}
   Var forward(const Var& x) override;
+  double eps() const { return eps_; }
+  bool elementwise_affine() const { return affine_; }
   /// ValueError without elementwise_affine.
   Param& weight();
   Param& bias();

@@ -6,13 +6,27 @@
 
 namespace ruccl::nn {
 
+/// Options of Linear. Every member has a default, so a designated initializer changes only the
+/// ones it names: `nn::Linear(16, 32, {.bias = false})` keeps F32.
+struct LinearOptions {
+  /// Whether to learn an additive bias.
+  bool bias = true;
+  /// The parameters' dtype (floating).
+  DType dtype = DType::F32;
+};
+
 /// y = x @ weight^T + bias, weight [out, in] and bias [out] as torch.nn.Linear, initialised like
-/// it: U(-1/sqrt(in), 1/sqrt(in)) for both (kaiming_uniform with a = sqrt(5)), drawn from `gen`.
-/// Parameters: "weight" (index 0) and, with bias, "bias".
+/// it: U(-1/sqrt(in), 1/sqrt(in)) for both (kaiming_uniform with a = sqrt(5)), drawn from `gen`
+/// or, without one, from the default generator (ruccl::manual_seed). The weight's values come
+/// first, then the bias's, from consecutive draws. Parameters: "weight" and, with bias, "bias".
+///
+///   nn::Linear fc(16, 32);                                 // default generator, F32, bias
+///   nn::Linear head(32, 10, gen, {.bias = false, .dtype = DType::F64});
 class Linear : public Cloneable<Linear> {
  public:
-  Linear(std::int64_t in_features, std::int64_t out_features, Generator& gen, bool bias = true,
-         DType dtype = DType::F32);
+  explicit Linear(std::int64_t in_features, std::int64_t out_features, LinearOptions options = {});
+  Linear(std::int64_t in_features, std::int64_t out_features, Generator& gen,
+         LinearOptions options = {});
   /// x [..., in] -> [..., out].
   Var forward(const Var& x) override;
   Param& weight() { return param_at(weight_); }
@@ -25,6 +39,9 @@ class Linear : public Cloneable<Linear> {
   std::int64_t out_features() const { return out_; }
 
  private:
+  /// Both public constructors: draws from *gen, or from the default generator when null.
+  Linear(std::int64_t in_features, std::int64_t out_features, Generator* gen,
+         LinearOptions options);
   std::int64_t in_;
   std::int64_t out_;
   bool has_bias_;

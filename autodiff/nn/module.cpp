@@ -1,5 +1,9 @@
 #include "autodiff/nn/module.h"
 
+#include <cxxabi.h>
+
+#include <algorithm>
+#include <cstdlib>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -8,14 +12,64 @@
 namespace ruccl::nn {
 
 namespace {
+std::string join(const std::string& prefix, const std::string& name) {
+  return prefix.empty() ? name : prefix + "." + name;
+}
+
 void check_name(const std::string& name, const char* op) {
   RUCCL_CHECK(!name.empty() && name.find('.') == std::string::npos, ValueError, "Module::", op,
               ": expected a non-empty name without dots, got '", name, "'");
 }
+
+/// The handles copied during the clone() running on this thread (null when none runs): each
+/// copy of a handle made while the tree is copied enlists itself here, to be re-seated on the
+/// copy's sub-modules. Thread-local, so clones on different threads do not see each other's.
+thread_local std::vector<detail::HandleBase*>* clone_handles = nullptr;
 }  // namespace
 
+namespace detail {
+
+void HandleBase::enlist() {
+  if (clone_handles != nullptr && module_ != nullptr) clone_handles->push_back(this);
+}
+
+void HandleBase::delist() {
+  if (clone_handles == nullptr) return;
+  // A handle copied and destroyed within the clone (a temporary in a user's copy constructor).
+  auto& handles = *clone_handles;
+  handles.erase(std::remove(handles.begin(), handles.end(), this), handles.end());
+}
+
+void HandleBase::throw_empty(const std::type_info& type) {
+  throw ValueError(str("ModuleHandle<", type_name(type),
+                       ">: expected a handle to a module, got an empty one (default-constructed: "
+                       "assign it the result of register_module)"));
+}
+
+std::string type_name(const std::type_info& type) {
+  int status = 0;
+  char* demangled = abi::__cxa_demangle(type.name(), nullptr, nullptr, &status);
+  std::string name = status == 0 && demangled != nullptr ? demangled : type.name();
+  std::free(demangled);  // NOLINT: __cxa_demangle allocates with malloc
+  // Drop the namespaces (and "(anonymous namespace)::") outside template arguments.
+  int depth = 0;
+  std::size_t start = 0;
+  for (std::size_t i = 0; i < name.size(); ++i) {
+    const char c = name[i];
+    if (c == '<' || c == '(') ++depth;
+    if (c == '>' || c == ')') --depth;
+    if (depth == 0 && c == ':' && i + 1 < name.size() && name[i + 1] == ':') start = i + 2;
+  }
+  return name.substr(start);
+}
+
+}  // namespace detail
+
 Var Module::forward(const Var&) {
-  throw NotImplementedError("not implemented: Module::forward for this module");
+  throw NotImplementedError(
+      str(describe(),
+          ": forward(const Var&) is not implemented; a module whose forward takes other "
+          "arguments is called through its handle (block->forward(x, mask)), not by Sequential"));
 }
 
 void Module::throw_not_a() {
@@ -34,7 +88,7 @@ std::size_t Module::register_parameter(std::string name, Param param) {
   return params_.size() - 1;
 }
 
-std::size_t Module::register_module(std::string name, std::shared_ptr<Module> module) {
+void Module::add_child(std::string name, std::shared_ptr<Module> module) {
   check_name(name, "register_module");
   RUCCL_CHECK(module != nullptr, ValueError, "Module::register_module: expected a module for '",
               name, "', got null");
@@ -42,8 +96,36 @@ std::size_t Module::register_module(std::string name, std::shared_ptr<Module> mo
     RUCCL_CHECK(n != name, ValueError, "Module::register_module: '", name,
                 "' is already registered");
   }
+  // A module takes the path of its first registration (as a tied parameter its first path's).
+  if (module->path_.empty() && module.get() != this) module->set_path(join(path_, name));
   children_.emplace_back(std::move(name), std::move(module));
-  return children_.size() - 1;
+}
+
+void Module::set_path(const std::string& path) {
+  const std::string old = path_;
+  path_ = path;
+  for (auto& [name, child] : children_) {
+    if (child->path_ == join(old, name)) child->set_path(join(path_, name));
+  }
+}
+
+std::string Module::type_name() const { return detail::type_name(typeid(*this)); }
+
+std::string Module::describe() const {
+  return path_.empty() ? type_name() : str(path_, " (", type_name(), ")");
+}
+
+Module& Module::child_at(std::size_t index) const {
+  RUCCL_CHECK(index < children_.size(), ValueError, "Module::child_at: expected an index below ",
+              children_.size(), ", got ", index);
+  return *children_[index].second;
+}
+
+void Module::throw_child_type(std::size_t index, const std::type_info& wanted) const {
+  const auto& [name, child] = children_[index];
+  throw ValueError(str("Module::child_at: sub-module '", join(path_, name), "' is a ",
+                       detail::type_name(typeid(*child)), ", not the requested ",
+                       detail::type_name(wanted)));
 }
 
 std::size_t Module::register_generator(std::string name, Generator generator) {
@@ -215,23 +297,62 @@ void Module::zero_grad() {
   for (Param& p : distinct_parameters()) p.zero_grad();
 }
 
-void Module::deep_copy_into(ParamMap& copies) {
+void Module::to(DType dtype) {
+  RUCCL_CHECK(is_floating(dtype), DTypeError,
+              "Module::to: expected a floating dtype (F16, BF16, F32, F64), got ", dtype);
+  for (Param& p : distinct_parameters()) {
+    if (!is_floating(p.dtype()) || p.dtype() == dtype) continue;
+    const Tensor& grad = p.grad();
+    p.convert(p.value().to(dtype), grad.defined() ? grad.to(dtype) : Tensor());
+  }
+}
+
+void Module::to(Device device) {
+  for (Param& p : distinct_parameters()) {
+    if (p.value().device() == device) continue;
+    const Tensor& grad = p.grad();
+    p.convert(p.value().to(device), grad.defined() ? grad.to(device) : Tensor());
+  }
+}
+
+void Module::deep_copy_into(ParamMap& params, ModuleMap& modules) {
   for (auto& [name, p] : params_) {
-    auto it = copies.find(p.key());
-    if (it == copies.end()) it = copies.emplace(p.key(), p.deep_copy()).first;
+    auto it = params.find(p.key());
+    if (it == params.end()) it = params.emplace(p.key(), p.deep_copy()).first;
     p = it->second;
   }
   for (auto& [name, m] : children_) {
-    std::shared_ptr<Module> copy = m->shallow_copy();
-    copy->deep_copy_into(copies);
-    m = std::move(copy);
+    // A sub-module registered at several places stays one module in the copy.
+    auto it = modules.find(m.get());
+    if (it == modules.end()) {
+      std::shared_ptr<Module> copy = m->shallow_copy();
+      it = modules.emplace(m.get(), copy).first;
+      copy->deep_copy_into(params, modules);
+    }
+    m = it->second;
   }
 }
 
 std::shared_ptr<Module> Module::clone() const {
+  // Every handle copied from here on (the members of each module's shallow copy) enlists in
+  // `handles`; once the whole tree is copied, each one pointing into the original tree is
+  // re-seated on its copy (see ModuleHandle).
+  std::vector<detail::HandleBase*> handles;
+  std::vector<detail::HandleBase*>* const outer = clone_handles;
+  clone_handles = &handles;
+  struct Restore {
+    std::vector<detail::HandleBase*>* outer;
+    ~Restore() { clone_handles = outer; }
+  } restore{outer};
   std::shared_ptr<Module> copy = shallow_copy();
-  ParamMap copies;
-  copy->deep_copy_into(copies);
+  ParamMap params;
+  ModuleMap modules;
+  copy->deep_copy_into(params, modules);
+  copy->set_path("");  // a replica is a model of its own
+  for (detail::HandleBase* handle : handles) {
+    auto it = modules.find(handle->module_.get());
+    if (it != modules.end()) handle->module_ = it->second;
+  }
   return copy;
 }
 

@@ -14,25 +14,26 @@
 // Replicas: clone() deep-copies the tree (values copied, ParamIds and ties kept, no gradients),
 // giving an independent replica per rank.
 //
-// Writing a module: derive from Cloneable<YourModule>, register parameters and sub-modules in the
-// constructor, and keep the returned indices (not Param or shared_ptr copies) to reach them:
-// clone() copies the registries, and indices stay valid in the copy.
+// Writing a module: derive from Cloneable<YourModule> and register parameters and sub-modules in
+// the constructor. register_module returns a typed ModuleHandle (libtorch's ModuleHolder): keep
+// it as a member and call the sub-module through it. clone() re-seats every handle of the copy
+// on the copy's own sub-modules (see ModuleHandle), so a replica never computes with the
+// original's parameters.
 //
 //   class Mlp : public nn::Cloneable<Mlp> {
 //    public:
-//     explicit Mlp(Generator& gen)
-//         : fc1_(register_module("fc1", std::make_shared<nn::Linear>(4, 8, gen))),
-//           fc2_(register_module("fc2", std::make_shared<nn::Linear>(8, 2, gen))) {}
-//     Var forward(const Var& x) override {
-//       return child_at(fc2_).forward(relu(child_at(fc1_).forward(x)));
-//     }
+//     Mlp() : fc1_(register_module("fc1", nn::Linear(4, 8))),
+//             fc2_(register_module("fc2", nn::Linear(8, 2))) {}
+//     Var forward(const Var& x) override { return fc2_->forward(relu(fc1_->forward(x))); }
 //    private:
-//     std::size_t fc1_, fc2_;
+//     nn::ModuleHandle<nn::Linear> fc1_, fc2_;
 //   };
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <typeinfo>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -45,12 +46,98 @@ namespace ruccl::nn {
 
 using autodiff::Var;
 
+class Module;
+
+namespace detail {
+/// The untyped part of ModuleHandle: a shared_ptr to the module, and the copy hooks clone() uses
+/// to re-seat handles (see ModuleHandle).
+class HandleBase {
+ public:
+  bool is_empty() const { return module_ == nullptr; }
+  explicit operator bool() const { return module_ != nullptr; }
+
+ protected:
+  HandleBase() = default;
+  explicit HandleBase(std::shared_ptr<Module> module) : module_(std::move(module)) {}
+  HandleBase(const HandleBase& other) : module_(other.module_) { enlist(); }
+  HandleBase& operator=(const HandleBase& other) {
+    module_ = other.module_;
+    enlist();
+    return *this;
+  }
+  ~HandleBase() { delist(); }
+  [[noreturn]] static void throw_empty(const std::type_info& type);
+
+  std::shared_ptr<Module> module_;
+
+ private:
+  friend class ruccl::nn::Module;
+  /// During a clone(), records this handle (one copied with the module) to be re-seated.
+  void enlist();
+  void delist();
+};
+
+/// A readable name of a C++ type: demangled, namespaces dropped ("ruccl::nn::Linear" -> "Linear").
+std::string type_name(const std::type_info& type);
+}  // namespace detail
+
+/// A typed, shared handle to a sub-module (libtorch's ModuleHolder): what register_module
+/// returns. `->` and `*` reach the module (ValueError when empty), `operator()` calls its forward
+/// with any arguments, ptr() gives the shared_ptr.
+///
+///   nn::ModuleHandle<nn::Linear> fc1 = register_module("fc1", nn::Linear(16, 32));
+///   Var y = fc1->forward(x);          // or fc1(x)
+///
+/// Clones: a module's members are copied by its copy constructor, so a copied handle would still
+/// point at the original's sub-module. clone() therefore records every handle copied while it
+/// copies the tree and re-seats each one that points into the tree at the copy's counterpart
+/// (handles to modules outside the tree are left alone). A copy made without clone() (plain
+/// `Mlp b = a;`) shares a's sub-modules, parameters included, and so do its handles.
+template <typename M>
+class ModuleHandle : public detail::HandleBase {
+ public:
+  /// An empty handle (to assign later).
+  ModuleHandle() = default;
+  /// A handle to `module` (shared).
+  explicit ModuleHandle(std::shared_ptr<M> module) : HandleBase(std::move(module)) {}
+  /// Converts a handle to a derived module type.
+  template <typename D, typename = std::enable_if_t<std::is_base_of_v<M, D>>>
+  ModuleHandle(const ModuleHandle<D>& other)  // NOLINT: implicit, as shared_ptr's
+      : HandleBase(other.ptr()) {}
+
+  M* operator->() const { return &**this; }
+  M& operator*() const {
+    static_assert(std::is_base_of_v<Module, M>, "ModuleHandle<M>: M must derive from nn::Module");
+    if (module_ == nullptr) throw_empty(typeid(M));
+    return static_cast<M&>(*module_);
+  }
+  M* get() const { return static_cast<M*>(module_.get()); }
+  std::shared_ptr<M> ptr() const { return std::static_pointer_cast<M>(module_); }
+  /// As a shared_ptr to M or to a base of M (to hand to Sequential, say).
+  template <typename B, typename = std::enable_if_t<std::is_base_of_v<B, M>>>
+  operator std::shared_ptr<B>() const {  // NOLINT: implicit, as ModuleHolder's
+    return ptr();
+  }
+  /// Calls the module's forward with these arguments (any overload it has).
+  template <typename... Args>
+  decltype(auto) operator()(Args&&... args) const {
+    return (**this).forward(std::forward<Args>(args)...);
+  }
+};
+
 /// Base of every module. See the file comment.
 class Module {
  public:
   virtual ~Module() = default;
 
-  /// The module's computation on one input. The default throws NotImplementedError.
+  /// The module's computation on one input: what Sequential calls. The default throws
+  /// NotImplementedError naming the module.
+  ///
+  /// A module may declare any other forward as well (`Var forward(const Var& x, const Var&
+  /// mask)`, `forward(const Tensor& ids)`, one returning several results) and is called through
+  /// its ModuleHandle (`block->forward(x, mask)` or `block(x, mask)`). Declaring a forward hides
+  /// this one in the derived class (C++ name hiding): override it too, or write
+  /// `using nn::Module::forward;`, to keep calling it on the derived type.
   virtual Var forward(const Var& x);
   Var operator()(const Var& x) { return forward(x); }
 
@@ -81,6 +168,16 @@ class Module {
   std::vector<std::pair<std::string, Generator*>> named_generators();
   std::vector<std::pair<std::string, const Generator*>> named_generators() const;
 
+  /// The module's dotted path in the model it was first registered into ("encoder.fc2"), learnt
+  /// when registered (and when its parent is registered); "" for a top-level module (a clone is
+  /// one). Layers' errors start with describe().
+  const std::string& path() const { return path_; }
+  /// The module's type, without namespaces ("Linear", "Mlp").
+  std::string type_name() const;
+  /// "path (Type)", or "Type" for a top-level module: how errors name the module
+  /// ("fc2 (Linear): expected an input whose last dim is 32, got [4, 16]").
+  std::string describe() const;
+
   /// Direct sub-modules, in registration order.
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> named_children() const;
   /// The direct sub-module called `name`; ValueError when there is none.
@@ -94,6 +191,16 @@ class Module {
   void set_trainable(bool trainable);
   /// Drops every parameter's gradient (gives no ids).
   void zero_grad();
+
+  /// Converts every floating-point parameter (value and gradient) to `dtype` in place, as torch's
+  /// Module.to(dtype): each Param stays the same parameter, so its ParamId, ties, trainable flag
+  /// and every copy of the handle see the new value; generators are untouched; integer
+  /// parameters keep their dtype. DTypeError for a non-floating dtype. Graphs recorded before keep
+  /// the old values; an optimizer's state is converted by the optimizer (optim/).
+  void to(DType dtype);
+  /// Moves every parameter (value and gradient) to `device` in place, keeping each Param (as
+  /// to(DType)).
+  void to(Device device);
 
   /// A deep copy: an independent replica with the same ParamIds, values and ties (no gradients);
   /// a parameter with no id yet has none in the copy either, and takes the same one from its path.
@@ -114,8 +221,24 @@ class Module {
 
   /// Registers a parameter under `name` (no dots); returns its index for param_at.
   std::size_t register_parameter(std::string name, Param param);
-  /// Registers a sub-module under `name` (no dots); returns its index for child_at.
-  std::size_t register_module(std::string name, std::shared_ptr<Module> module);
+  /// Registers a sub-module under `name` (no dots) and returns a typed handle to it. Takes a
+  /// shared_ptr (shared with the caller), a handle, or a module by value (moved into a new one:
+  /// `register_module("fc1", nn::Linear(16, 32))`; a copied lvalue shares its Params).
+  template <typename M>
+  ModuleHandle<M> register_module(std::string name, std::shared_ptr<M> module) {
+    static_assert(std::is_base_of_v<Module, M>, "register_module: M must derive from nn::Module");
+    add_child(std::move(name), module);
+    return ModuleHandle<M>(std::move(module));
+  }
+  template <typename M>
+  ModuleHandle<M> register_module(std::string name, const ModuleHandle<M>& module) {
+    return register_module(std::move(name), module.ptr());
+  }
+  template <typename M, typename = std::enable_if_t<std::is_base_of_v<Module, std::decay_t<M>>>>
+  ModuleHandle<std::decay_t<M>> register_module(std::string name, M&& module) {
+    return register_module(std::move(name),
+                           std::make_shared<std::decay_t<M>>(std::forward<M>(module)));
+  }
   /// Registers a random generator under `name` (no dots) that the module owns: copied by clone()
   /// (replicas draw the same numbers unless reseeded) and listed by named_generators(). Returns
   /// its index for generator_at.
@@ -123,11 +246,16 @@ class Module {
   Generator& generator_at(std::size_t index) { return generators_[index].second; }
   Param& param_at(std::size_t index) { return params_[index].second; }
   const Param& param_at(std::size_t index) const { return params_[index].second; }
-  Module& child_at(std::size_t index) const { return *children_[index].second; }
-  /// The sub-module at `index` as its concrete type.
+  /// The sub-module registered `index`-th (registration order), untyped.
+  Module& child_at(std::size_t index) const;
+  /// The sub-module registered `index`-th as an M: ValueError naming its path and both types when
+  /// it is not one (prefer keeping the ModuleHandle register_module returns).
   template <typename M>
   M& child_at(std::size_t index) const {
-    return static_cast<M&>(*children_[index].second);
+    Module& child = child_at(index);
+    M* typed = dynamic_cast<M*>(&child);
+    if (typed == nullptr) throw_child_type(index, typeid(M));
+    return *typed;
   }
 
   /// A shallow copy of the concrete module (Cloneable implements it).
@@ -135,8 +263,13 @@ class Module {
 
  private:
   using ParamMap = std::unordered_map<const void*, Param>;
+  using ModuleMap = std::unordered_map<const Module*, std::shared_ptr<Module>>;
   [[noreturn]] static void throw_not_a();
-  void deep_copy_into(ParamMap& copies);
+  [[noreturn]] void throw_child_type(std::size_t index, const std::type_info& wanted) const;
+  void add_child(std::string name, std::shared_ptr<Module> module);
+  /// Sets the path to `path`, and the paths of the sub-modules that took theirs from this one.
+  void set_path(const std::string& path);
+  void deep_copy_into(ParamMap& params, ModuleMap& modules);
   void visit(const std::string& prefix, std::vector<std::pair<std::string, Param>>& out) const;
   /// Distinct parameters in visit order, without giving ids.
   std::vector<Param> distinct_parameters() const;
@@ -145,6 +278,7 @@ class Module {
   std::vector<std::pair<std::string, Param>> params_;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
   std::vector<std::pair<std::string, Generator>> generators_;
+  std::string path_;
   bool training_ = true;
 };
 

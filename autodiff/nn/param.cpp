@@ -117,6 +117,14 @@ void Param::set_trainable(bool trainable) {
   if (!trainable) v.zero_grad();
 }
 
+void Param::convert(const Tensor& value, const Tensor& grad) {
+  // The leaf's own storage: set_value would refuse the new dtype or device, and a new Var would
+  // break the identity every alias (tie) and the optimizer hold.
+  autodiff::VarImpl& impl = *checked(impl_, "convert").var.impl();
+  impl.value = value;
+  impl.grad = grad;
+}
+
 Param Param::deep_copy() const {
   const Impl& impl = checked(impl_, "deep_copy");
   Param copy;

@@ -103,6 +103,9 @@ class Param {
     std::atomic<ParamId> id;  // kNoParamId until set or derived; set once by a race's winner
     autodiff::Var var;
   };
+  /// Replaces value and gradient with converted ones (another dtype or device) keeping this
+  /// Param's identity: Module::to.
+  void convert(const Tensor& value, const Tensor& grad);
   /// The id, or kNoParamId when there is none yet (never takes one).
   ParamId id_or_none() const;
   /// Gives the Param `id` unless it already has one; returns the id it has now.

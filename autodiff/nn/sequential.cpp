@@ -8,9 +8,10 @@ Sequential::Sequential(const std::vector<std::shared_ptr<Module>>& modules) {
   for (const auto& m : modules) push_back(m);
 }
 
-void Sequential::push_back(std::shared_ptr<Module> module) {
-  register_module(std::to_string(size_), std::move(module));
+ModuleHandle<Module> Sequential::push_back(std::shared_ptr<Module> module) {
+  ModuleHandle<Module> handle = register_module(std::to_string(size_), std::move(module));
   ++size_;
+  return handle;
 }
 
 Var Sequential::forward(const Var& x) {

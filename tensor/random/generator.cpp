@@ -97,4 +97,19 @@ void Generator::set_state(const State& state) {
   spare_normal_ = state.spare_normal;
 }
 
+Generator& default_generator() {
+  static Generator generator(kDefaultGeneratorSeed);  // initialised once, thread-safely (C++11)
+  return generator;
+}
+
+std::mutex& default_generator_mutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+
+void manual_seed(std::uint64_t seed) {
+  std::lock_guard<std::mutex> lock(default_generator_mutex());
+  default_generator() = Generator(seed);
+}
+
 }  // namespace ruccl

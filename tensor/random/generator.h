@@ -18,6 +18,8 @@
 //                returns x mod n
 #include <array>
 #include <cstdint>
+#include <mutex>
+#include <utility>
 
 namespace ruccl {
 
@@ -72,5 +74,34 @@ class Generator {
   bool has_spare_normal_ = false;
   double spare_normal_ = 0.0;
 };
+
+/// The seed the default generator starts from in every process (libtorch's default CPU seed,
+/// 67280421310721), so a program that never calls manual_seed still draws the same numbers on
+/// every run and platform.
+inline constexpr std::uint64_t kDefaultGeneratorSeed = 67280421310721ull;
+
+/// The process-wide default generator: what layers draw their initial weights from when given no
+/// Generator (nn::Linear(16, 32)). One per process, shared by every thread; like libtorch's
+/// default CPU generator it is guarded by a mutex: draw from it only while holding
+/// default_generator_mutex(), or through with_default_generator. Threads that build models at
+/// the same time draw in an order nobody controls: rank threads that must agree give each rank
+/// its own Generator (or build before starting them, or rely on DataParallel::initialize's
+/// broadcast of the parameters).
+Generator& default_generator();
+/// The mutex guarding default_generator().
+std::mutex& default_generator_mutex();
+
+/// Restarts the default generator from `seed` (torch::manual_seed): what it draws next is the
+/// stream of Generator(seed). Thread-safe.
+void manual_seed(std::uint64_t seed);
+
+/// Calls fn(default_generator()) with its mutex held and returns what fn returns.
+///
+///   Tensor noise = with_default_generator([](Generator& g) { return Tensor::randn({4}, g); });
+template <typename Fn>
+decltype(auto) with_default_generator(Fn&& fn) {
+  std::lock_guard<std::mutex> lock(default_generator_mutex());
+  return std::forward<Fn>(fn)(default_generator());
+}
 
 }  // namespace ruccl

@@ -105,8 +105,8 @@ TEST_CASE("a two-layer MLP with cross-entropy matches PyTorch's loss and gradien
 TEST_CASE("an Embedding + LayerNorm model matches PyTorch, repeated indices included",
           "[autodiff]") {
   Generator gen(0);
-  nn::Embedding emb(10, 4, gen, DType::F64);
-  nn::LayerNorm ln(4, 1e-5, true, DType::F64);
+  nn::Embedding emb(10, 4, gen, {.dtype = DType::F64});
+  nn::LayerNorm ln(4, {.dtype = DType::F64});
   emb.weight().set_value(G("embed_ln.emb"));
   ln.weight().set_value(G("embed_ln.lnw"));
   ln.bias().set_value(G("embed_ln.lnb"));

@@ -20,8 +20,9 @@ Tensor f64(std::vector<double> v, const Shape& s) { return Tensor::from_vector<d
 
 std::shared_ptr<nn::Sequential> make_mlp(Generator& gen, DType dtype = DType::F64) {
   return std::make_shared<nn::Sequential>(std::vector<std::shared_ptr<nn::Module>>{
-      std::make_shared<nn::Linear>(3, 4, gen, true, dtype), std::make_shared<nn::Tanh>(),
-      std::make_shared<nn::Linear>(4, 2, gen, true, dtype)});
+      std::make_shared<nn::Linear>(3, 4, gen, nn::LinearOptions{.dtype = dtype}),
+      std::make_shared<nn::Tanh>(),
+      std::make_shared<nn::Linear>(4, 2, gen, nn::LinearOptions{.dtype = dtype})});
 }
 
 std::vector<std::string> paths(const std::vector<std::pair<std::string, Param>>& named) {
@@ -82,8 +83,8 @@ TEST_CASE("a tied parameter is listed once and receives the sum of both uses' gr
           "[autodiff]") {
   Generator gen(2);
   auto tied = std::make_shared<nn::Sequential>(std::vector<std::shared_ptr<nn::Module>>{
-      std::make_shared<nn::Linear>(3, 3, gen, true, DType::F64),
-      std::make_shared<nn::Linear>(3, 3, gen, true, DType::F64)});
+      std::make_shared<nn::Linear>(3, 3, gen, nn::LinearOptions{.dtype = DType::F64}),
+      std::make_shared<nn::Linear>(3, 3, gen, nn::LinearOptions{.dtype = DType::F64})});
   auto untied = tied->clone_as<nn::Sequential>();
   tied->set_param("1.weight", tied->param("0.weight"));
   untied->param("1.weight").set_value(untied->param("0.weight").value().clone());
@@ -179,7 +180,7 @@ TEST_CASE("modules pass gradcheck with respect to inputs and parameters", "[auto
       },
       inputs);
   // LayerNorm with respect to its input, weight and bias (non-trivial values: not ones and zeros).
-  nn::LayerNorm ln(std::vector<std::int64_t>{2, 3}, 1e-5, true, DType::F64);
+  nn::LayerNorm ln(std::vector<std::int64_t>{2, 3}, {.dtype = DType::F64});
   ln.weight().set_value(Tensor::randn({2, 3}, gen, DType::F64));
   ln.bias().set_value(Tensor::randn({2, 3}, gen, DType::F64));
   check(
@@ -191,7 +192,7 @@ TEST_CASE("modules pass gradcheck with respect to inputs and parameters", "[auto
       },
       {Var(Tensor::randn({2, 2, 3}, gen, DType::F64), true), ln.weight().var(), ln.bias().var()});
   // Embedding with respect to its weight (repeated indices), Dropout with the same mask each call.
-  nn::Embedding emb(4, 3, gen, DType::F64);
+  nn::Embedding emb(4, 3, gen, {.dtype = DType::F64});
   Tensor idx = Tensor::from_vector<std::int64_t>({2, 0, 2}, {3});
   check(
       [&](const std::vector<Var>& v) {
@@ -216,7 +217,7 @@ TEST_CASE("modules pass gradcheck with respect to inputs and parameters", "[auto
 }
 
 TEST_CASE("LayerNorm normalises the trailing dims and its parameters get gradients", "[autodiff]") {
-  nn::LayerNorm ln(4, 0.0, true, DType::F64);
+  nn::LayerNorm ln(4, {.eps = 0.0, .dtype = DType::F64});
   Var x(f64({1, 2, 3, 4, -2, 0, 2, 4}, {2, 4}), true);
   Var y = ln.forward(x);
   CHECK_THAT(mean(y, 1).value(), TensorNear(f64({0, 0}), 0, 1e-12));
@@ -229,7 +230,7 @@ TEST_CASE("LayerNorm normalises the trailing dims and its parameters get gradien
 
 TEST_CASE("Embedding looks up rows and accumulates gradients of repeated indices", "[autodiff]") {
   Generator gen(7);
-  nn::Embedding emb(5, 2, gen, DType::F64);
+  nn::Embedding emb(5, 2, gen, {.dtype = DType::F64});
   emb.weight().set_value(f64({0, 1, 10, 11, 20, 21, 30, 31, 40, 41}, {5, 2}));
   Tensor idx = Tensor::from_vector<std::int64_t>({3, 1, 3}, {1, 3});
   Var y = emb.forward(idx);

@@ -80,8 +80,9 @@ Golden load_golden() {
 std::shared_ptr<nn::Sequential> make_model(const std::vector<Tensor>& init) {
   Generator gen(7);
   auto model = std::make_shared<nn::Sequential>(std::vector<std::shared_ptr<nn::Module>>{
-      std::make_shared<nn::Linear>(4, 3, gen, true, DType::F64), std::make_shared<nn::Tanh>(),
-      std::make_shared<nn::Linear>(3, 2, gen, true, DType::F64)});
+      std::make_shared<nn::Linear>(4, 3, gen, nn::LinearOptions{.dtype = DType::F64}),
+      std::make_shared<nn::Tanh>(),
+      std::make_shared<nn::Linear>(3, 2, gen, nn::LinearOptions{.dtype = DType::F64})});
   model->assign_param_ids(1);
   auto params = model->parameters();
   for (std::size_t i = 0; i < params.size(); ++i) params[i].set_value(init[i].clone());
@@ -217,7 +218,7 @@ TEST_CASE("an optimizer refuses gradients that do not fit the model", "[optim]")
                     Catch::Contains("ParamId 99, which the model does not have"));
   // Gradients of another model name its path and say how to fix it.
   Generator gen(1);
-  nn::Linear other(3, 2, gen, true, DType::F64);
+  nn::Linear other(3, 2, gen, {.dtype = DType::F64});
   nn::mse_loss(other.forward(Var(Tensor::ones({1, 3}, DType::F64))),
                Var(Tensor::zeros({1, 2}, DType::F64)))
       .backward();

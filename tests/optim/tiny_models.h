@@ -21,7 +21,7 @@ class ParamBag : public nn::Cloneable<ParamBag> {
 inline std::shared_ptr<nn::Linear> make_linear(std::int64_t in, std::int64_t out,
                                                std::uint64_t seed, DType dtype = DType::F32) {
   Generator gen(seed);
-  auto model = std::make_shared<nn::Linear>(in, out, gen, true, dtype);
+  auto model = std::make_shared<nn::Linear>(in, out, gen, nn::LinearOptions{.dtype = dtype});
   model->assign_param_ids(1);
   return model;
 }

@@ -255,8 +255,9 @@ TEST_CASE("restore refuses a record that does not match, changing nothing", "[op
   SECTION("another dtype names the parameter and both dtypes") {
     Generator gen(7);
     auto other = std::make_shared<nn::Sequential>(std::vector<std::shared_ptr<nn::Module>>{
-        std::make_shared<nn::Linear>(4, 5, gen, true, DType::F64), std::make_shared<nn::ReLU>(),
-        std::make_shared<nn::Linear>(5, 2, gen, true, DType::F64)});
+        std::make_shared<nn::Linear>(4, 5, gen, nn::LinearOptions{.dtype = DType::F64}),
+        std::make_shared<nn::ReLU>(),
+        std::make_shared<nn::Linear>(5, 2, gen, nn::LinearOptions{.dtype = DType::F64})});
     other->assign_param_ids(1);
     const Tensor before = other->parameters()[0].value().clone();
     CHECK_THROWS_WITH(loaded.restore(*other),
