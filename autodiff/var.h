@@ -36,8 +36,14 @@ class Var {
  public:
   /// An undefined Var (holds nothing); defined() is false.
   Var() = default;
+  /// A constant leaf holding `value` (requires_grad false, never on the tape). Implicit, so a
+  /// Tensor passes wherever a Var is expected, as data in libtorch: `autodiff::matmul(x,
+  /// w_tensor)`, `model.forward(tensor)`, `mse_loss(pred, target_tensor)`. An all-Tensor call of an
+  /// op that has a Tensor form (`matmul(a, b)`, `a + b`) still picks the Tensor op: that one
+  /// matches exactly, this conversion is user-defined. ValueError for an undefined tensor.
+  Var(Tensor value);  // NOLINT(google-explicit-constructor)
   /// A leaf holding `value`. With requires_grad, backward() accumulates its gradient in grad().
-  explicit Var(Tensor value, bool requires_grad = false);
+  explicit Var(Tensor value, bool requires_grad);
 
   bool defined() const { return impl_ != nullptr; }
   /// The value (shares storage with the Var; do not modify it while a graph that saved it lives).
