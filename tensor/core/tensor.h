@@ -143,6 +143,79 @@ class Tensor {
   /// Element `i` of dimension 0, dropping that dimension.
   Tensor select(std::int64_t d, std::int64_t i) const;
 
+  // ---- op methods ---------------------------------------------------------------------------
+  // The free functions of tensor/ops/*.h as methods (at::Tensor's spelling): x.sum(1) is
+  // sum(x, 1), x.matmul(w) is matmul(x, w); same semantics, errors and cost (defined in
+  // tensor/ops/tensor_methods.cpp, so this header includes no op header).
+  Tensor sum() const;
+  Tensor sum(std::int64_t dim, bool keepdim = false) const;
+  Tensor sum(const std::vector<std::int64_t>& dims, bool keepdim = false) const;
+  Tensor mean() const;
+  Tensor mean(std::int64_t dim, bool keepdim = false) const;
+  Tensor mean(const std::vector<std::int64_t>& dims, bool keepdim = false) const;
+  Tensor prod() const;
+  Tensor prod(std::int64_t dim, bool keepdim = false) const;
+  /// The values only (ruccl::max(x, dim)); the indices are argmax(dim). torch's max(dim) returns
+  /// both as a tuple.
+  Tensor max() const;
+  Tensor max(std::int64_t dim, bool keepdim = false) const;
+  Tensor min() const;
+  Tensor min(std::int64_t dim, bool keepdim = false) const;
+  Tensor argmax() const;
+  Tensor argmax(std::int64_t dim, bool keepdim = false) const;
+  Tensor argmin() const;
+  Tensor argmin(std::int64_t dim, bool keepdim = false) const;
+  Tensor var(const std::vector<std::int64_t>& dims, std::int64_t correction = 1,
+             bool keepdim = false) const;
+  Tensor var(std::int64_t dim, std::int64_t correction = 1, bool keepdim = false) const;
+  Tensor softmax(std::int64_t dim) const;
+  Tensor log_softmax(std::int64_t dim) const;
+
+  Tensor neg() const;
+  Tensor exp() const;
+  Tensor log() const;
+  Tensor sqrt() const;
+  Tensor abs() const;
+  Tensor sign() const;
+  Tensor tanh() const;
+  Tensor sigmoid() const;
+  Tensor relu() const;
+  Tensor gelu() const;
+  Tensor add(const Tensor& other) const;
+  Tensor add(Scalar other) const;
+  Tensor sub(const Tensor& other) const;
+  Tensor sub(Scalar other) const;
+  Tensor mul(const Tensor& other) const;
+  Tensor mul(Scalar other) const;
+  Tensor div(const Tensor& other) const;
+  Tensor div(Scalar other) const;
+  Tensor pow(const Tensor& exponent) const;
+  Tensor pow(Scalar exponent) const;
+  Tensor maximum(const Tensor& other) const;
+  Tensor minimum(const Tensor& other) const;
+  Tensor eq(const Tensor& other) const;
+  Tensor eq(Scalar other) const;
+  Tensor ne(const Tensor& other) const;
+  Tensor ne(Scalar other) const;
+  Tensor lt(const Tensor& other) const;
+  Tensor lt(Scalar other) const;
+  Tensor le(const Tensor& other) const;
+  Tensor le(Scalar other) const;
+  Tensor gt(const Tensor& other) const;
+  Tensor gt(Scalar other) const;
+  Tensor ge(const Tensor& other) const;
+  Tensor ge(Scalar other) const;
+
+  Tensor matmul(const Tensor& other) const;
+  /// transpose(0, 1) of a 2-d tensor; a 0-d or 1-d tensor as it is (torch's t()). More dims are a
+  /// ShapeError.
+  Tensor t() const;
+  Tensor index_select(std::int64_t dim, const Tensor& index) const;
+  Tensor gather(std::int64_t dim, const Tensor& index) const;
+  std::vector<Tensor> split(std::int64_t split_size, std::int64_t dim = 0) const;
+  std::vector<Tensor> split(const std::vector<std::int64_t>& sizes, std::int64_t dim = 0) const;
+  std::vector<Tensor> chunk(std::int64_t chunks, std::int64_t dim = 0) const;
+
   /// A view with explicit geometry over the same storage: sizes and strides >= 0 (negative strides
   /// are not supported), 0 <= offset <= the storage's element count, and every element inside the
   /// storage, all in overflow-checked int64 (ShapeError for a bad size or stride, IndexError for a
@@ -178,6 +251,7 @@ class Tensor {
 };
 
 std::ostream& operator<<(std::ostream& out, const Tensor& t);
+
 
 // ---- template definitions -----------------------------------------------------------------------
 
