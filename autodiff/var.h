@@ -7,7 +7,9 @@
 //   Var loss = sum(relu(matmul(x, w)));
 //   loss.backward();                      // w.grad() now holds d loss / d w
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "tensor/core/tensor.h"
@@ -157,6 +159,10 @@ class Var {
   std::vector<Var> split(std::int64_t split_size, std::int64_t dim = 0) const;
   std::vector<Var> split(const std::vector<std::int64_t>& sizes, std::int64_t dim = 0) const;
   std::vector<Var> chunk(std::int64_t chunks, std::int64_t dim = 0) const;
+  /// x.index({Slice(0, 2), 3}) as Tensor::index, on the tape (autodiff::index): the gradient
+  /// lands in zeros of this shape at the indexed elements.
+  Var index(std::initializer_list<indexing::TensorIndex> indices) const;
+  Var index(std::span<const indexing::TensorIndex> indices) const;
 
   /// Whether two Vars are the same handle (share one value and gradient).
   bool same(const Var& other) const { return impl_ == other.impl_; }

@@ -98,5 +98,11 @@ std::vector<Var> Var::chunk(std::int64_t chunks, std::int64_t dim) const {
   return autodiff::chunk(*this, chunks, dim);
 }
 
+Var Var::index(std::initializer_list<indexing::TensorIndex> indices) const {
+  return autodiff::index(*this, indices);
+}
+Var Var::index(std::span<const indexing::TensorIndex> indices) const {
+  return autodiff::index(*this, indices);
+}
 
 }  // namespace ruccl::autodiff

@@ -20,6 +20,9 @@
 namespace ruccl {
 
 class Generator;
+namespace indexing {
+class TensorIndex;
+}
 
 /// An n-dimensional array. `Tensor()` is undefined (holds nothing); everything else has storage.
 ///
@@ -216,6 +219,28 @@ class Tensor {
   std::vector<Tensor> split(const std::vector<std::int64_t>& sizes, std::int64_t dim = 0) const;
   std::vector<Tensor> chunk(std::int64_t chunks, std::int64_t dim = 0) const;
 
+  // ---- indexing (torch::indexing's spelling; the types follow this class) ----------------------
+  /// x[0:2, 3] as x.index({Slice(0, 2), 3}); with `using namespace ruccl::indexing`:
+  ///   x.index({Slice(), -1})            x[:, -1]        an integer drops its dim
+  ///   x.index({Slice(1, None, 2)})      x[1::2]         a step > 0 (a strided view)
+  ///   x.index({Ellipsis, 0})            x[..., 0]
+  ///   x.index({None, Slice()})          x[None, :]      a new dim of size 1
+  ///   x.index({Slice(), idx})           x[:, idx]       one 1-d I64/I32 tensor (index_select)
+  ///                                                     or Bool mask of the dim's size
+  /// Integers, slices, None and Ellipsis give a view; a tensor index copies. Integers (and
+  /// tensor entries) may be negative (counted from the end); out of range is an IndexError
+  /// naming the dim, the index and the size. Slices clamp to the dim as Python's do.
+  Tensor index(std::initializer_list<indexing::TensorIndex> indices) const;
+  Tensor index(std::span<const indexing::TensorIndex> indices) const;
+  /// x[indices] = value: writes `value` (broadcast to the indexed shape, converted to this dtype)
+  /// into the elements index() would read (for a tensor index, entries repeated: the last write
+  /// wins). A value sharing this tensor's storage is read before anything is written. Returns
+  /// *this.
+  Tensor& index_put_(std::initializer_list<indexing::TensorIndex> indices, const Tensor& value);
+  Tensor& index_put_(std::span<const indexing::TensorIndex> indices, const Tensor& value);
+  Tensor& index_put_(std::initializer_list<indexing::TensorIndex> indices, Scalar value);
+  Tensor& index_put_(std::span<const indexing::TensorIndex> indices, Scalar value);
+
   /// A view with explicit geometry over the same storage: sizes and strides >= 0 (negative strides
   /// are not supported), 0 <= offset <= the storage's element count, and every element inside the
   /// storage, all in overflow-checked int64 (ShapeError for a bad size or stride, IndexError for a
@@ -252,6 +277,72 @@ class Tensor {
 
 std::ostream& operator<<(std::ostream& out, const Tensor& t);
 
+/// The index types of Tensor::index and Var::index, named as torch::indexing's:
+/// `using namespace ruccl::indexing;` then `x.index({Slice(1, None), Ellipsis, 0})`.
+namespace indexing {
+
+/// Python's start:stop:step. An absent start or stop means the end of the dim, an absent step 1;
+/// a negative start or stop counts from the end; both are clamped to [0, size] (x[2:100] of a
+/// size-4 dim is x[2:4]). The step must be > 0 (as in torch).
+class Slice {
+ public:
+  Slice(std::optional<std::int64_t> start = std::nullopt,
+        std::optional<std::int64_t> stop = std::nullopt,
+        std::optional<std::int64_t> step = std::nullopt)
+      : start_(start), stop_(stop), step_(step) {}
+  const std::optional<std::int64_t>& start() const { return start_; }
+  const std::optional<std::int64_t>& stop() const { return stop_; }
+  const std::optional<std::int64_t>& step() const { return step_; }
+
+ private:
+  std::optional<std::int64_t> start_, stop_, step_;
+};
+
+/// An absent slice bound (`Slice(1, None)`), and as an index a new dim of size 1 (x[None]).
+inline constexpr std::nullopt_t None = std::nullopt;
+
+/// The type of Ellipsis.
+struct EllipsisIndexType {
+  explicit constexpr EllipsisIndexType() = default;
+};
+/// As many full dims as the other indices leave (x[..., 0]); at most one per index list.
+inline constexpr EllipsisIndexType Ellipsis{};
+
+/// One entry of an index list: an integer, a Slice, None, Ellipsis (or "..."), or a tensor.
+class TensorIndex {
+ public:
+  enum class Kind : std::uint8_t { Integer, Slice, None, Ellipsis, Tensor };
+
+  TensorIndex(std::nullopt_t) : kind_(Kind::None) {}                               // NOLINT
+  TensorIndex(EllipsisIndexType) : kind_(Kind::Ellipsis) {}                        // NOLINT
+  TensorIndex(Slice slice) : kind_(Kind::Slice), slice_(slice) {}                  // NOLINT
+  TensorIndex(Tensor tensor) : kind_(Kind::Tensor), tensor_(std::move(tensor)) {}  // NOLINT
+  /// "..." as in libtorch; any other string is a ValueError.
+  TensorIndex(const char* ellipsis);  // NOLINT
+  template <typename T,
+            std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool>, int> = 0>
+  TensorIndex(T i) : kind_(Kind::Integer), integer_(static_cast<std::int64_t>(i)) {  // NOLINT
+    if constexpr (std::is_unsigned_v<T> && sizeof(T) >= sizeof(std::int64_t)) {
+      RUCCL_CHECK(i <= static_cast<T>(INT64_MAX), IndexError,
+                  "TensorIndex: expected an index below 2^63, got ", i);
+    }
+  }
+  /// torch's True/False indices are not supported: a bool is refused at compile time.
+  TensorIndex(bool) = delete;
+
+  Kind kind() const { return kind_; }
+  std::int64_t integer() const { return integer_; }
+  const indexing::Slice& slice() const { return slice_; }
+  const Tensor& tensor() const { return tensor_; }
+
+ private:
+  Kind kind_;
+  std::int64_t integer_ = 0;
+  indexing::Slice slice_;
+  Tensor tensor_;
+};
+
+}  // namespace indexing
 
 // ---- template definitions -----------------------------------------------------------------------
 
