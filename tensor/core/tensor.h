@@ -107,10 +107,15 @@ class Tensor {
   std::string to_string() const;
 
   // ---- reading values -------------------------------------------------------------------------
-  /// All elements in row-major order; T must match dtype() exactly (use to(DType) first).
+  /// All elements in row-major order as T (Half, BFloat16, float, double, int32_t, int64_t or
+  /// bool), converted from any dtype as torch's item<T>() converts: floating to integer truncates
+  /// toward zero, anything to bool is "!= 0", integers to floating round to nearest. A value T
+  /// cannot hold (NaN or an infinity to an integer, a finite value beyond T's range: 3e9 to
+  /// int32_t, 1e300 to float, 70000 to Half) is a ValueError naming to_vector, the value and its
+  /// element; NaN and infinities convert between floating types.
   template <typename T>
   std::vector<T> to_vector() const;
-  /// The single element of a one-element tensor.
+  /// The single element of a one-element tensor, as T (converted as to_vector; errors name item).
   template <typename T>
   T item() const;
 
@@ -272,6 +277,11 @@ class Tensor {
         numel_(numel),
         dtype_(dtype) {}
   void copy_to_host(void* dst) const;
+  // The elements (row-major) written to `dst` as `target`'s C++ type (Bool as one byte each),
+  // converted and range-checked (tensor/core/tensor_read.cpp); errors name `op`.
+  void copy_to_host_as(DType target, void* dst, const char* op) const;
+  template <typename T>
+  std::vector<T> read_values(const char* op) const;
   static Tensor from_host(const void* src, const Shape& shape, DType dtype, Device device);
 };
 
@@ -361,32 +371,43 @@ Tensor Tensor::from_vector(const std::vector<T>& values, const Shape& shape, Dev
 }
 
 template <typename T>
-std::vector<T> Tensor::to_vector() const {
-  RUCCL_CHECK(defined(), ValueError,
-              "Tensor::to_vector: expected a defined tensor, got an undefined one");
-  RUCCL_CHECK(dtype_of<T>() == dtype_, DTypeError, "Tensor::to_vector: expected dtype ",
-              dtype_of<T>(), " (the requested element type), got ", dtype_,
-              "; convert with to(DType) first");
+std::vector<T> Tensor::read_values(const char* op) const {
+  RUCCL_CHECK(defined(), ValueError, op, ": expected a defined tensor, got an undefined one");
   // The contiguous copy first: a broadcast view too large for memory fails there with a ruccl
   // error, before the host vector is sized.
   const Tensor c = contiguous();
-  if constexpr (std::is_same_v<T, bool>) {
+  if constexpr (std::is_same_v<T, bool>) {  // std::vector<bool> is packed: bytes first
     std::vector<std::uint8_t> bytes(static_cast<std::size_t>(numel_));
-    c.copy_to_host(bytes.data());
+    if (dtype_ == DType::Bool) {
+      c.copy_to_host(bytes.data());
+    } else {
+      c.copy_to_host_as(DType::Bool, bytes.data(), op);
+    }
     return std::vector<bool>(bytes.begin(), bytes.end());
   } else {
     std::vector<T> out(static_cast<std::size_t>(numel_));
-    c.copy_to_host(out.data());
+    if (dtype_of<T>() == dtype_) {
+      c.copy_to_host(out.data());
+    } else {
+      c.copy_to_host_as(dtype_of<T>(), out.data(), op);
+    }
     return out;
   }
 }
 
 template <typename T>
+std::vector<T> Tensor::to_vector() const {
+  return read_values<T>("Tensor::to_vector");
+}
+
+template <typename T>
 T Tensor::item() const {
+  RUCCL_CHECK(defined(), ValueError,
+              "Tensor::item: expected a defined tensor, got an undefined one");
   RUCCL_CHECK(numel_ == 1, ShapeError,
               "Tensor::item: expected a tensor with exactly 1 element, got shape ", shape_,
               " with ", numel_, " elements");
-  return to_vector<T>()[0];
+  return read_values<T>("Tensor::item")[0];
 }
 
 }  // namespace ruccl
