@@ -17,6 +17,11 @@ VarImpl& checked(const std::shared_ptr<VarImpl>& impl, const char* op) {
 }
 }  // namespace
 
+Var::Var(Tensor value) : impl_(std::make_shared<VarImpl>()) {
+  RUCCL_CHECK(value.defined(), ValueError, "Var: expected a defined tensor, got an undefined one");
+  impl_->value = std::move(value);
+}
+
 Var::Var(Tensor value, bool requires_grad) : impl_(std::make_shared<VarImpl>()) {
   RUCCL_CHECK(value.defined(), ValueError, "Var: expected a defined tensor, got an undefined one");
   RUCCL_CHECK(!requires_grad || is_floating(value.dtype()), DTypeError,

@@ -7,7 +7,10 @@
 //   Var loss = sum(relu(matmul(x, w)));
 //   loss.backward();                      // w.grad() now holds d loss / d w
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
+#include <span>
+#include <vector>
 
 #include "tensor/core/tensor.h"
 
@@ -36,8 +39,14 @@ class Var {
  public:
   /// An undefined Var (holds nothing); defined() is false.
   Var() = default;
+  /// A constant leaf holding `value` (requires_grad false, never on the tape). Implicit, so a
+  /// Tensor passes wherever a Var is expected, as data in libtorch: `autodiff::matmul(x,
+  /// w_tensor)`, `model.forward(tensor)`, `mse_loss(pred, target_tensor)`. An all-Tensor call of an
+  /// op that has a Tensor form (`matmul(a, b)`, `a + b`) still picks the Tensor op: that one
+  /// matches exactly, this conversion is user-defined. ValueError for an undefined tensor.
+  Var(Tensor value);  // NOLINT(google-explicit-constructor)
   /// A leaf holding `value`. With requires_grad, backward() accumulates its gradient in grad().
-  explicit Var(Tensor value, bool requires_grad = false);
+  explicit Var(Tensor value, bool requires_grad);
 
   bool defined() const { return impl_ != nullptr; }
   /// The value (shares storage with the Var; do not modify it while a graph that saved it lives).
@@ -80,6 +89,80 @@ class Var {
   std::int64_t dim() const { return value().dim(); }
   std::int64_t numel() const { return value().numel(); }
   std::int64_t size(std::int64_t d) const { return value().size(d); }
+
+  // ---- op methods ---------------------------------------------------------------------------
+  // The free functions of autodiff/ops/*.h as methods (libtorch's spelling): x.sum(1) is
+  // sum(x, 1), x.matmul(w) is matmul(x, w). They record exactly what the free function records
+  // (the same node, the same backward) and are defined in autodiff/var_methods.cpp, so this header
+  // includes no op header. A Tensor argument is a constant (the implicit Var(Tensor)).
+  Var sum() const;
+  Var sum(std::int64_t dim, bool keepdim = false) const;
+  Var sum(const std::vector<std::int64_t>& dims, bool keepdim = false) const;
+  Var mean() const;
+  Var mean(std::int64_t dim, bool keepdim = false) const;
+  Var mean(const std::vector<std::int64_t>& dims, bool keepdim = false) const;
+  Var prod() const;
+  Var prod(std::int64_t dim, bool keepdim = false) const;
+  /// The values only; the indices are argmax(dim) (torch's max(dim) returns both).
+  Var max() const;
+  Var max(std::int64_t dim, bool keepdim = false) const;
+  Var min() const;
+  Var min(std::int64_t dim, bool keepdim = false) const;
+  /// Not differentiable: a Tensor.
+  Tensor argmax(std::int64_t dim, bool keepdim = false) const;
+  Var var(const std::vector<std::int64_t>& dims, std::int64_t correction = 1,
+          bool keepdim = false) const;
+  Var var(std::int64_t dim, std::int64_t correction = 1, bool keepdim = false) const;
+  Var softmax(std::int64_t dim) const;
+  Var log_softmax(std::int64_t dim) const;
+
+  Var neg() const;
+  Var exp() const;
+  Var log() const;
+  Var sqrt() const;
+  Var abs() const;
+  Var tanh() const;
+  Var sigmoid() const;
+  Var relu() const;
+  Var gelu() const;
+  Var add(const Var& other) const;
+  Var add(Scalar other) const;
+  Var sub(const Var& other) const;
+  Var sub(Scalar other) const;
+  Var mul(const Var& other) const;
+  Var mul(Scalar other) const;
+  Var div(const Var& other) const;
+  Var div(Scalar other) const;
+  Var pow(const Var& exponent) const;
+  Var pow(Scalar exponent) const;
+  Var maximum(const Var& other) const;
+  Var minimum(const Var& other) const;
+  /// The value converted to `dtype` (floating); the gradient converts back.
+  Var to(DType dtype) const;
+
+  Var matmul(const Var& other) const;
+  /// transpose(0, 1) of a 2-d Var; a 0-d or 1-d one as it is (torch's t()).
+  Var t() const;
+  Var reshape(const Shape& shape) const;
+  Var transpose(std::int64_t d0, std::int64_t d1) const;
+  Var permute(const std::vector<std::int64_t>& dims) const;
+  Var narrow(std::int64_t d, std::int64_t start, std::int64_t length) const;
+  /// Element `i` of dim `d`, dropping the dim (autodiff::select).
+  Var select(std::int64_t d, std::int64_t i) const;
+  Var expand(const Shape& shape) const;
+  Var squeeze(std::int64_t d) const;
+  Var unsqueeze(std::int64_t d) const;
+  Var flatten(std::int64_t start = 0, std::int64_t end = -1) const;
+  Var contiguous() const;
+  Var index_select(std::int64_t dim, const Tensor& index) const;
+  Var gather(std::int64_t dim, const Tensor& index) const;
+  std::vector<Var> split(std::int64_t split_size, std::int64_t dim = 0) const;
+  std::vector<Var> split(const std::vector<std::int64_t>& sizes, std::int64_t dim = 0) const;
+  std::vector<Var> chunk(std::int64_t chunks, std::int64_t dim = 0) const;
+  /// x.index({Slice(0, 2), 3}) as Tensor::index, on the tape (autodiff::index): the gradient
+  /// lands in zeros of this shape at the indexed elements.
+  Var index(std::initializer_list<indexing::TensorIndex> indices) const;
+  Var index(std::span<const indexing::TensorIndex> indices) const;
 
   /// Whether two Vars are the same handle (share one value and gradient).
   bool same(const Var& other) const { return impl_ == other.impl_; }

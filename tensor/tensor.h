@@ -9,6 +9,7 @@
 #include "tensor/core/tensor.h"
 #include "tensor/ops/elementwise.h"
 #include "tensor/ops/index.h"
+#include "tensor/ops/indexing.h"
 #include "tensor/ops/linalg.h"
 #include "tensor/ops/reduce.h"
 #include "tensor/ops/shape_ops.h"

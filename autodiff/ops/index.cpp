@@ -3,6 +3,7 @@
 
 #include "autodiff/node.h"
 #include "tensor/ops/index.h"
+#include "tensor/ops/indexing.h"
 
 namespace ruccl::autodiff {
 
@@ -22,6 +23,29 @@ Var gather(const Var& x, std::int64_t dim, const Tensor& index) {
                     Tensor zeros = Tensor::zeros(grads.input_shape(0), g.dtype(), g.device());
                     grads[0] = ruccl::scatter_add(zeros, d, index, g);
                   });
+}
+
+Var index(const Var& x, std::span<const indexing::TensorIndex> indices) {
+  ruccl::detail::IndexPlan plan =
+      ruccl::detail::plan_index(x.shape(), x.value().device(), indices, "index");
+  Tensor out = plan.apply(x.value());
+  if (!should_record({x})) return Var(std::move(out));
+  return make_var(std::move(out), "index", {x},
+                  [plan = std::move(plan)](const Tensor& g, GradInputs& grads) {
+                    Tensor full = Tensor::zeros(grads.input_shape(0), g.dtype(), g.device());
+                    Tensor view = plan.view(full);
+                    if (plan.tensor_dim < 0) {
+                      view.copy_(g);
+                    } else {
+                      Tensor zeros = Tensor::zeros(view.shape(), g.dtype(), g.device());
+                      view.copy_(ruccl::index_add(zeros, plan.tensor_dim, plan.tensor_index, g));
+                    }
+                    grads[0] = full;
+                  });
+}
+
+Var index(const Var& x, std::initializer_list<indexing::TensorIndex> indices) {
+  return index(x, std::span<const indexing::TensorIndex>(indices.begin(), indices.size()));
 }
 
 }  // namespace ruccl::autodiff

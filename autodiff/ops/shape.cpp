@@ -51,6 +51,17 @@ Var narrow(const Var& x, std::int64_t d, std::int64_t start, std::int64_t length
                   });
 }
 
+Var select(const Var& x, std::int64_t d, std::int64_t i) {
+  Tensor out = x.value().select(d, i);  // checks d and i
+  const std::int64_t nd = normalize_dim(d, x.dim(), "select");
+  const std::int64_t at = i < 0 ? i + x.shape()[nd] : i;
+  return make_var(std::move(out), "select", {x}, [nd, at](const Tensor& g, GradInputs& grads) {
+    Tensor full = Tensor::zeros(grads.input_shape(0), g.dtype(), g.device());
+    full.select(nd, at).copy_(g);
+    grads[0] = full;
+  });
+}
+
 Var expand(const Var& x, const Shape& shape) {
   return make_var(x.value().expand(shape), "expand", {x}, [](const Tensor& g, GradInputs& grads) {
     grads[0] = sum_to(g, grads.input_shape(0));

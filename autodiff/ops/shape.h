@@ -13,6 +13,9 @@ Var transpose(const Var& x, std::int64_t d0, std::int64_t d1);
 Var permute(const Var& x, const std::vector<std::int64_t>& dims);
 /// Elements [start, start + length) of dim `d`; backward pads the gradient with zeros.
 Var narrow(const Var& x, std::int64_t d, std::int64_t start, std::int64_t length);
+/// Element `i` of dim `d` (negative counts from the end), dropping the dim; backward copies the
+/// gradient into that slice of zeros.
+Var select(const Var& x, std::int64_t d, std::int64_t i);
 /// Broadcast view; backward sums the gradient back (sum_to).
 Var expand(const Var& x, const Shape& shape);
 Var squeeze(const Var& x, std::int64_t d);

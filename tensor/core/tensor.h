@@ -20,6 +20,9 @@
 namespace ruccl {
 
 class Generator;
+namespace indexing {
+class TensorIndex;
+}
 
 /// An n-dimensional array. `Tensor()` is undefined (holds nothing); everything else has storage.
 ///
@@ -104,10 +107,15 @@ class Tensor {
   std::string to_string() const;
 
   // ---- reading values -------------------------------------------------------------------------
-  /// All elements in row-major order; T must match dtype() exactly (use to(DType) first).
+  /// All elements in row-major order as T (Half, BFloat16, float, double, int32_t, int64_t or
+  /// bool), converted from any dtype as torch's item<T>() converts: floating to integer truncates
+  /// toward zero, anything to bool is "!= 0", integers to floating round to nearest. A value T
+  /// cannot hold (NaN or an infinity to an integer, a finite value beyond T's range: 3e9 to
+  /// int32_t, 1e300 to float, 70000 to Half) is a ValueError naming to_vector, the value and its
+  /// element; NaN and infinities convert between floating types.
   template <typename T>
   std::vector<T> to_vector() const;
-  /// The single element of a one-element tensor.
+  /// The single element of a one-element tensor, as T (converted as to_vector; errors name item).
   template <typename T>
   T item() const;
 
@@ -143,6 +151,101 @@ class Tensor {
   /// Element `i` of dimension 0, dropping that dimension.
   Tensor select(std::int64_t d, std::int64_t i) const;
 
+  // ---- op methods ---------------------------------------------------------------------------
+  // The free functions of tensor/ops/*.h as methods (at::Tensor's spelling): x.sum(1) is
+  // sum(x, 1), x.matmul(w) is matmul(x, w); same semantics, errors and cost (defined in
+  // tensor/ops/tensor_methods.cpp, so this header includes no op header).
+  Tensor sum() const;
+  Tensor sum(std::int64_t dim, bool keepdim = false) const;
+  Tensor sum(const std::vector<std::int64_t>& dims, bool keepdim = false) const;
+  Tensor mean() const;
+  Tensor mean(std::int64_t dim, bool keepdim = false) const;
+  Tensor mean(const std::vector<std::int64_t>& dims, bool keepdim = false) const;
+  Tensor prod() const;
+  Tensor prod(std::int64_t dim, bool keepdim = false) const;
+  /// The values only (ruccl::max(x, dim)); the indices are argmax(dim). torch's max(dim) returns
+  /// both as a tuple.
+  Tensor max() const;
+  Tensor max(std::int64_t dim, bool keepdim = false) const;
+  Tensor min() const;
+  Tensor min(std::int64_t dim, bool keepdim = false) const;
+  Tensor argmax() const;
+  Tensor argmax(std::int64_t dim, bool keepdim = false) const;
+  Tensor argmin() const;
+  Tensor argmin(std::int64_t dim, bool keepdim = false) const;
+  Tensor var(const std::vector<std::int64_t>& dims, std::int64_t correction = 1,
+             bool keepdim = false) const;
+  Tensor var(std::int64_t dim, std::int64_t correction = 1, bool keepdim = false) const;
+  Tensor softmax(std::int64_t dim) const;
+  Tensor log_softmax(std::int64_t dim) const;
+
+  Tensor neg() const;
+  Tensor exp() const;
+  Tensor log() const;
+  Tensor sqrt() const;
+  Tensor abs() const;
+  Tensor sign() const;
+  Tensor tanh() const;
+  Tensor sigmoid() const;
+  Tensor relu() const;
+  Tensor gelu() const;
+  Tensor add(const Tensor& other) const;
+  Tensor add(Scalar other) const;
+  Tensor sub(const Tensor& other) const;
+  Tensor sub(Scalar other) const;
+  Tensor mul(const Tensor& other) const;
+  Tensor mul(Scalar other) const;
+  Tensor div(const Tensor& other) const;
+  Tensor div(Scalar other) const;
+  Tensor pow(const Tensor& exponent) const;
+  Tensor pow(Scalar exponent) const;
+  Tensor maximum(const Tensor& other) const;
+  Tensor minimum(const Tensor& other) const;
+  Tensor eq(const Tensor& other) const;
+  Tensor eq(Scalar other) const;
+  Tensor ne(const Tensor& other) const;
+  Tensor ne(Scalar other) const;
+  Tensor lt(const Tensor& other) const;
+  Tensor lt(Scalar other) const;
+  Tensor le(const Tensor& other) const;
+  Tensor le(Scalar other) const;
+  Tensor gt(const Tensor& other) const;
+  Tensor gt(Scalar other) const;
+  Tensor ge(const Tensor& other) const;
+  Tensor ge(Scalar other) const;
+
+  Tensor matmul(const Tensor& other) const;
+  /// transpose(0, 1) of a 2-d tensor; a 0-d or 1-d tensor as it is (torch's t()). More dims are a
+  /// ShapeError.
+  Tensor t() const;
+  Tensor index_select(std::int64_t dim, const Tensor& index) const;
+  Tensor gather(std::int64_t dim, const Tensor& index) const;
+  std::vector<Tensor> split(std::int64_t split_size, std::int64_t dim = 0) const;
+  std::vector<Tensor> split(const std::vector<std::int64_t>& sizes, std::int64_t dim = 0) const;
+  std::vector<Tensor> chunk(std::int64_t chunks, std::int64_t dim = 0) const;
+
+  // ---- indexing (torch::indexing's spelling; the types follow this class) ----------------------
+  /// x[0:2, 3] as x.index({Slice(0, 2), 3}); with `using namespace ruccl::indexing`:
+  ///   x.index({Slice(), -1})            x[:, -1]        an integer drops its dim
+  ///   x.index({Slice(1, None, 2)})      x[1::2]         a step > 0 (a strided view)
+  ///   x.index({Ellipsis, 0})            x[..., 0]
+  ///   x.index({None, Slice()})          x[None, :]      a new dim of size 1
+  ///   x.index({Slice(), idx})           x[:, idx]       one 1-d I64/I32 tensor (index_select)
+  ///                                                     or Bool mask of the dim's size
+  /// Integers, slices, None and Ellipsis give a view; a tensor index copies. Integers (and
+  /// tensor entries) may be negative (counted from the end); out of range is an IndexError
+  /// naming the dim, the index and the size. Slices clamp to the dim as Python's do.
+  Tensor index(std::initializer_list<indexing::TensorIndex> indices) const;
+  Tensor index(std::span<const indexing::TensorIndex> indices) const;
+  /// x[indices] = value: writes `value` (broadcast to the indexed shape, converted to this dtype)
+  /// into the elements index() would read (for a tensor index, entries repeated: the last write
+  /// wins). A value sharing this tensor's storage is read before anything is written. Returns
+  /// *this.
+  Tensor& index_put_(std::initializer_list<indexing::TensorIndex> indices, const Tensor& value);
+  Tensor& index_put_(std::span<const indexing::TensorIndex> indices, const Tensor& value);
+  Tensor& index_put_(std::initializer_list<indexing::TensorIndex> indices, Scalar value);
+  Tensor& index_put_(std::span<const indexing::TensorIndex> indices, Scalar value);
+
   /// A view with explicit geometry over the same storage: sizes and strides >= 0 (negative strides
   /// are not supported), 0 <= offset <= the storage's element count, and every element inside the
   /// storage, all in overflow-checked int64 (ShapeError for a bad size or stride, IndexError for a
@@ -174,10 +277,82 @@ class Tensor {
         numel_(numel),
         dtype_(dtype) {}
   void copy_to_host(void* dst) const;
+  // The elements (row-major) written to `dst` as `target`'s C++ type (Bool as one byte each),
+  // converted and range-checked (tensor/core/tensor_read.cpp); errors name `op`.
+  void copy_to_host_as(DType target, void* dst, const char* op) const;
+  template <typename T>
+  std::vector<T> read_values(const char* op) const;
   static Tensor from_host(const void* src, const Shape& shape, DType dtype, Device device);
 };
 
 std::ostream& operator<<(std::ostream& out, const Tensor& t);
+
+/// The index types of Tensor::index and Var::index, named as torch::indexing's:
+/// `using namespace ruccl::indexing;` then `x.index({Slice(1, None), Ellipsis, 0})`.
+namespace indexing {
+
+/// Python's start:stop:step. An absent start or stop means the end of the dim, an absent step 1;
+/// a negative start or stop counts from the end; both are clamped to [0, size] (x[2:100] of a
+/// size-4 dim is x[2:4]). The step must be > 0 (as in torch).
+class Slice {
+ public:
+  Slice(std::optional<std::int64_t> start = std::nullopt,
+        std::optional<std::int64_t> stop = std::nullopt,
+        std::optional<std::int64_t> step = std::nullopt)
+      : start_(start), stop_(stop), step_(step) {}
+  const std::optional<std::int64_t>& start() const { return start_; }
+  const std::optional<std::int64_t>& stop() const { return stop_; }
+  const std::optional<std::int64_t>& step() const { return step_; }
+
+ private:
+  std::optional<std::int64_t> start_, stop_, step_;
+};
+
+/// An absent slice bound (`Slice(1, None)`), and as an index a new dim of size 1 (x[None]).
+inline constexpr std::nullopt_t None = std::nullopt;
+
+/// The type of Ellipsis.
+struct EllipsisIndexType {
+  explicit constexpr EllipsisIndexType() = default;
+};
+/// As many full dims as the other indices leave (x[..., 0]); at most one per index list.
+inline constexpr EllipsisIndexType Ellipsis{};
+
+/// One entry of an index list: an integer, a Slice, None, Ellipsis (or "..."), or a tensor.
+class TensorIndex {
+ public:
+  enum class Kind : std::uint8_t { Integer, Slice, None, Ellipsis, Tensor };
+
+  TensorIndex(std::nullopt_t) : kind_(Kind::None) {}                               // NOLINT
+  TensorIndex(EllipsisIndexType) : kind_(Kind::Ellipsis) {}                        // NOLINT
+  TensorIndex(Slice slice) : kind_(Kind::Slice), slice_(slice) {}                  // NOLINT
+  TensorIndex(Tensor tensor) : kind_(Kind::Tensor), tensor_(std::move(tensor)) {}  // NOLINT
+  /// "..." as in libtorch; any other string is a ValueError.
+  TensorIndex(const char* ellipsis);  // NOLINT
+  template <typename T,
+            std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool>, int> = 0>
+  TensorIndex(T i) : kind_(Kind::Integer), integer_(static_cast<std::int64_t>(i)) {  // NOLINT
+    if constexpr (std::is_unsigned_v<T> && sizeof(T) >= sizeof(std::int64_t)) {
+      RUCCL_CHECK(i <= static_cast<T>(INT64_MAX), IndexError,
+                  "TensorIndex: expected an index below 2^63, got ", i);
+    }
+  }
+  /// torch's True/False indices are not supported: a bool is refused at compile time.
+  TensorIndex(bool) = delete;
+
+  Kind kind() const { return kind_; }
+  std::int64_t integer() const { return integer_; }
+  const indexing::Slice& slice() const { return slice_; }
+  const Tensor& tensor() const { return tensor_; }
+
+ private:
+  Kind kind_;
+  std::int64_t integer_ = 0;
+  indexing::Slice slice_;
+  Tensor tensor_;
+};
+
+}  // namespace indexing
 
 // ---- template definitions -----------------------------------------------------------------------
 
@@ -196,32 +371,43 @@ Tensor Tensor::from_vector(const std::vector<T>& values, const Shape& shape, Dev
 }
 
 template <typename T>
-std::vector<T> Tensor::to_vector() const {
-  RUCCL_CHECK(defined(), ValueError,
-              "Tensor::to_vector: expected a defined tensor, got an undefined one");
-  RUCCL_CHECK(dtype_of<T>() == dtype_, DTypeError, "Tensor::to_vector: expected dtype ",
-              dtype_of<T>(), " (the requested element type), got ", dtype_,
-              "; convert with to(DType) first");
+std::vector<T> Tensor::read_values(const char* op) const {
+  RUCCL_CHECK(defined(), ValueError, op, ": expected a defined tensor, got an undefined one");
   // The contiguous copy first: a broadcast view too large for memory fails there with a ruccl
   // error, before the host vector is sized.
   const Tensor c = contiguous();
-  if constexpr (std::is_same_v<T, bool>) {
+  if constexpr (std::is_same_v<T, bool>) {  // std::vector<bool> is packed: bytes first
     std::vector<std::uint8_t> bytes(static_cast<std::size_t>(numel_));
-    c.copy_to_host(bytes.data());
+    if (dtype_ == DType::Bool) {
+      c.copy_to_host(bytes.data());
+    } else {
+      c.copy_to_host_as(DType::Bool, bytes.data(), op);
+    }
     return std::vector<bool>(bytes.begin(), bytes.end());
   } else {
     std::vector<T> out(static_cast<std::size_t>(numel_));
-    c.copy_to_host(out.data());
+    if (dtype_of<T>() == dtype_) {
+      c.copy_to_host(out.data());
+    } else {
+      c.copy_to_host_as(dtype_of<T>(), out.data(), op);
+    }
     return out;
   }
 }
 
 template <typename T>
+std::vector<T> Tensor::to_vector() const {
+  return read_values<T>("Tensor::to_vector");
+}
+
+template <typename T>
 T Tensor::item() const {
+  RUCCL_CHECK(defined(), ValueError,
+              "Tensor::item: expected a defined tensor, got an undefined one");
   RUCCL_CHECK(numel_ == 1, ShapeError,
               "Tensor::item: expected a tensor with exactly 1 element, got shape ", shape_,
               " with ", numel_, " elements");
-  return to_vector<T>()[0];
+  return read_values<T>("Tensor::item")[0];
 }
 
 }  // namespace ruccl
