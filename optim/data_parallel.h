@@ -29,17 +29,17 @@
 #include <string>
 
 #include "autodiff/nn/module.h"
+#include "autodiff/ops/loss.h"
 #include "collective/communicator.h"
 #include "optim/gradients_params.h"
 
 namespace ruccl::optim {
 
-/// How each rank reduced its local loss over its `local_weight` samples (see the file comment).
-/// reduce() has no default: a mean loss reduced as a sum trains with a gradient W times too small.
-enum class LossReduction {
-  Mean,  ///< the local loss is the mean over the rank's samples (cross_entropy's default)
-  Sum,   ///< the local loss is the sum over the rank's samples (Reduction::Sum)
-};
+/// How each rank reduced its local loss over its `local_weight` samples (see the file comment):
+/// the loss functions' own enum, so the call names what the loss was given (Mean: the local loss
+/// is the mean over the rank's samples, cross_entropy's default; Sum: their sum). reduce() has no
+/// default: a mean loss reduced as a sum trains with a gradient W times too small.
+using LossReduction = autodiff::Reduction;
 
 /// What reduce() does with a trainable parameter that has no local gradient on a rank whose
 /// weight is not zero.

@@ -163,14 +163,15 @@ TEST_CASE("an all-Tensor call is still a Tensor op after the conversion exists",
 
 TEST_CASE("a module's forward and operator() take a Tensor", "[autodiff]") {
   Generator gen(3);
-  nn::Linear fc(2, 1, gen, true, DType::F64);
+  nn::Linear fc(2, 1, gen, {.dtype = DType::F64});
   fc.weight().set_value(f64({0.5, -0.25}, {1, 2}));
   fc.bias().set_value(f64({0.25}, {1}));
   const Tensor x = f64({1, 2}, {1, 2});
   Var y = fc.forward(x);
   CHECK_THAT(y.value(), TensorEqual(f64({0.25}, {1, 1})));
   nn::Sequential seq(std::vector<std::shared_ptr<nn::Module>>{
-      std::make_shared<nn::Linear>(2, 3, gen, true, DType::F64), std::make_shared<nn::ReLU>()});
+      std::make_shared<nn::Linear>(2, 3, gen, nn::LinearOptions{.dtype = DType::F64}),
+      std::make_shared<nn::ReLU>()});
   Var s = seq(x);
   CHECK(s.shape() == Shape{1, 3});
   // Gradients reach the parameters, and the Tensor input is no leaf of the tape.
