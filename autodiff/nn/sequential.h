@@ -25,7 +25,10 @@ class Sequential : public Cloneable<Sequential> {
  public:
   Sequential() = default;
   explicit Sequential(const std::vector<std::shared_ptr<Module>>& modules);
-  /// The given modules (by value), in order. (One Sequential alone is copied, not nested.)
+  /// The given modules (by value), in order. (One Sequential alone is copied, not nested.) Write
+  /// `Sequential{nn::Linear(4, 8, gen), nn::Linear(8, 2, gen)}` with braces: a braced list is
+  /// evaluated left to right, function arguments in an unspecified order (the two layers would
+  /// draw their weights from `gen` in either order).
   template <typename... Ms, typename = std::enable_if_t<kModules<Ms...>>>
   explicit Sequential(Ms&&... modules) {
     (push_back(std::forward<Ms>(modules)), ...);

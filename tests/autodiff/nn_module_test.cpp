@@ -152,8 +152,8 @@ TEST_CASE("Sequential takes modules by value and hands back typed handles", "[au
 
 TEST_CASE("Sequential is built from modules by value, as libtorch's", "[autodiff]") {
   Generator gen(6);
-  nn::Sequential seq(nn::Linear(3, 4, gen, {.dtype = DType::F64}), nn::Tanh(),
-                     nn::Linear(4, 2, gen, {.dtype = DType::F64}));
+  nn::Sequential seq{nn::Linear(3, 4, gen, {.dtype = DType::F64}), nn::Tanh(),
+                     nn::Linear(4, 2, gen, {.dtype = DType::F64})};
   REQUIRE(seq.size() == 3);
   CHECK(seq.child("1")->type_name() == "Tanh");
   CHECK(seq.at<nn::Linear>(2).path() == "2");

@@ -26,7 +26,7 @@ class Net : public nn::Cloneable<Net> {
   Net()
       : block(register_module("block", GatedBlock())),
         head(register_module("head",
-                             nn::Sequential(nn::Linear(16, 32), nn::GELU(), nn::Linear(32, 4)))) {}
+                             nn::Sequential{nn::Linear(16, 32), nn::GELU(), nn::Linear(32, 4)})) {}
   Var forward(const Var& x, const Var& mask) { return head(block->forward(x, mask)); }
   using nn::Module::forward;
 
