@@ -91,7 +91,7 @@ TEST_CASE("index of a Var records one node and nothing under NoGradGuard or for 
   CHECK_THAT(c.index({0}).value(), TensorEqual(x.value().index({0})));
 }
 
-TEST_CASE("index errors on a Var name the dim, the index and the size", "[autodiff]") {
+TEST_CASE("index errors on a Var name the dim the index and the size", "[autodiff]") {
   Var x(Tensor::zeros({3, 4}, DType::F64), true);
   CHECK_THROWS_AS(x.index({0, 7}), IndexError);
   CHECK_THROWS_WITH(x.index({0, 7}),

@@ -175,7 +175,7 @@ TEST_CASE("Var elementwise methods record the free functions' nodes", "[autodiff
   CHECK_THAT(leaf.grad(), TensorEqual(Tensor::full({3, 4}, 2.0, DType::F64)));
 }
 
-TEST_CASE("Var shape, matmul and index methods record the free functions' nodes", "[autodiff]") {
+TEST_CASE("Var shape matmul and index methods record the free functions' nodes", "[autodiff]") {
   Generator gen(23);
   const Tensor x = Tensor::randn({3, 4}, gen, DType::F64);
   const Var w(Tensor::randn({4, 2}, gen, DType::F64), true);

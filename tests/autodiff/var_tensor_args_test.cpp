@@ -195,7 +195,7 @@ TEST_CASE("losses take a Tensor target (or prediction) beside a Var", "[autodiff
   CHECK(ce.value().item<double>() == Approx(std::log(2.0)).epsilon(1e-15));
 }
 
-TEST_CASE("a list of Vars takes Tensors (cat, stack) and where takes a Tensor branch",
+TEST_CASE("a list of Vars takes Tensors (cat stack) and where takes a Tensor branch",
           "[autodiff]") {
   Var x(f64({1, 2}, {2}), true);
   const Tensor c = f64({7, 8}, {2});

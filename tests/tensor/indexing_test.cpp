@@ -26,7 +26,7 @@ Tensor f32(std::vector<float> v, const Shape& s) { return Tensor::from_vector<fl
 
 static_assert(!std::is_constructible_v<TensorIndex, bool>, "torch's True/False are refused");
 
-TEST_CASE("Tensor::index matches PyTorch's x[...] for every golden pattern", "[tensor]") {
+TEST_CASE("Tensor::index matches PyTorch's x(...) indexing for every golden pattern", "[tensor]") {
   const Tensor x = golden().at("input").at("x");
   for (const auto& [name, pattern] : ruccl::testing::golden_patterns()) {
     INFO("pattern " << name);
@@ -40,7 +40,7 @@ TEST_CASE("Tensor::index matches PyTorch's x[...] for every golden pattern", "[t
   }
 }
 
-TEST_CASE("integers, slices, None and Ellipsis give views; a tensor index copies", "[tensor]") {
+TEST_CASE("integers slices None and Ellipsis give views and a tensor index copies", "[tensor]") {
   const Tensor x = Tensor::arange(0, 60, 1, DType::F32).reshape({3, 4, 5});
   const Tensor v = x.index({Slice(), Slice(1, None), Slice(None, None, 2)});
   CHECK(v.storage() == x.storage());
@@ -77,7 +77,7 @@ TEST_CASE("integers, slices, None and Ellipsis give views; a tensor index copies
   CHECK(none.index({Slice(), Slice(1, None, 2)}).shape() == Shape{0, 2});
 }
 
-TEST_CASE("Tensor::index errors name the dim, the index and the size", "[tensor]") {
+TEST_CASE("Tensor::index errors name the dim the index and the size", "[tensor]") {
   const Tensor x = Tensor::zeros({3, 4});
   CHECK_THROWS_AS(x.index({0, 7}), IndexError);
   CHECK_THROWS_WITH(x.index({0, 7}),

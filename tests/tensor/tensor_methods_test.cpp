@@ -91,7 +91,7 @@ TEST_CASE("elementwise methods equal the free functions", "[tensor]") {
   CHECK_THROWS_AS(Tensor::arange(0, 3).exp(), DTypeError);  // I64: the free function's error
 }
 
-TEST_CASE("matmul, t, index and split methods equal the free functions", "[tensor]") {
+TEST_CASE("matmul t index and split methods equal the free functions", "[tensor]") {
   Generator gen(13);
   const Tensor a = Tensor::randn({3, 4}, gen, DType::F64);
   const Tensor w = Tensor::randn({4, 2}, gen, DType::F64);

@@ -75,7 +75,7 @@ TEST_CASE("to_vector and item read every dtype as every element type", "[tensor]
   CHECK(Tensor::zeros({0, 3}, DType::I64).to_vector<float>().empty());
 }
 
-TEST_CASE("reads convert as torch's item: truncation, bool, rounding, NaN and infinities",
+TEST_CASE("reads convert as torch's item: truncation bool rounding NaN and infinities",
           "[tensor]") {
   const Tensor f = Tensor::from_vector<double>({2.75, -2.75, -0.5, 0.0, -0.0});
   CHECK(f.to_vector<std::int32_t>() == std::vector<std::int32_t>{2, -2, 0, 0, 0});
@@ -100,7 +100,7 @@ TEST_CASE("reads convert as torch's item: truncation, bool, rounding, NaN and in
         Approx(1e38).epsilon(1e-2));
 }
 
-TEST_CASE("a value the element type cannot hold is refused, naming the method called", "[tensor]") {
+TEST_CASE("a value the element type cannot hold is refused naming the method called", "[tensor]") {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   const double inf = std::numeric_limits<double>::infinity();
   CHECK_THROWS_AS(Tensor::scalar(3e9, DType::F64).item<std::int32_t>(), ValueError);
