@@ -13,20 +13,13 @@ using namespace ruccl::autodiff;
 using namespace ruccl::indexing;
 using ruccl::testing::TensorEqual;
 
-namespace {
-
-const std::map<std::string, ruccl::testing::GoldenCase>& golden() {
-  static const auto cases = ruccl::testing::load_golden("tensor_indexing.txt");
-  return cases;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 TEST_CASE("Var::index values and gradients match PyTorch for every golden pattern", "[autodiff]") {
-  const Tensor input = golden().at("input").at("x");
+  const Tensor input = ruccl::testing::indexing_golden().at("input").at("x");
   for (const auto& [name, pattern] : ruccl::testing::golden_patterns()) {
     INFO("pattern " << name);
-    const auto& c = golden().at(name);
+    const auto& c = ruccl::testing::indexing_golden().at(name);
     Var x(input.clone(), true);
     Var y = x.index(std::span<const TensorIndex>(pattern));
     CHECK_THAT(y.value(), TensorEqual(c.at("out")));

@@ -1,13 +1,21 @@
 #pragma once
 // The index patterns of tests/data/tensor_indexing.txt (tools/golden/tensor_indexing.py), spelled
 // with ruccl::indexing, by case name; shared by the Tensor and the Var indexing tests.
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "tensor/core/tensor.h"
+#include "tests/tensor/golden_tensors.h"
 
 namespace ruccl::testing {
+
+/// The cases of tests/data/tensor_indexing.txt (values and gradients from PyTorch), loaded once.
+inline const std::map<std::string, GoldenCase>& indexing_golden() {
+  static const auto cases = load_golden("tensor_indexing.txt");
+  return cases;
+}
 
 /// (case name, index list) for every pattern of the golden file, in its order.
 inline std::vector<std::pair<std::string, std::vector<indexing::TensorIndex>>> golden_patterns() {

@@ -15,11 +15,6 @@ using ruccl::testing::TensorEqual;
 
 namespace {
 
-const std::map<std::string, ruccl::testing::GoldenCase>& golden() {
-  static const auto cases = ruccl::testing::load_golden("tensor_indexing.txt");
-  return cases;
-}
-
 Tensor f32(std::vector<float> v, const Shape& s) { return Tensor::from_vector<float>(v, s); }
 
 }  // namespace
@@ -27,10 +22,10 @@ Tensor f32(std::vector<float> v, const Shape& s) { return Tensor::from_vector<fl
 static_assert(!std::is_constructible_v<TensorIndex, bool>, "torch's True/False are refused");
 
 TEST_CASE("Tensor::index matches PyTorch's x(...) indexing for every golden pattern", "[tensor]") {
-  const Tensor x = golden().at("input").at("x");
+  const Tensor x = ruccl::testing::indexing_golden().at("input").at("x");
   for (const auto& [name, pattern] : ruccl::testing::golden_patterns()) {
     INFO("pattern " << name);
-    const Tensor expected = golden().at(name).at("out");
+    const Tensor expected = ruccl::testing::indexing_golden().at(name).at("out");
     CHECK_THAT(x.index(std::span<const TensorIndex>(pattern)), TensorEqual(expected));
     CHECK_THAT(index(x, std::span<const TensorIndex>(pattern)), TensorEqual(expected));
     // The same pattern on a non-contiguous copy of x (its strides differ) gives the same values.
