@@ -297,7 +297,8 @@ TEST_CASE("A 256 MiB broadcast aborted mid-copy fails every rank within 100 ms",
   Communicator root_handle = comms[0];
   std::thread aborter([&] {
     while (started.load() < 2) std::this_thread::yield();
-    std::this_thread::sleep_for(5ms);  // both ranks are in the data phase by now, unless descheduled
+    std::this_thread::sleep_for(
+        5ms);  // both ranks are in the data phase by now, unless descheduled
     aborted_at = Clock::now();
     root_handle.abort("stop the broadcast");
   });
