@@ -76,13 +76,7 @@ class CommunicatorCore {
   /// it propagates, waits until no peer reads a buffer this rank lent (Transport::withdraw_sends).
   template <typename Body>
   void run(CallScope& scope, Body&& body) {
-    try {
-      const AlgorithmContext ctx{*transport_, scope.record.seq << 16, scope.deadline};
-      body(ctx);
-    } catch (...) {
-      fail_group_from_current_exception(scope);
-      throw;
-    }
+    run_with(scope, nullptr, body);
   }
   /// run() for a call whose agreement was only started (start_agree): the algorithm completes it
   /// with ctx.agreed() before its first receive, or run_agreeing does after the body.
@@ -95,14 +89,10 @@ class CommunicatorCore {
       finish_agree(scope);
     };
     const FunctionRef<void()> pending(finish);
-    try {
-      const AlgorithmContext ctx{*transport_, scope.record.seq << 16, scope.deadline, &pending};
+    run_with(scope, &pending, [&](const AlgorithmContext& ctx) {
       body(ctx);
       finish();
-    } catch (...) {
-      fail_group_from_current_exception(scope);
-      throw;
-    }
+    });
   }
 
   /// Point-to-point deadline and tag bookkeeping.
@@ -117,6 +107,17 @@ class CommunicatorCore {
   void fail_group_from_current_exception(const char* label) noexcept;
 
  private:
+  template <typename Body>
+  void run_with(CallScope& scope, const FunctionRef<void()>* pending, Body&& body) {
+    try {
+      const AlgorithmContext ctx{*transport_, scope.record.seq << 16, scope.deadline, pending};
+      body(ctx);
+    } catch (...) {
+      fail_group_from_current_exception(scope);
+      throw;
+    }
+  }
+
   std::unique_ptr<Transport> transport_;
   int rank_;
   int world_;
