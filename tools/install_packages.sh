@@ -9,6 +9,9 @@ packages=(
   libeigen3-dev libcereal-dev zlib1g-dev  # libraries
   catch2  # tests
   dataset-fashion-mnist  # real data for the training demo (/usr/share/datasets/fashion-mnist)
+  # tests/slurm: a private Slurm cluster (tools/slurm_cluster.sh); srun --mpi=pmix dlopens
+  # libpmix.so (libpmix-dev); mpirun for the two-host job; ip netns for its two hosts
+  slurmctld slurmd slurm-client libpmix-dev openmpi-bin libopenmpi-dev iproute2
   "$@"
 )
 

@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# ruCCL jobs under a real Slurm (tests/slurm/CMakeLists.txt makes each CASE a CTest test; the
+# cluster is the fixture "start"/"stop": tools/slurm_cluster.sh, one for the whole group).
+#   slurm_jobs.sh CASE CLUSTER_DIR WORK_DIR [PROGRAM] [ENGINE]
+# CASE:
+#   start         start the single-host cluster in CLUSTER_DIR (the fixture's setup)
+#   stop          stop it (the fixture's cleanup; also after a failed start)
+#   collectives   srun -n 2 (and -n 3 --overcommit) PROGRAM=launched_worker over the TCP engine,
+#                 rendezvous from Slurm's variables: every collective's values exact on every rank
+#   fail-rank     srun -n 2 PROGRAM=launched_worker, rank 1 SIGKILLs itself between two
+#                 all_reduces: rank 0 fails with PeerLost promptly, srun exits non-zero
+#   train         srun -n 2 [--mpi=pmix when ENGINE=mpi] PROGRAM=train_fashion_mnist with
+#                 RUCCL_ENGINE=ENGINE (tcp or mpi): the same parameters, byte for byte, and the same
+#                 accuracy as the in-process run of 2 ranks, and the engine named is ENGINE
+#   train-pmix    the same, launched with srun --mpi=pmix (PMIx server in slurmd)
+# Prints "PASS: ..." and exits 0; "FAIL: ..." and exits 1; exits 77 (CTest: skipped) with the
+# reason when Slurm is not installed.
+set -euo pipefail
+case_name=$1 cluster=$2 work=$3 program=${4:-} engine=${5:-tcp}
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cluster_sh=$root/tools/slurm_cluster.sh
+
+fail() { echo "FAIL: $*"; exit 1; }
+
+for tool in srun slurmctld slurmd; do
+  if ! PATH="$PATH:/usr/sbin" command -v "$tool" > /dev/null; then
+    echo "SKIP: Slurm is not installed ($tool not found): apt-get install slurmctld slurmd" \
+         "slurm-client (tools/install_packages.sh installs them)"
+    exit 77
+  fi
+done
+
+case $case_name in
+  start) exec bash "$cluster_sh" start "$cluster" ;;
+  stop)
+    [[ -f $cluster/slurm.conf ]] || { echo "no cluster in $cluster: nothing to stop"; exit 0; }
+    exec bash "$cluster_sh" stop "$cluster"
+    ;;
+esac
+
+[[ -f $cluster/slurm.conf ]] || fail "no cluster in $cluster (the fixture's start did not run)"
+export SLURM_CONF=$cluster/slurm.conf
+rm -rf "$work" && mkdir -p "$work"
+# Nothing of an outer job or launcher may leak into the ranks' environment.
+unset RUCCL_RANK RUCCL_WORLD_SIZE RUCCL_MASTER_ADDR RUCCL_MASTER_PORT MASTER_ADDR MASTER_PORT \
+      RANK WORLD_SIZE OMPI_COMM_WORLD_RANK OMPI_COMM_WORLD_SIZE
+# run_srun LOG SRUN_ARGS...: srun with a job time limit and a wall-clock bound, output to LOG
+# (each line prefixed with its task, "0: "); returns srun's status.
+run_srun() {
+  local log=$1 status=0
+  shift
+  timeout --kill-after=5 120 srun --time=2 --kill-on-bad-exit=0 --label "$@" > "$log" 2>&1 ||
+    status=$?
+  return "$status"
+}
+
+case $case_name in
+  collectives)
+    for n in 2 3; do
+      extra=()
+      ((n > $(nproc))) && extra=(--overcommit)
+      status=0
+      RUCCL_ENGINE=tcp run_srun "$work/n$n.log" -n "$n" "${extra[@]}" "$program" collectives 100003 ||
+        status=$?
+      cat "$work/n$n.log"
+      [[ $status == 0 ]] || fail "srun -n $n exited with status $status"
+      for ((r = 0; r < n; ++r)); do
+        grep -q "^$r: job rank $r of $n (local rank $r of $n, node 0 of 1), rendezvous at .*, from slurm's variables$" \
+          "$work/n$n.log" || fail "task $r did not read rank $r of $n from Slurm's variables"
+        grep -q "^$r: ok rank $r of $n: 10 collectives exact$" "$work/n$n.log" ||
+          fail "task $r of $n did not finish its collectives exactly"
+      done
+    done
+    echo "PASS: srun -n 2 and -n 3 ran 10 collectives over TCP, every value exact on every rank"
+    ;;
+  fail-rank)
+    status=0
+    SECONDS=0
+    RUCCL_ENGINE=tcp run_srun "$work/fail.log" -n 2 "$program" fail-rank 1 || status=$?
+    took=$SECONDS
+    cat "$work/fail.log"
+    [[ $status != 0 ]] || fail "srun exited 0 although rank 1 was killed"
+    died=$(sed -n 's/^1: dying rank 1 \([0-9]*\)$/\1/p' "$work/fail.log")
+    line=$(grep "^0: error PeerLost [0-9]* " "$work/fail.log") ||
+      fail "rank 0 did not fail with PeerLost after rank 1 died"
+    [[ -n $died ]] || fail "rank 1 did not reach its death"
+    failed=$(awk '{print $4}' <<< "$line")
+    ms=$(((failed - died) / 1000000))
+    grep -q "rank 1" <<< "$line" || fail "rank 0's error does not name rank 1: $line"
+    # The bound is the ruCCL failure's, far below the 30 s deadline the worker sets; srun itself
+    # must end soon after (it waits for every task).
+    ((ms < ${RUCCL_SLURM_LOSS_BOUND_MS:-2000})) || fail "rank 0 failed $ms ms after rank 1 died"
+    ((took < 20)) || fail "srun took $took s to end"
+    echo "PASS: rank 1 killed: rank 0 failed with PeerLost naming it $ms ms later;" \
+         "srun exited $status after $took s"
+    ;;
+  train | train-pmix)
+    # The short run of tests/programs/train_over_processes.sh: the real data, 20 batches.
+    short=(--epochs 1 --max-batches 20 --threads 1)
+    "$program" "${short[@]}" --ranks 2 --save-parameters "$work/threads.bin" > "$work/threads.log"
+    grep -q "(threads)" "$work/threads.log" || fail "the baseline did not run on threads"
+    mpi=()
+    [[ $case_name == train-pmix ]] && mpi=(--mpi=pmix)
+    status=0
+    RUCCL_ENGINE=$engine run_srun "$work/srun.log" -n 2 "${mpi[@]}" "$program" "${short[@]}" \
+      --save-parameters "$work/srun.bin" || status=$?
+    cat "$work/srun.log"
+    [[ $status == 0 ]] || fail "srun -n 2 ${mpi[*]} exited with status $status"
+    grep -q "^0: launch: rank 0 of 2 .*, from slurm's variables; engine $engine" "$work/srun.log" ||
+      fail "expected rank 0 to report Slurm's variables and engine $engine"
+    grep -q "^0: .*over 2 data-parallel rank(s) (processes)" "$work/srun.log" ||
+      fail "srun did not run 2 processes"
+    [[ -s $work/srun.bin ]] || fail "rank 0 wrote no parameters"
+    cmp "$work/threads.bin" "$work/srun.bin" ||
+      fail "the final parameters differ from the in-process run's"
+    diff <(grep -o "test accuracy [0-9.]*%" "$work/threads.log") \
+         <(grep -o "test accuracy [0-9.]*%" "$work/srun.log") || fail "the accuracy differs"
+    echo "PASS: srun -n 2 ${mpi[*]} over engine $engine ends with the in-process run's" \
+         "parameters, byte for byte"
+    ;;
+  *) fail "unknown case $case_name" ;;
+esac
