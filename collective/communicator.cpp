@@ -3,6 +3,8 @@
 #include "collective/communicator.h"
 
 #include "collective/communicator_core.h"
+#include "collective/transport/in_process_transport.h"
+#include "collective/transport/tcp_transport.h"
 
 namespace ruccl {
 
@@ -40,6 +42,13 @@ CommunicatorCore& Communicator::core() const {
                           "InProcessGroup::create), got a default-constructed or moved-from one");
   }
   return *core_;
+}
+
+std::string Communicator::engine_name() const {
+  Transport& transport = core().transport();
+  if (dynamic_cast<TcpTransport*>(&transport) != nullptr) return "algorithms over tcp";
+  if (dynamic_cast<InProcessTransport*>(&transport) != nullptr) return "algorithms in process";
+  return "algorithms over a custom transport";
 }
 
 int Communicator::rank() const { return core().rank(); }

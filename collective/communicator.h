@@ -53,6 +53,10 @@ class Communicator {
   Device device() const;
   /// The options the group was made with.
   const CommunicatorOptions& options() const;
+  /// What moves and reduces this group's bytes, for logs and for a job's first line:
+  /// "algorithms over tcp" (TcpGroup, Communicator::from_env), "algorithms in process"
+  /// (InProcessGroup), "algorithms over a custom transport" (any other Transport).
+  std::string engine_name() const;
 
   /// Every rank gets root's tensor. Non-roots may pass an undefined Tensor() (the result takes
   /// root's shape and dtype) or a tensor of root's shape and dtype.
