@@ -158,22 +158,26 @@ start() {
   echo $! > "$dir/slurmctld.pid"
   setsid "$bin_slurmd" -D -f "$conf" -N "$node" < /dev/null > "$dir/slurmd.out" 2>&1 &
   echo $! > "$dir/slurmd.pid"
+  local -A pid=([slurmctld]=$(<"$dir/slurmctld.pid") [slurmd]=$(<"$dir/slurmd.pid"))
   deadline=$((SECONDS + seconds))
   local state=""
   while :; do
     local name
     for name in slurmctld slurmd; do
-      if [[ -z $(live_pid "$name") ]]; then
+      if ! running "${pid[$name]}"; then
+        local code=""
+        wait "${pid[$name]}" 2> /dev/null || code=$?
         log_tail "$name" >&2
-        stop_daemons
-        die "$name exited while the cluster was starting (its log: $dir/$name.log)"
+        stop_daemons "${pid[slurmctld]}" "${pid[slurmd]}"
+        die "$name exited${code:+ with status $code} while the cluster was starting (its log:" \
+            "$dir/$name.log)"
       fi
     done
     state=$(SLURM_CONF=$conf "$bin_sinfo" -h -n "$node" -o %T 2>/dev/null || true)
     [[ $state == idle ]] && break
     if ((SECONDS >= deadline)); then
       log_tail slurmctld >&2; log_tail slurmd >&2
-      stop_daemons
+      stop_daemons "${pid[slurmctld]}" "${pid[slurmd]}"
       die "expected node $node to be idle within $seconds s, got state '${state:-no answer from slurmctld}'"
     fi
     sleep 0.1
@@ -183,24 +187,31 @@ start() {
   echo "export SLURM_CONF=$conf"
 }
 
-stop_daemons() {  # SIGTERM both, wait up to 10 s, then SIGKILL; only our own PIDs
-  local name pid pids=()
-  for name in slurmd slurmctld; do
-    pid=$(live_pid "$name")
-    [[ -n $pid ]] && { kill -TERM "$pid" 2>/dev/null || true; pids+=("$pid"); }
-  done
+# Whether process PID runs (a zombie, a child of ours not yet reaped, does not).
+running() {
+  local state
+  state=$(awk '{print $3}' "/proc/$1/stat" 2> /dev/null) && [[ -n $state && $state != Z ]]
+}
+
+# SIGTERM, wait up to 10 s, then SIGKILL, and wait until gone. The PIDs given (start's own
+# children), else the daemons of DIR that still run (live_pid: never a stale or reused PID).
+stop_daemons() {
+  local name pid pids=("$@")
+  if ((${#pids[@]} == 0)); then
+    for name in slurmd slurmctld; do
+      pid=$(live_pid "$name")
+      [[ -n $pid ]] && pids+=("$pid")
+    done
+  fi
+  for pid in "${pids[@]}"; do kill -TERM "$pid" 2> /dev/null || true; done
   local until=$((SECONDS + 10))
   for pid in "${pids[@]}"; do
-    while [[ -e /proc/$pid ]] && ((SECONDS < until)); do sleep 0.05; done
-    if [[ -e /proc/$pid ]]; then
+    while running "$pid" && ((SECONDS < until)); do sleep 0.05; done
+    if running "$pid"; then
       echo "slurm_cluster: pid $pid still running 10 s after SIGTERM: SIGKILL" >&2
-      kill -KILL "$pid" 2>/dev/null || true
+      kill -KILL "$pid" 2> /dev/null || true
+      while running "$pid"; do sleep 0.05; done
     fi
-  done
-  for pid in "${pids[@]}"; do
-    while [[ -e /proc/$pid && $(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null) != Z ]]; do
-      sleep 0.05
-    done
   done
   rm -f "$dir/slurmctld.pid" "$dir/slurmd.pid"
   remove_spool
