@@ -2,8 +2,8 @@
 // launcher's variables (read_launch_env), joins through Communicator::from_env and runs one
 // scenario, checking every value exactly. Output, one line per event, for the scripts to check:
 //   "job <describe(read_launch_env())>"           first, from every rank
-//   "ok rank R of W: C collectives exact over ENGINE"  collectives: everything matched
-//                                                 (ENGINE: Communicator::engine_name)
+//   "ok rank R of W: C collectives exact (engine E)"  collectives: everything matched
+//                                                 (E: Communicator::engine_name)
 //   "dying rank R <monotonic ns>"                 fail-rank: the rank that kills itself, just
 //   before "error <Kind> <monotonic ns> <message>"       on a CollectiveError (exit 3) "wrong
 //   <what>: expected X, got Y"             a value differs (exit 1)
@@ -132,7 +132,7 @@ int collectives(Communicator& comm, std::int64_t count) {
   ++checked;
   comm.barrier();
   ++checked;
-  std::printf("ok rank %d of %d: %d collectives exact over %s\n", r, w, checked,
+  std::printf("ok rank %d of %d: %d collectives exact (engine %s)\n", r, w, checked,
               comm.engine_name().c_str());
   return 0;
 }
