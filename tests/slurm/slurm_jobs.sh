@@ -5,8 +5,9 @@
 # CASE:
 #   start         start the single-host cluster in CLUSTER_DIR (the fixture's setup)
 #   stop          stop it (the fixture's cleanup; also after a failed start)
-#   collectives   srun -n 2 (and -n 3 --overcommit) PROGRAM=launched_worker over the TCP engine,
+#   collectives   srun -n 2 (and -n 3 --overcommit) PROGRAM=launched_worker with RUCCL_ENGINE=ENGINE,
 #                 rendezvous from Slurm's variables: every collective's values exact on every rank
+#   collectives-pmix  the same with srun --mpi=pmix
 #   fail-rank     srun -n 2 PROGRAM=launched_worker, rank 1 SIGKILLs itself during a loop of
 #                 all_reduces: rank 0 fails naming it promptly, srun exits non-zero
 #   train         srun -n 2 PROGRAM=train_fashion_mnist (one short epoch) with RUCCL_ENGINE=ENGINE:
@@ -62,23 +63,26 @@ run_srun() {
 }
 
 case $case_name in
-  collectives)
+  collectives | collectives-pmix)
+    mpi=()
+    [[ $case_name == collectives-pmix ]] && mpi=(--mpi=pmix)
     for n in 2 3; do
       extra=()
       ((n > $(nproc))) && extra=(--overcommit)
       status=0
-      RUCCL_ENGINE=tcp run_srun "$work/n$n.log" -n "$n" "${extra[@]}" "$program" collectives 100003 ||
-        status=$?
+      RUCCL_ENGINE=$engine run_srun "$work/n$n.log" -n "$n" "${extra[@]}" "${mpi[@]}" "$program" \
+        collectives 100003 || status=$?
       cat "$work/n$n.log"
-      [[ $status == 0 ]] || fail "srun -n $n exited with status $status"
+      [[ $status == 0 ]] || fail "srun -n $n ${mpi[*]} exited with status $status"
       for ((r = 0; r < n; ++r)); do
         grep -q "^$r: job rank $r of $n (local rank $r of $n, node 0 of 1), rendezvous at .*, from slurm's variables$" \
           "$work/n$n.log" || fail "task $r did not read rank $r of $n from Slurm's variables"
-        grep -q "^$r: ok rank $r of $n: 10 collectives exact (engine algorithms)$" "$work/n$n.log" ||
-          fail "task $r of $n did not finish its collectives exactly"
+        grep -q "^$r: ok rank $r of $n: 10 collectives exact (engine $engine_re)$" "$work/n$n.log" ||
+          fail "task $r of $n did not finish its collectives exactly over the $engine engine"
       done
     done
-    echo "PASS: srun -n 2 and -n 3 ran 10 collectives over TCP, every value exact on every rank"
+    echo "PASS: srun -n 2 and -n 3 ${mpi[*]} ran 10 collectives over engine $engine, every value" \
+         "exact on every rank"
     ;;
   fail-rank)
     status=0
