@@ -46,18 +46,24 @@ find_binaries() {
   fi
 }
 
-# A TCP port in [10000, 20000) that nothing listens on or is bound to (/proc/net/tcp{,6}), and
-# that is not in $taken.
-taken=""
+# free_port VAR: sets VAR to a TCP port in [10000, 20000) that no socket of this machine's
+# network namespace is bound to (/proc/net/tcp and tcp6: local address, hex port) and that no
+# earlier call gave.
+taken=" "
 free_port() {
-  local used port
-  used=$(awk 'NR > 1 { split($2, a, ":"); print strtonum("0x" a[2]) }' /proc/net/tcp /proc/net/tcp6 \
-           2>/dev/null | sort -u | tr '\n' ' ')
+  local -A used=()
+  local table sl local_address rest port
+  for table in /proc/net/tcp /proc/net/tcp6; do
+    [[ -r $table ]] || continue
+    while read -r sl local_address rest; do
+      [[ $local_address == *:* ]] && used[$((16#${local_address##*:}))]=1
+    done < "$table"
+  done
   for _ in $(seq 200); do
     port=$((10000 + RANDOM % 10000))
-    [[ " $used $taken " == *" $port "* ]] && continue
-    taken="$taken $port"
-    echo "$port"
+    [[ -n ${used[$port]:-} || $taken == *" $port "* ]] && continue
+    taken+="$port "
+    printf -v "$1" %s "$port"
     return
   done
   die "no free port in [10000, 20000) after 200 tries"
@@ -151,7 +157,8 @@ start() {
   else
     mkdir -p "$spool"
   fi
-  ctld_port=$(free_port); slurmd_port=$(free_port)
+  free_port ctld_port
+  free_port slurmd_port
   write_conf "$node" "$ctld_port" "$slurmd_port" "$spool"
   # stdin and stdout away from the caller: a test runner waits for its pipes to close.
   setsid "$bin_slurmctld" -D -f "$conf" -i < /dev/null > "$dir/slurmctld.out" 2>&1 &
@@ -182,6 +189,10 @@ start() {
     fi
     sleep 0.1
   done
+  if ! getent hosts "$node" > /dev/null; then
+    echo "# slurm_cluster: warning: the node name $node does not resolve here; ruCCL ranks meet at" \
+         "the first host of SLURM_STEP_NODELIST, so set RUCCL_MASTER_ADDR=127.0.0.1 for jobs" >&2
+  fi
   echo "# slurm_cluster: node $node idle (slurmctld pid $(<"$dir/slurmctld.pid"), port" \
        "$ctld_port; slurmd pid $(<"$dir/slurmd.pid"), port $slurmd_port)" >&2
   echo "export SLURM_CONF=$conf"
