@@ -46,19 +46,20 @@ find_binaries() {
   fi
 }
 
+# This network namespace's TCP sockets, one a line: "sl local_address(hex ip:hex port) remote
+# state ...". Read whole (cat): bash's read on a /proc file takes one byte per system call.
+tcp_sockets() { cat /proc/net/tcp /proc/net/tcp6 2> /dev/null || true; }
+
 # free_port VAR: sets VAR to a TCP port in [10000, 20000) that no socket of this machine's
 # network namespace is bound to (/proc/net/tcp and tcp6: local address, hex port) and that no
 # earlier call gave.
 taken=" "
 free_port() {
   local -A used=()
-  local table sl local_address rest port
-  for table in /proc/net/tcp /proc/net/tcp6; do
-    [[ -r $table ]] || continue
-    while read -r sl local_address rest; do
-      [[ $local_address == *:* ]] && used[$((16#${local_address##*:}))]=1
-    done < "$table"
-  done
+  local sl local_address rest port
+  while read -r sl local_address rest; do
+    [[ $local_address == *:* ]] && used[$((16#${local_address##*:}))]=1
+  done <<< "$(tcp_sockets)"
   for _ in $(seq 200); do
     port=$((10000 + RANDOM % 10000))
     [[ -n ${used[$port]:-} || $taken == *" $port "* ]] && continue
@@ -67,6 +68,15 @@ free_port() {
     return
   done
   die "no free port in [10000, 20000) after 200 tries"
+}
+
+# Whether something listens on TCP port $1 (state 0A in /proc/net/tcp or tcp6).
+listening() {
+  local sl local_address remote state rest
+  while read -r sl local_address remote state rest; do
+    [[ $state == 0A && $local_address == *:* && $((16#${local_address##*:})) == "$1" ]] && return 0
+  done <<< "$(tcp_sockets)"
+  return 1
 }
 
 # The PID recorded in DIR/NAME.pid when that process is still our daemon (its command line names
@@ -180,7 +190,11 @@ start() {
             "$dir/$name.log)"
       fi
     done
-    state=$(SLURM_CONF=$conf "$bin_sinfo" -h -n "$node" -o %T 2>/dev/null || true)
+    # sinfo only once slurmctld listens: before, a client backs off and retries for seconds.
+    state=""
+    if listening "$ctld_port"; then
+      state=$(SLURM_CONF=$conf "$bin_sinfo" -h -n "$node" -o %T 2> /dev/null || true)
+    fi
     [[ $state == idle ]] && break
     if ((SECONDS >= deadline)); then
       log_tail slurmctld >&2; log_tail slurmd >&2

@@ -39,7 +39,14 @@ for tool in srun slurmctld slurmd; do
 done
 
 case $case_name in
-  start) exec bash "$cluster_sh" start "$cluster" ;;
+  start)
+    # A cluster an interrupted earlier run left in this build folder is stopped first.
+    if [[ -f $cluster/slurm.conf ]] && bash "$cluster_sh" status "$cluster" > /dev/null 2>&1; then
+      echo "stopping the cluster an earlier run left in $cluster"
+      bash "$cluster_sh" stop "$cluster"
+    fi
+    exec bash "$cluster_sh" start "$cluster"
+    ;;
   stop)
     [[ -f $cluster/slurm.conf ]] || { echo "no cluster in $cluster: nothing to stop"; exit 0; }
     exec bash "$cluster_sh" stop "$cluster"
