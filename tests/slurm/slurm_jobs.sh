@@ -54,11 +54,14 @@ case $case_name in
 esac
 
 [[ -f $cluster/slurm.conf ]] || fail "no cluster in $cluster (the fixture's start did not run)"
+# Nothing of an outer job or launcher (the tests themselves run inside an sbatch job, say) may
+# reach srun or the ranks: srun would use the outer allocation, a rank the outer job's variables.
+for name in $(compgen -e); do
+  [[ $name =~ ^(SLURM_|SBATCH_|SALLOC_|OMPI_|PMIX_|RUCCL_RANK|RUCCL_WORLD_SIZE|RUCCL_LOCAL_|RUCCL_NODE_RANK$|RUCCL_NUM_NODES$|RUCCL_MASTER_|MASTER_ADDR$|MASTER_PORT$|RANK$|WORLD_SIZE$|LOCAL_RANK$|LOCAL_WORLD_SIZE$) ]] &&
+    unset "$name"
+done
 export SLURM_CONF=$cluster/slurm.conf
 rm -rf "$work" && mkdir -p "$work"
-# Nothing of an outer job or launcher may leak into the ranks' environment.
-unset RUCCL_RANK RUCCL_WORLD_SIZE RUCCL_MASTER_ADDR RUCCL_MASTER_PORT MASTER_ADDR MASTER_PORT \
-      RANK WORLD_SIZE OMPI_COMM_WORLD_RANK OMPI_COMM_WORLD_SIZE
 # run_srun LOG SRUN_ARGS...: srun with a job time limit and a wall-clock bound, output to LOG
 # (each line prefixed with its task, "0: "); returns srun's status.
 run_srun() {

@@ -27,6 +27,11 @@ skip() { echo "SKIP: $*"; exit 77; }
 command -v ip > /dev/null || skip "the ip tool is missing (apt-get install iproute2)"
 command -v mpirun > /dev/null || skip "mpirun is missing (apt-get install openmpi-bin)"
 
+# An outer launcher's variables (the tests run under mpirun or srun, say) must not reach this one.
+for name in $(compgen -e); do
+  [[ $name =~ ^(OMPI_|PMIX_|SLURM_|RUCCL_RANK|RUCCL_WORLD_SIZE|RUCCL_LOCAL_|RUCCL_MASTER_) ]] &&
+    unset "$name"
+done
 tag=$(($$ % 100000))
 ns=("ruccl_h0_$tag" "ruccl_h1_$tag")
 addr=(10.78.0.1 10.78.0.2)
