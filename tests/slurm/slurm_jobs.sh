@@ -134,8 +134,12 @@ case $case_name in
         grep -q "^$r: pmix rank $r$" "$work/srun.log" || fail "task $r has no PMIx rank $r"
       done
     fi
-    grep -q "^0: launch: rank 0 of 2 .*, from slurm's variables; engine $engine_re$" "$work/srun.log" ||
-      fail "expected rank 0 to report Slurm's variables and the $engine engine ($engine_re)"
+    # An MPI job takes its ranks from MPI ("from MPI's variables"), a TCP one from Slurm's.
+    source_re="slurm"
+    [[ $engine == mpi ]] && source_re="(slurm|MPI)"
+    grep -Eq "^0: launch: rank 0 of 2 .*, from $source_re's variables; engine $engine_re$" \
+      "$work/srun.log" ||
+      fail "expected rank 0 to report $source_re's variables and the $engine engine ($engine_re)"
     grep -q "^0: .*over 2 data-parallel rank(s) (processes)" "$work/srun.log" ||
       fail "srun did not run 2 processes"
     [[ -s $work/srun.bin ]] || fail "rank 0 wrote no parameters"
