@@ -10,6 +10,8 @@
 #   tools/slurm_cluster.sh stop DIR    cancels what still runs, stops both daemons by their PIDs
 #                                      and waits until they are gone (then SIGKILL after 10 s)
 #   tools/slurm_cluster.sh status DIR  prints the daemons' PIDs and sinfo; exits 1 when not up
+#   RUCCL_SLURM_EXTRA_CONF="SlurmdDebug=debug"   lines appended to slurm.conf by start (the last
+#                                      setting of a key wins)
 #
 #   eval "$(tools/slurm_cluster.sh start /tmp/slurm)"
 #   srun -n 2 build/release/examples/train_fashion_mnist --epochs 1
@@ -145,6 +147,9 @@ SlurmdDebug=info
 NodeName=$node NodeAddr=127.0.0.1 $hw State=UNKNOWN
 PartitionName=debug Nodes=$node Default=YES MaxTime=INFINITE State=UP
 EOF
+  if [[ -n ${RUCCL_SLURM_EXTRA_CONF:-} ]]; then
+    printf '# From RUCCL_SLURM_EXTRA_CONF:\n%s\n' "$RUCCL_SLURM_EXTRA_CONF" >> "$conf"
+  fi
 }
 
 start() {

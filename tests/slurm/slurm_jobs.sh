@@ -8,6 +8,8 @@
 #   collectives   srun -n 2 (and -n 3 --overcommit) PROGRAM=launched_worker with RUCCL_ENGINE=ENGINE,
 #                 rendezvous from Slurm's variables: every collective's values exact on every rank
 #   collectives-pmix  the same with srun --mpi=pmix
+#   script-errors tools/slurm_cluster.sh refuses a second start of the running cluster; a start
+#                 whose slurmd fails says so with its log tail and leaves no daemon
 #   fail-rank     srun -n 2 PROGRAM=launched_worker, rank 1 SIGKILLs itself during a loop of
 #                 all_reduces: rank 0 fails naming it promptly, srun exits non-zero
 #   train         srun -n 2 PROGRAM=train_fashion_mnist (one short epoch) with RUCCL_ENGINE=ENGINE:
@@ -93,6 +95,29 @@ case $case_name in
     done
     echo "PASS: srun -n 2 and -n 3 ${mpi[*]} ran 10 collectives over engine $engine, every value" \
          "exact on every rank"
+    ;;
+  script-errors)
+    # A second start of the running cluster is refused and leaves it running.
+    status=0
+    bash "$cluster_sh" start "$cluster" > "$work/again.log" 2>&1 || status=$?
+    cat "$work/again.log"
+    [[ $status == 1 ]] || fail "a second start exited $status, expected 1"
+    grep -q "a cluster of $cluster is already running" "$work/again.log" ||
+      fail "a second start did not say the cluster runs"
+    bash "$cluster_sh" status "$cluster" > /dev/null || fail "the second start stopped the cluster"
+    # A daemon that cannot start: its status and log tail, and nothing left running.
+    status=0
+    RUCCL_SLURM_EXTRA_CONF=TaskPlugin=task/no_such_plugin \
+      bash "$cluster_sh" start "$work/broken" > "$work/broken.log" 2>&1 || status=$?
+    cat "$work/broken.log"
+    [[ $status == 1 ]] || fail "a start whose slurmd cannot load its task plugin exited $status"
+    grep -q "slurmd exited with status 1 while the cluster was starting" "$work/broken.log" ||
+      fail "the failed start did not name slurmd"
+    grep -q "task/no_such_plugin" "$work/broken.log" || fail "the failed start showed no log tail"
+    if bash "$cluster_sh" status "$work/broken" > /dev/null 2>&1; then
+      fail "a daemon of the failed start still runs"
+    fi
+    echo "PASS: a second start is refused, a failed one names the daemon, shows its log, leaves nothing"
     ;;
   fail-rank)
     status=0
