@@ -2,7 +2,7 @@
 # One ruCCL job across two "hosts": two network namespaces joined by a veth pair (10.78.0.1/24 and
 # 10.78.0.2/24, the same interface name rvh0 on both, as a cluster's nodes all have eth0), one
 # rank in each, launched by OpenMPI's mpirun the way it reaches real nodes: over its rsh agent
-# (here `ip netns exec`, tests/slurm/netns_agent.sh, instead of ssh), with --bind-to none,
+# (here `ip netns exec`, in an agent script this one writes, instead of ssh), with --bind-to none,
 # --mca btl self,tcp and the btl/oob interfaces chosen by CIDR.
 #   two_hosts.sh WORKER ENGINE WORK_DIR
 # ENGINE is what RUCCL_ENGINE asks for (tcp, or mpi when built with MPI); the worker
