@@ -142,25 +142,35 @@ TEST_CASE("a process whose MPI communicator is destroyed makes waiting peers fai
           "[mpi]") {
   std::optional<Communicator> comm = world(10s);
   comm->barrier();
+  MPI_Barrier(MPI_COMM_WORLD);  // every rank is out of the barrier before rank 0 leaves
   if (comm->rank() == 0) {
     comm.reset();  // leaves: its goodbye follows every message it sent
     return;
   }
-  const CollectiveError e = require_error(Kind::PeerLost, [&] { comm->all_reduce(f32({1})); });
-  REQUIRE(contains(e.what(), "rank 0"));
+  // From rank 0's goodbye, or from the notice of a peer that met it first.
+  require_failure(Kind::PeerLost, "lost rank 0: it left the group",
+                  [&] { comm->all_reduce(f32({1})); });
 }
 
 TEST_CASE("a send facing a collective on MPI is a CollectiveKindMismatch, not a wait", "[mpi]") {
   Communicator comm = world(10s);
   if (comm.rank() == 0) {
-    comm.send(f32({1, 2, 3}), 1);  // returns: the transport copied it
+    // Returns (the transport copied the message), unless rank 1's notice of the mismatch
+    // arrives while it finishes.
+    const std::optional<CollectiveError> e = error_of([&] { comm.send(f32({1, 2, 3}), 1); });
+    if (e) REQUIRE(e->kind() == Kind::CollectiveKindMismatch);
   } else {
     // Rank 1 meets rank 0's message where a record belongs ("can never match"), unless rank 0's
     // next call (a barrier facing the all_reduce) is found first: a mismatch either way, and
     // the others learn of it from a notice.
-    const CollectiveError e =
-        require_error(Kind::CollectiveKindMismatch, [&] { comm.all_reduce(f32({1})); });
-    REQUIRE((contains(e.what(), "can never match") || contains(e.what(), "has called barrier")));
+    const std::optional<CollectiveError> e = error_of([&] { comm.all_reduce(f32({1})); });
+    REQUIRE(e.has_value());
+    INFO(e->what());
+    // Rank 1 is in the call when it finds the mismatch; a rank that learns of it before its call
+    // begins gets Aborted naming it.
+    if (comm.rank() == 1) REQUIRE(e->kind() == Kind::CollectiveKindMismatch);
+    REQUIRE((e->kind() == Kind::CollectiveKindMismatch || e->kind() == Kind::Aborted));
+    REQUIRE((contains(e->what(), "can never match") || contains(e->what(), "has called barrier")));
   }
   // Every rank's next call fails with that cause: rank 0's too, which left its send before the
   // mismatch was found (Aborted naming it, or the error itself when it is found in this call).

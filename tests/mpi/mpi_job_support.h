@@ -48,6 +48,20 @@ CollectiveError require_error(CollectiveErrorKind kind, F&& f) {
   return *e;
 }
 
+/// `f` raised the group's failure: `kind` itself (it came during the call) or Aborted naming it
+/// (it was known before the call began), with `text` in the message either way. For a rank that
+/// learns of a failure from a peer's notice: when it arrives depends on the schedule.
+template <typename F>
+CollectiveError require_failure(CollectiveErrorKind kind, const std::string& text, F&& f) {
+  const std::optional<CollectiveError> e = error_of(f);
+  REQUIRE(e.has_value());
+  INFO(e->what());
+  REQUIRE((e->kind() == kind || e->kind() == CollectiveErrorKind::Aborted));
+  REQUIRE(e->what() != nullptr);
+  REQUIRE(std::string(e->what()).find(text) != std::string::npos);
+  return *e;
+}
+
 inline bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }

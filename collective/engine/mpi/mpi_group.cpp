@@ -1,17 +1,18 @@
 #include "collective/engine/mpi/mpi_group.h"
 
+#include "collective/engine/mpi/mpi_engine.h"
 #include "collective/engine/mpi/mpi_runtime.h"
 
 namespace ruccl {
 
 Communicator MpiGroup::world(Device device, CommunicatorOptions options,
-                             MpiTransportOptions transport) {
+                             MpiTransportOptions transport, MpiCollectives collectives) {
   mpi::ensure_initialized();
-  return from_comm(MPI_COMM_WORLD, device, std::move(options), std::move(transport));
+  return from_comm(MPI_COMM_WORLD, device, std::move(options), std::move(transport), collectives);
 }
 
 Communicator MpiGroup::from_comm(MPI_Comm comm, Device device, CommunicatorOptions options,
-                                 MpiTransportOptions transport) {
+                                 MpiTransportOptions transport, MpiCollectives collectives) {
   validate_communicator_options(options, "MpiGroup");
   mpi::ensure_initialized();
   int world = 0;
@@ -27,7 +28,9 @@ Communicator MpiGroup::from_comm(MPI_Comm comm, Device device, CommunicatorOptio
   if (transport.names == RankNames{}) transport.names = options.rank_names;
   std::unique_ptr<MpiTransport> link = MpiTransport::create(
       comm, std::move(transport), Deadline::after(options.timeout, "MpiGroup"));
-  return Communicator(std::move(link), device, std::move(options));
+  return Communicator(std::move(link), device, std::move(options),
+                      collectives == MpiCollectives::Mpi ? EngineFactory(make_mpi_engine)
+                                                         : EngineFactory(make_algorithm_engine));
 }
 
 }  // namespace ruccl

@@ -17,18 +17,26 @@
 
 namespace ruccl {
 
+/// Which engine runs the collectives of an MPI group.
+enum class MpiCollectives {
+  Mpi,        ///< MpiEngine: MPI's own collectives (with its fallback; mpi_engine.h)
+  Algorithms  ///< AlgorithmEngine: our algorithms over MPI point-to-point, for every collective
+};
+
 class MpiGroup {
  public:
   /// This process's rank of MPI_COMM_WORLD. Every process of the job must call it (it duplicates
   /// the communicator, within options.timeout). Throws CollectiveError: InvalidConfig (options,
   /// MPI's thread level), Timeout.
   static Communicator world(Device device = Device::cpu(), CommunicatorOptions options = {},
-                            MpiTransportOptions transport = {});
+                            MpiTransportOptions transport = {},
+                            MpiCollectives collectives = MpiCollectives::Mpi);
   /// This process's rank of `comm` (a communicator the program already has; every one of its
   /// ranks must call it). ruCCL works on duplicates: `comm` stays the program's.
   static Communicator from_comm(MPI_Comm comm, Device device = Device::cpu(),
                                 CommunicatorOptions options = {},
-                                MpiTransportOptions transport = {});
+                                MpiTransportOptions transport = {},
+                                MpiCollectives collectives = MpiCollectives::Mpi);
 };
 
 }  // namespace ruccl
