@@ -6,6 +6,10 @@
 
 #include "collective/launch/launch_env.h"
 #include "collective/store/tcp_store.h"
+#include "ruccl/config.h"
+#if RUCCL_WITH_MPI
+#include "collective/engine/mpi/mpi_group.h"
+#endif
 
 namespace ruccl {
 
@@ -115,7 +119,31 @@ Communicator TcpGroup::from_env(Device device, CommunicatorOptions options,
   return comm;
 }
 
+bool mpi_engine_from_env() {
+  const char* engine = std::getenv("RUCCL_ENGINE");
+  const std::string asked = engine != nullptr ? engine : "";
+  if (!asked.empty() && asked != "mpi" && asked != "tcp") {
+    throw CollectiveError(CollectiveErrorKind::InvalidConfig,
+                          str("RUCCL_ENGINE: expected \"mpi\" or \"tcp\", got \"", asked, "\""));
+  }
+  if (!RUCCL_WITH_MPI && asked == "mpi") {
+    throw CollectiveError(CollectiveErrorKind::InvalidConfig,
+                          "RUCCL_ENGINE: expected \"tcp\" in this build, got \"mpi\" (ruCCL was "
+                          "built without MPI: install libopenmpi-dev and configure with "
+                          "-DRUCCL_WITH_MPI=ON)");
+  }
+  const bool mpi_launcher = std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr ||
+                            std::getenv("OMPI_COMM_WORLD_RANK") != nullptr ||
+                            std::getenv("PMIX_RANK") != nullptr;
+  return RUCCL_WITH_MPI && (asked == "mpi" || (asked.empty() && mpi_launcher));
+}
+
 Communicator Communicator::from_env(Device device, CommunicatorOptions options) {
+#if RUCCL_WITH_MPI
+  if (mpi_engine_from_env()) return MpiGroup::world(device, std::move(options));
+#else
+  (void)mpi_engine_from_env();  // a bad RUCCL_ENGINE is an error here too
+#endif
   return TcpGroup::from_env(device, std::move(options));
 }
 

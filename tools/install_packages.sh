@@ -9,6 +9,7 @@ packages=(
   libeigen3-dev libcereal-dev zlib1g-dev  # libraries
   catch2  # tests
   dataset-fashion-mnist  # real data for the training demo (/usr/share/datasets/fashion-mnist)
+  libopenmpi-dev openmpi-bin  # the MPI engine (RUCCL_WITH_MPI) and its mpirun tests
   "$@"
 )
 
