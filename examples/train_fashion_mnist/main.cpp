@@ -235,6 +235,7 @@ int main(int argc, char** argv) {
   try {
     // Processes when a launcher describes a job, threads of this process otherwise.
     std::optional<ruccl::Communicator> comm;
+    std::string launch;  // under a launcher: where this rank sits and what moves its bytes
     int local_ranks = 1;
     if (ruccl::examples::environment_describes_job()) {
       ruccl::LaunchEnv job;
@@ -259,6 +260,7 @@ int main(int argc, char** argv) {
       cli.options.resume_if_any = job.restart_count > 0 && !cli.options.checkpoint_dir.empty();
       local_ranks = job.local_world_size;
       if (!comm) comm = ruccl::Communicator::from_env();
+      launch = ruccl::str(ruccl::describe(job), "; engine ", comm->engine_name());
     } else if (cli.options.kill_after_step >= 0) {
       usage_error("--kill-after-step needs ranks that are processes (start under ruccl-run)");
     }
@@ -270,6 +272,7 @@ int main(int argc, char** argv) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
     const auto& o = cli.options;
     if (lead) {
+      if (!launch.empty()) std::cout << "launch: " << launch << "\n";
       std::cout << "Fashion-MNIST: " << train.count << " training and " << test.count
                 << " test images (loaded in " << std::fixed << std::setprecision(1) << load_seconds
                 << " s)\nMLP " << train.features;
