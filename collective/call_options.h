@@ -101,6 +101,11 @@ struct CommunicatorOptions {
   /// How error messages name the ranks ("rank 2" by default; the registered session API names
   /// its PeerIds). Empty ids, or one per rank.
   RankNames rank_names;
+  /// Reductions must give bit-identical results on every rank and every run (the canonical order
+  /// of collective/algorithms/algorithm.h). Our algorithms always do; an engine whose native
+  /// reductions do not (MPI's order is the implementation's) runs ours instead; a group whose
+  /// engine cannot is refused with InvalidConfig.
+  bool require_bit_identical = false;
 };
 
 /// Checks options a group is made with; throws CollectiveError(InvalidConfig) "<who>: expected X,

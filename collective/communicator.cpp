@@ -3,23 +3,11 @@
 #include "collective/communicator.h"
 
 #include "collective/communicator_core.h"
+#include "collective/engine/algorithm_engine.h"
 
 namespace ruccl {
 
 namespace {
-
-// A reduction's input on the host, contiguous, in its accumulation dtype.
-Tensor reduction_input(const Tensor& t) {
-  Tensor host = host_contiguous(t);
-  const DType acc = accumulation_dtype(t.dtype());
-  return acc == host.dtype() ? host : host.to(acc).contiguous();
-}
-
-// Converts a host result in the accumulation dtype back to the caller's dtype and device.
-Tensor reduction_output(const Tensor& out, DType dtype, Device device) {
-  Tensor result = out.dtype() == dtype ? out : out.to(dtype);
-  return device.is_cpu() ? result : result.to(device);
-}
 
 // Bytes a reduction of `t` moves per rank (in its accumulation dtype); 0 for an invalid tensor.
 std::size_t accumulated_bytes(const Tensor& t) {
@@ -31,7 +19,12 @@ std::size_t accumulated_bytes(const Tensor& t) {
 
 Communicator::Communicator(std::unique_ptr<Transport> transport, Device device,
                            CommunicatorOptions options)
-    : core_(std::make_shared<CommunicatorCore>(std::move(transport), device, options)) {}
+    : Communicator(std::move(transport), device, std::move(options), make_algorithm_engine) {}
+
+Communicator::Communicator(std::unique_ptr<Transport> transport, Device device,
+                           CommunicatorOptions options, const EngineFactory& engine)
+    : core_(std::make_shared<CommunicatorCore>(std::move(transport), device, std::move(options),
+                                               engine)) {}
 
 CommunicatorCore& Communicator::core() const {
   if (core_ == nullptr) {
@@ -66,49 +59,15 @@ void Communicator::abort(const CollectiveError& cause) {
   core_->transport().fail(cause);
 }
 
+std::string Communicator::engine_name() const { return core().engine().name(); }
+
 Tensor Communicator::all_reduce(const Tensor& t, ReduceOperation op, const CallOptions& call) {
   CommunicatorCore& c = core();
   CallScope scope = c.begin(OpKind::AllReduce, call);
   c.describe_reduce_op(scope, op);
   c.describe_tensor(scope, t, "input");
-  const Algorithm algorithm =
-      c.choose_algorithm(scope, call, c.options().all_reduce_algorithm, accumulated_bytes(t));
-  // Direct sends its data with the record (one exchange for a small all_reduce, not two).
-  const bool early = algorithm == Algorithm::Direct && c.may_send_early(scope);
-  if (early) {
-    c.start_agree(scope);
-  } else {
-    c.agree(scope);
-  }
-  Tensor result;
-  auto body = [&](const AlgorithmContext& ctx) {
-    const Tensor in = reduction_input(t);
-    Tensor out = Tensor::empty(in.shape(), in.dtype());
-    const ReduceKernel kernel(in.dtype(), op);
-    const auto count = static_cast<std::size_t>(in.numel());
-    const CommunicatorOptions& o = c.options();
-    switch (algorithm) {
-      case Algorithm::Ring:
-        ring_all_reduce(ctx, in.data_ptr(), out.data_ptr(), count, kernel, o.segment_bytes);
-        break;
-      case Algorithm::Tree:
-        tree_all_reduce(ctx, in.data_ptr(), out.data_ptr(), count, kernel, scope.record.tree_arity);
-        break;
-      case Algorithm::Centralized:
-        centralized_all_reduce(ctx, in.data_ptr(), out.data_ptr(), count, kernel);
-        break;
-      default:
-        direct_all_reduce(ctx, in.data_ptr(), out.data_ptr(), count, kernel,
-                          o.direct_fold_all_bytes);
-    }
-    result = reduction_output(out, t.dtype(), c.device());
-  };
-  if (early) {
-    c.run_agreeing(scope, body);
-  } else {
-    c.run(scope, body);
-  }
-  return result;
+  c.choose_algorithm(scope, call, c.options().all_reduce_algorithm, accumulated_bytes(t));
+  return c.execute(scope, [&](const EngineCall& e) { return c.engine().all_reduce(e, t, op); });
 }
 
 std::optional<Tensor> Communicator::reduce(const Tensor& t, int root, ReduceOperation op,
@@ -118,30 +77,8 @@ std::optional<Tensor> Communicator::reduce(const Tensor& t, int root, ReduceOper
   c.describe_reduce_op(scope, op);
   c.describe_root(scope, root);
   c.describe_tensor(scope, t, "input");
-  const Algorithm algorithm =
-      c.choose_algorithm(scope, call, c.options().reduce_algorithm, accumulated_bytes(t));
-  c.agree(scope);
-  std::optional<Tensor> result;
-  c.run(scope, [&](const AlgorithmContext& ctx) {
-    const Tensor in = reduction_input(t);
-    const bool is_root = c.rank() == root;
-    Tensor out = is_root ? Tensor::empty(in.shape(), in.dtype()) : Tensor();
-    void* out_ptr = is_root ? out.data_ptr() : nullptr;
-    const ReduceKernel kernel(in.dtype(), op);
-    const auto count = static_cast<std::size_t>(in.numel());
-    switch (algorithm) {
-      case Algorithm::Ring:
-        ring_reduce(ctx, in.data_ptr(), out_ptr, count, kernel, root, c.options().segment_bytes);
-        break;
-      case Algorithm::Tree:
-        tree_reduce(ctx, in.data_ptr(), out_ptr, count, kernel, root, scope.record.tree_arity);
-        break;
-      default:
-        direct_reduce(ctx, in.data_ptr(), out_ptr, count, kernel, root);
-    }
-    if (is_root) result = reduction_output(out, t.dtype(), c.device());
-  });
-  return result;
+  c.choose_algorithm(scope, call, c.options().reduce_algorithm, accumulated_bytes(t));
+  return c.execute(scope, [&](const EngineCall& e) { return c.engine().reduce(e, t, root, op); });
 }
 
 Tensor Communicator::reduce_scatter(const Tensor& t, ReduceOperation op, const CallOptions& call) {
@@ -154,19 +91,7 @@ Tensor Communicator::reduce_scatter(const Tensor& t, ReduceOperation op, const C
              str("expected axis 0 of a length divisible by the world size ", c.world_size(),
                  ", got shape ", t.shape()));
   }
-  c.agree(scope);
-  Tensor result;
-  c.run(scope, [&](const AlgorithmContext& ctx) {
-    const Tensor in = reduction_input(t);
-    Shape shard = in.shape();
-    shard[0] = shard[0] / c.world_size();
-    Tensor out = Tensor::empty(shard, in.dtype());
-    const ReduceKernel kernel(in.dtype(), op);
-    direct_reduce_scatter(ctx, in.data_ptr(), out.data_ptr(), static_cast<std::size_t>(in.numel()),
-                          kernel);
-    result = reduction_output(out, t.dtype(), c.device());
-  });
-  return result;
+  return c.execute(scope, [&](const EngineCall& e) { return c.engine().reduce_scatter(e, t, op); });
 }
 
 }  // namespace ruccl

@@ -12,6 +12,7 @@
 // raises CollectiveError on every rank. After any CollectiveError the group is finished: later
 // calls on any rank raise CollectiveErrorKind::Aborted.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -27,6 +28,10 @@ namespace ruccl {
 
 class Transport;
 class CommunicatorCore;
+class CollectiveEngine;
+/// Makes a rank's collective engine over its transport (collective/engine/collective_engine.h).
+using EngineFactory = std::function<std::unique_ptr<CollectiveEngine>(
+    Transport& transport, Device device, const CommunicatorOptions& options)>;
 
 /// Result of all_to_all_v: the received rows (in source-rank order) and how many came from each.
 struct AllToAllVResult {
@@ -39,7 +44,12 @@ struct AllToAllVResult {
 class Communicator {
  public:
   /// An endpoint over `transport` (InProcessGroup::create, and later TCP/NCCL, build these).
+  /// Runs collectives with our algorithms over the transport (AlgorithmEngine).
   Communicator(std::unique_ptr<Transport> transport, Device device, CommunicatorOptions options);
+  /// The same with the engine `engine` makes over the transport (MPI, ...): the core still
+  /// validates, agrees (over the transport) and fails the group; the engine moves the bytes.
+  Communicator(std::unique_ptr<Transport> transport, Device device, CommunicatorOptions options,
+               const EngineFactory& engine);
   Communicator() = default;
   /// This process's rank of the job the environment describes (ruccl-run, torchrun, Slurm or
   /// OpenMPI variables), over TCP: see TcpGroup::from_env (collective/tcp_group.h).
@@ -53,6 +63,8 @@ class Communicator {
   Device device() const;
   /// The options the group was made with.
   const CommunicatorOptions& options() const;
+  /// The name of the engine that runs this group's collectives ("algorithms", "mpi").
+  std::string engine_name() const;
 
   /// Every rank gets root's tensor. Non-roots may pass an undefined Tensor() (the result takes
   /// root's shape and dtype) or a tensor of root's shape and dtype.

@@ -5,15 +5,24 @@
 namespace ruccl {
 
 CommunicatorCore::CommunicatorCore(std::unique_ptr<Transport> transport, Device device,
-                                   CommunicatorOptions options)
+                                   CommunicatorOptions options, const EngineFactory& engine)
     : transport_(std::move(transport)),
+      engine_(engine(*transport_, device, options)),
       rank_(transport_->rank()),
       world_(transport_->world_size()),
       device_(device),
       options_(options),
       p2p_sent_(static_cast<std::size_t>(world_), 0),
       p2p_received_(static_cast<std::size_t>(world_), 0),
-      records_(static_cast<std::size_t>(world_)) {}
+      records_(static_cast<std::size_t>(world_)) {
+  if (options_.require_bit_identical && !engine_->bit_identical()) {
+    throw CollectiveError(CollectiveErrorKind::InvalidConfig,
+                          str("Communicator on ", options_.rank_names.name(rank_),
+                              ": expected an engine with bit-identical reductions "
+                              "(CommunicatorOptions::require_bit_identical), got the ",
+                              engine_->name(), " engine, whose reduction order is its own"));
+  }
+}
 
 void CommunicatorCore::throw_if_finished(const char* label) const {
   if (!transport_->failed()) return;
@@ -68,6 +77,12 @@ void CommunicatorCore::describe_tensor(CallScope& scope, const Tensor& t, const 
   rec.has_tensor = 1;
   rec.dtype = static_cast<std::uint8_t>(t.dtype());
   rec.set_shape(t.shape());
+  if (!engine_->supports(rec.kind, t.dtype(), t.device())) {
+    reject(scope, CollectiveErrorKind::InvalidArgument,
+           str("expected a ", what, " tensor the ", engine_->name(), " engine can run ",
+               op_kind_name(rec.kind), " on, got a ", t.dtype(), " tensor on ",
+               t.device().to_string()));
+  }
   if (t.device() != device_) {
     reject(scope, CollectiveErrorKind::InvalidArgument,
            str("expected the ", what, " tensor on ", device_.to_string(),
@@ -129,13 +144,6 @@ Algorithm CommunicatorCore::choose_algorithm(CallScope& scope, const CallOptions
   return a;
 }
 
-Algorithm CommunicatorCore::agreed_algorithm(const CallScope& scope, std::size_t bytes) const {
-  const auto a = static_cast<Algorithm>(scope.record.algorithm);
-  return a == Algorithm::Auto
-             ? auto_algorithm(scope.record.kind, bytes, transport_->zero_copy(), options_)
-             : a;
-}
-
 void CommunicatorCore::start_agree(CallScope& scope) {
   try {
     transport_->start_agree(scope.record, scope.deadline);
@@ -180,15 +188,6 @@ void CommunicatorCore::fail_group_from_current_exception(const char* label) noex
 
 void CommunicatorCore::fail_group_from_current_exception(const CallScope& scope) noexcept {
   fail_group_from_current_exception(scope.label);
-}
-
-Tensor host_contiguous(const Tensor& t) {
-  Tensor host = t.device().is_cpu() ? t : t.to(Device::cpu());
-  return host.contiguous();
-}
-
-DType accumulation_dtype(DType dtype) {
-  return dtype == DType::F16 || dtype == DType::BF16 ? DType::F32 : dtype;
 }
 
 }  // namespace ruccl

@@ -1,7 +1,8 @@
 #pragma once
-// CommunicatorCore: the state behind a Communicator handle (transport, options, call counter) and
-// the one code path every collective goes through: describe the call, agree, run the algorithm,
-// and turn any failure into a group-wide CollectiveError.
+// CommunicatorCore: the state behind a Communicator handle (transport, engine, options, call
+// counter) and the one code path every collective goes through: describe the call, agree, hand it
+// to the engine (collective/engine/collective_engine.h), and turn any failure into a group-wide
+// CollectiveError.
 #include <memory>
 #include <optional>
 #include <string>
@@ -11,6 +12,7 @@
 #include "collective/algorithms/algorithm.h"
 #include "collective/call_options.h"
 #include "collective/communicator.h"
+#include "collective/engine/collective_engine.h"
 #include "collective/transport/transport.h"
 
 namespace ruccl {
@@ -24,10 +26,12 @@ struct CallScope {
 
 class CommunicatorCore {
  public:
-  CommunicatorCore(std::unique_ptr<Transport> transport, Device device,
-                   CommunicatorOptions options);
+  /// `engine` makes the group's engine over `transport` (make_algorithm_engine by default).
+  CommunicatorCore(std::unique_ptr<Transport> transport, Device device, CommunicatorOptions options,
+                   const EngineFactory& engine);
 
   Transport& transport() { return *transport_; }
+  CollectiveEngine& engine() { return *engine_; }
   int rank() const { return rank_; }
   int world_size() const { return world_; }
   Device device() const { return device_; }
@@ -49,39 +53,38 @@ class CommunicatorCore {
   /// Resolves the call's algorithm (CallOptions, then `group_default`, then Auto by size and
   /// transport: auto_algorithm) and records it for agreement. Returns it; the arity is in
   /// scope.record. `bytes` nullopt (a broadcast, whose size only root knows before agreement):
-  /// Auto stays Auto in the record and agreed_algorithm resolves it once every rank knows the size.
+  /// Auto stays Auto in the record and the engine resolves it from root's record.
   Algorithm choose_algorithm(CallScope& scope, const CallOptions& call, Algorithm group_default,
                              std::optional<std::size_t> bytes);
-  /// The algorithm an agreed call runs: the recorded one, or auto_algorithm(bytes) when it was
-  /// left Auto (bytes must then be the same on every rank, e.g. from root's record).
-  Algorithm agreed_algorithm(const CallScope& scope, std::size_t bytes) const;
   /// Publishes the record, waits for every rank's and checks agreement; throws on mismatch (on
   /// every rank) or on a local error of any rank.
   void agree(CallScope& scope) {
     start_agree(scope);
     finish_agree(scope);
   }
-  /// agree() in two halves (Transport::start_agree / finish_agree): a call may post its first
-  /// sends in between (run_agreeing).
+  /// agree() in two halves (Transport::start_agree / finish_agree): an engine may post its first
+  /// sends in between (CollectiveEngine::sends_with_agreement).
   void start_agree(CallScope& scope);
   void finish_agree(CallScope& scope);
-  /// Whether the call may send before its agreement completes: this rank has no local error (its
-  /// arguments are valid, so the algorithm can run) and has peers.
-  bool may_send_early(const CallScope& scope) const {
-    return scope.record.error_kind == CallRecord::kNone && world_ > 1;
-  }
   /// Every rank's record of the last agreed call (index = rank).
   const std::vector<CallRecord>& records() const;
-  /// Runs `body(ctx)` with the call's algorithm context; any exception fails the group and, before
-  /// it propagates, waits until no peer reads a buffer this rank lent (Transport::withdraw_sends).
+
+  /// The one path of every collective: agrees on the call, then returns body(call) with the
+  /// agreed EngineCall (body calls the engine). When the engine sends with the agreement and this
+  /// rank's arguments are valid, the agreement is only started and the engine completes it
+  /// (EngineCall::agreed) after its first sends, or execute does after body. Any exception fails
+  /// the group and, before it propagates, waits until no peer reads a buffer this rank lent
+  /// (Transport::withdraw_sends).
   template <typename Body>
-  void run(CallScope& scope, Body&& body) {
-    run_with(scope, nullptr, body);
-  }
-  /// run() for a call whose agreement was only started (start_agree): the algorithm completes it
-  /// with ctx.agreed() before its first receive, or run_agreeing does after the body.
-  template <typename Body>
-  void run_agreeing(CallScope& scope, Body&& body) {
+  auto execute(CallScope& scope, Body&& body) {
+    const bool early = scope.record.error_kind == CallRecord::kNone && world_ > 1 &&
+                       engine_->sends_with_agreement(
+                           scope.record.kind, static_cast<Algorithm>(scope.record.algorithm));
+    if (!early) {
+      agree(scope);
+      return run_engine(scope, nullptr, body);
+    }
+    start_agree(scope);
     bool agreed = false;
     auto finish = [&] {
       if (agreed) return;
@@ -89,9 +92,10 @@ class CommunicatorCore {
       finish_agree(scope);
     };
     const FunctionRef<void()> pending(finish);
-    run_with(scope, &pending, [&](const AlgorithmContext& ctx) {
-      body(ctx);
+    return run_engine(scope, &pending, [&](const EngineCall& call) {
+      auto result = body(call);
       finish();
+      return result;
     });
   }
 
@@ -108,10 +112,11 @@ class CommunicatorCore {
 
  private:
   template <typename Body>
-  void run_with(CallScope& scope, const FunctionRef<void()>* pending, Body&& body) {
+  auto run_engine(CallScope& scope, const FunctionRef<void()>* pending, Body&& body) {
     try {
-      const AlgorithmContext ctx{*transport_, scope.record.seq << 16, scope.deadline, pending};
-      body(ctx);
+      const EngineCall call{scope.record,           records_, scope.label, scope.deadline,
+                            scope.record.seq << 16, pending};
+      return body(call);
     } catch (...) {
       fail_group_from_current_exception(scope);
       throw;
@@ -119,6 +124,7 @@ class CommunicatorCore {
   }
 
   std::unique_ptr<Transport> transport_;
+  std::unique_ptr<CollectiveEngine> engine_;
   int rank_;
   int world_;
   Device device_;
@@ -128,10 +134,5 @@ class CommunicatorCore {
   std::vector<std::uint64_t> p2p_received_;
   std::vector<CallRecord> records_;
 };
-
-/// A contiguous CPU tensor with the same values (t itself when it already is one).
-Tensor host_contiguous(const Tensor& t);
-/// The dtype a reduction of `dtype` accumulates in (F16/BF16 -> F32, others unchanged).
-DType accumulation_dtype(DType dtype);
 
 }  // namespace ruccl

@@ -1,67 +1,13 @@
-// Communicator: the data-movement collectives (no arithmetic; any dtype, bytes moved as they are)
-// and point-to-point send/recv.
-#include <numeric>
-
+// Communicator: the data-movement collectives (checked and agreed here, run by the engine) and
+// point-to-point send/recv.
 #include "collective/communicator.h"
 #include "collective/communicator_core.h"
+#include "collective/engine/algorithm_engine.h"
 #include "collective/p2p_header.h"
 
 namespace ruccl {
 
 namespace {
-
-Tensor to_device(const Tensor& host, Device device) {
-  return device.is_cpu() ? host : host.to(device);
-}
-
-// all_gather/gather treat a 0-d tensor as shape [1].
-Shape gathered_shape(const Shape& shape, int world) {
-  Shape out = shape.empty() ? Shape{1} : shape;
-  out[0] = out[0] * world;
-  return out;
-}
-
-// Root's tensor, as agreed: dtype and shape from root's record.
-Tensor empty_like_record(const CallRecord& rec) {
-  return Tensor::empty(rec.shape(), static_cast<DType>(rec.dtype));
-}
-
-void broadcast_bytes(const CommunicatorCore& c, const CallScope& scope, const AlgorithmContext& ctx,
-                     void* buf, std::size_t nbytes, int root) {
-  switch (c.agreed_algorithm(scope, nbytes)) {
-    case Algorithm::Ring:
-      ring_broadcast(ctx, buf, nbytes, root, c.options().segment_bytes);
-      break;
-    case Algorithm::Tree:
-      tree_broadcast(ctx, buf, nbytes, root, scope.record.tree_arity);
-      break;
-    default:
-      direct_broadcast(ctx, buf, nbytes, root);
-  }
-}
-
-// Shared body of broadcast and broadcast_from_sender once the root is known.
-Tensor run_broadcast(CommunicatorCore& c, CallScope& scope, const Tensor& t, int root) {
-  Tensor result;
-  c.run(scope, [&](const AlgorithmContext& ctx) {
-    if (c.rank() == root) {
-      // Peers read `in` in place (the root never writes its buffer in any broadcast algorithm),
-      // and the root's own result is a copy made afterwards: so an abort during the transfer
-      // fails the root at once instead of after copying the whole tensor first.
-      const Tensor in = host_contiguous(t);
-      broadcast_bytes(c, scope, ctx, const_cast<void*>(in.data_ptr()), in.nbytes(), root);
-      Tensor out =
-          Tensor::empty(in.shape(), in.dtype());  // a new tensor: never the caller's memory
-      copy_bytes(out.data_ptr(), in.data_ptr(), in.nbytes());
-      result = to_device(out, c.device());
-    } else {
-      Tensor out = empty_like_record(c.records()[static_cast<std::size_t>(root)]);
-      broadcast_bytes(c, scope, ctx, out.data_ptr(), out.nbytes(), root);
-      result = to_device(out, c.device());
-    }
-  });
-  return result;
-}
 
 // A tensor on the root, or undefined/matching elsewhere (broadcast, scatter).
 void describe_root_tensor(CommunicatorCore& c, CallScope& scope, const Tensor& t, int root) {
@@ -103,8 +49,7 @@ Tensor Communicator::broadcast(const Tensor& t, int root, const CallOptions& cal
   // The size is unknown on non-roots until agreement: Auto is resolved after it (from root's
   // record, the same on every rank).
   c.choose_algorithm(scope, call, c.options().broadcast_algorithm, std::nullopt);
-  c.agree(scope);
-  return run_broadcast(c, scope, t, root);
+  return c.execute(scope, [&](const EngineCall& e) { return c.engine().broadcast(e, t, root); });
 }
 
 Tensor Communicator::broadcast_from_sender(const std::optional<Tensor>& t,
@@ -113,27 +58,20 @@ Tensor Communicator::broadcast_from_sender(const std::optional<Tensor>& t,
   CallScope scope = c.begin(OpKind::BroadcastFromSender, call);
   if (t.has_value()) c.describe_tensor(scope, *t, "input");
   c.choose_algorithm(scope, call, c.options().broadcast_algorithm, std::nullopt);
-  c.agree(scope);
-  int root = 0;
-  for (int r = 0; r < c.world_size(); ++r) {
-    if (c.records()[static_cast<std::size_t>(r)].has_tensor) root = r;
-  }
-  return run_broadcast(c, scope, t.has_value() ? *t : Tensor(), root);
+  return c.execute(scope, [&](const EngineCall& e) {
+    int root = 0;  // the one sender (agreement checked there is exactly one)
+    for (int r = 0; r < c.world_size(); ++r) {
+      if (e.records[static_cast<std::size_t>(r)].has_tensor) root = r;
+    }
+    return c.engine().broadcast(e, t.has_value() ? *t : Tensor(), root);
+  });
 }
 
 Tensor Communicator::all_gather(const Tensor& t, const CallOptions& call) {
   CommunicatorCore& c = core();
   CallScope scope = c.begin(OpKind::AllGather, call);
   c.describe_tensor(scope, t, "input");
-  c.agree(scope);
-  Tensor result;
-  c.run(scope, [&](const AlgorithmContext& ctx) {
-    const Tensor in = host_contiguous(t);
-    Tensor out = Tensor::empty(gathered_shape(in.shape(), c.world_size()), in.dtype());
-    direct_all_gather(ctx, in.data_ptr(), out.data_ptr(), in.nbytes());
-    result = to_device(out, c.device());
-  });
-  return result;
+  return c.execute(scope, [&](const EngineCall& e) { return c.engine().all_gather(e, t); });
 }
 
 std::optional<Tensor> Communicator::gather(const Tensor& t, int root, const CallOptions& call) {
@@ -141,17 +79,7 @@ std::optional<Tensor> Communicator::gather(const Tensor& t, int root, const Call
   CallScope scope = c.begin(OpKind::Gather, call);
   c.describe_root(scope, root);
   c.describe_tensor(scope, t, "input");
-  c.agree(scope);
-  std::optional<Tensor> result;
-  c.run(scope, [&](const AlgorithmContext& ctx) {
-    const Tensor in = host_contiguous(t);
-    const bool is_root = c.rank() == root;
-    Tensor out =
-        is_root ? Tensor::empty(gathered_shape(in.shape(), c.world_size()), in.dtype()) : Tensor();
-    direct_gather(ctx, in.data_ptr(), is_root ? out.data_ptr() : nullptr, in.nbytes(), root);
-    if (is_root) result = to_device(out, c.device());
-  });
-  return result;
+  return c.execute(scope, [&](const EngineCall& e) { return c.engine().gather(e, t, root); });
 }
 
 Tensor Communicator::scatter(const Tensor& t, int root, const CallOptions& call) {
@@ -163,18 +91,7 @@ Tensor Communicator::scatter(const Tensor& t, int root, const CallOptions& call)
              str("expected root's axis 0 of a length divisible by the world size ", c.world_size(),
                  ", got shape ", t.shape()));
   }
-  c.agree(scope);
-  Tensor result;
-  c.run(scope, [&](const AlgorithmContext& ctx) {
-    const CallRecord& rec = c.records()[static_cast<std::size_t>(root)];
-    Shape block = rec.shape();
-    block[0] = block[0] / c.world_size();
-    Tensor out = Tensor::empty(block, static_cast<DType>(rec.dtype));
-    Tensor in = c.rank() == root ? host_contiguous(t) : Tensor();
-    direct_scatter(ctx, in.defined() ? in.data_ptr() : nullptr, out.data_ptr(), out.nbytes(), root);
-    result = to_device(out, c.device());
-  });
-  return result;
+  return c.execute(scope, [&](const EngineCall& e) { return c.engine().scatter(e, t, root); });
 }
 
 Tensor Communicator::all_to_all(const Tensor& t, const CallOptions& call) {
@@ -186,16 +103,7 @@ Tensor Communicator::all_to_all(const Tensor& t, const CallOptions& call) {
              str("expected axis 0 of a length divisible by the world size ", c.world_size(),
                  ", got shape ", t.shape()));
   }
-  c.agree(scope);
-  Tensor result;
-  c.run(scope, [&](const AlgorithmContext& ctx) {
-    const Tensor in = host_contiguous(t);
-    Tensor out = Tensor::empty(in.shape(), in.dtype());
-    direct_all_to_all(ctx, in.data_ptr(), out.data_ptr(),
-                      in.nbytes() / static_cast<std::size_t>(c.world_size()));
-    result = to_device(out, c.device());
-  });
-  return result;
+  return c.execute(scope, [&](const EngineCall& e) { return c.engine().all_to_all(e, t); });
 }
 
 AllToAllVResult Communicator::all_to_all_v(const Tensor& t,
@@ -226,36 +134,8 @@ AllToAllVResult Communicator::all_to_all_v(const Tensor& t,
       }
     }
   }
-  c.agree(scope);
-  AllToAllVResult result;
-  c.run(scope, [&](const AlgorithmContext& ctx) {
-    const auto w = static_cast<std::size_t>(c.world_size());
-    std::vector<std::int64_t> recv_counts(w);
-    exchange_counts(ctx, send_counts, recv_counts);
-    const Tensor in = host_contiguous(t);
-    Shape out_shape = in.shape();
-    out_shape[0] = std::accumulate(recv_counts.begin(), recv_counts.end(), std::int64_t{0});
-    Tensor out = Tensor::empty(out_shape, in.dtype());
-    std::size_t row_bytes = dtype_size(in.dtype());
-    for (std::int64_t d = 1; d < in.dim(); ++d)
-      row_bytes *= static_cast<std::size_t>(in.shape()[d]);
-    std::vector<std::size_t> send_off(w), send_bytes(w), recv_off(w), recv_bytes(w);
-    std::size_t s = 0, r = 0;
-    for (std::size_t j = 0; j < w; ++j) {
-      send_off[j] = s;
-      send_bytes[j] = static_cast<std::size_t>(send_counts[j]) * row_bytes;
-      s += send_bytes[j];
-      recv_off[j] = r;
-      recv_bytes[j] = static_cast<std::size_t>(recv_counts[j]) * row_bytes;
-      r += recv_bytes[j];
-    }
-    const AlgorithmContext data_ctx{ctx.transport, ctx.tag + 1, ctx.deadline};
-    direct_all_to_all_v(data_ctx, in.data_ptr(), send_off, send_bytes, out.data_ptr(), recv_off,
-                        recv_bytes);
-    result.output = to_device(out, c.device());
-    result.recv_counts = std::move(recv_counts);
-  });
-  return result;
+  return c.execute(scope,
+                   [&](const EngineCall& e) { return c.engine().all_to_all_v(e, t, send_counts); });
 }
 
 void Communicator::barrier(const CallOptions& call) {
@@ -318,7 +198,7 @@ Tensor Communicator::recv(int src, const CallOptions& call) {
     }
     Tensor out = Tensor::empty(shape, dtype);
     c.transport().recv_into(src, tag | 1, out.data_ptr(), out.nbytes(), deadline);
-    return to_device(out, c.device());
+    return c.device().is_cpu() ? out : out.to(c.device());
   } catch (...) {
     c.fail_group_from_current_exception(label);
     throw;

@@ -88,8 +88,7 @@ class CollectiveEngine {
                                        std::span<const std::int64_t> send_counts) = 0;
 };
 
-/// Makes the engine of one rank over the group's transport (which outlives the engine).
-using EngineFactory = std::function<std::unique_ptr<CollectiveEngine>(
-    Transport& transport, Device device, const CommunicatorOptions& options)>;
+// EngineFactory (communicator.h) makes the engine of one rank over the group's transport, which
+// outlives the engine.
 
 }  // namespace ruccl

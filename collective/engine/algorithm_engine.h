@@ -1,0 +1,51 @@
+#pragma once
+// AlgorithmEngine: the engine that runs our own algorithms (collective/algorithms/) over the
+// group's Transport — in process, TCP, MPI point-to-point or the fault-injecting wrapper. It stages
+// tensors on the host once (a contiguous CPU copy of a device tensor, the accumulation dtype of a
+// reduction), runs the algorithm the call agreed on, and brings the result back to the rank's
+// device. Reductions follow the canonical order (algorithm.h): results are bit-identical on every
+// rank, every run, whatever the algorithm.
+#include <memory>
+
+#include "collective/engine/collective_engine.h"
+
+namespace ruccl {
+
+class AlgorithmEngine final : public CollectiveEngine {
+ public:
+  AlgorithmEngine(Transport& transport, Device device, const CommunicatorOptions& options);
+
+  std::string name() const override;
+  bool supports(OpKind kind, DType dtype, Device device) const override;
+  bool bit_identical() const override { return true; }
+  /// Direct all_reduce sends its inputs with the record: one exchange for a small all_reduce.
+  bool sends_with_agreement(OpKind kind, Algorithm algorithm) const override;
+
+  Tensor all_reduce(const EngineCall& call, const Tensor& t, ReduceOperation op) override;
+  std::optional<Tensor> reduce(const EngineCall& call, const Tensor& t, int root,
+                               ReduceOperation op) override;
+  Tensor reduce_scatter(const EngineCall& call, const Tensor& t, ReduceOperation op) override;
+  Tensor broadcast(const EngineCall& call, const Tensor& t, int root) override;
+  Tensor all_gather(const EngineCall& call, const Tensor& t) override;
+  std::optional<Tensor> gather(const EngineCall& call, const Tensor& t, int root) override;
+  Tensor scatter(const EngineCall& call, const Tensor& t, int root) override;
+  Tensor all_to_all(const EngineCall& call, const Tensor& t) override;
+  AllToAllVResult all_to_all_v(const EngineCall& call, const Tensor& t,
+                               std::span<const std::int64_t> send_counts) override;
+
+ private:
+  Transport& transport_;
+  Device device_;
+  CommunicatorOptions options_;
+};
+
+/// The EngineFactory of AlgorithmEngine: what every group uses unless told otherwise.
+std::unique_ptr<CollectiveEngine> make_algorithm_engine(Transport& transport, Device device,
+                                                        const CommunicatorOptions& options);
+
+/// A contiguous CPU tensor with the same values (t itself when it already is one).
+Tensor host_contiguous(const Tensor& t);
+/// The dtype a reduction of `dtype` accumulates in (F16/BF16 -> F32, others unchanged).
+DType accumulation_dtype(DType dtype);
+
+}  // namespace ruccl
