@@ -162,6 +162,8 @@ class TcpTransport final : public Transport {
   /// The link's step result: throws PeerLost when the peer closed the connection.
   void check_step(int peer, LinkStep step);
   std::string call_name(const Deadline& deadline) const;
+  /// The hang report ("; calls reached: ...") of a collective's timeout; "" for point-to-point.
+  std::string calls_reached(const Deadline& deadline, const std::vector<int>& absent) const;
   /// Applies the wire fault for this rank's next message to `peer`, if any.
   WireFault wire_fault(int peer);
   /// Applies the wire fault for this rank's next call, if any.
@@ -183,6 +185,10 @@ class TcpTransport final : public Transport {
   std::vector<std::uint64_t> messages_sent_;  // isends to each peer (wire_faults)
   std::vector<bool> dropping_;                // a Drop fired: every later message vanishes
   std::uint64_t calls_ = 0;                   // agree() calls (wire_faults)
+  // The hang report: the newest call number each rank is known to have started (this rank's
+  // own, the peers' records received), and the call whose records finish_agree waits for.
+  std::vector<std::uint64_t> calls_seen_;
+  std::uint64_t agreeing_seq_ = 0;
 };
 
 }  // namespace ruccl

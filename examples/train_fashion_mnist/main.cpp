@@ -152,10 +152,12 @@ Cli parse(int argc, char** argv) {
   return cli;
 }
 
-/// Prints a progress bar (redrawn in place on a terminal) and a line per epoch; writes the CSV.
+/// Prints the progress within an epoch (a line redrawn in place on a terminal, plain lines
+/// otherwise: progress_line.h) and a line per epoch; writes the CSV.
 class ConsoleObserver : public fm::TrainObserver {
  public:
-  ConsoleObserver(const std::string& metrics_path, bool append) : tty_(isatty(STDOUT_FILENO) != 0) {
+  ConsoleObserver(const std::string& metrics_path, bool append)
+      : progress_(std::cout, isatty(STDOUT_FILENO) != 0) {
     if (!metrics_path.empty()) {
       const bool fresh = !append || !std::filesystem::exists(metrics_path);
       csv_.open(metrics_path, append ? std::ios::app : std::ios::trunc);
@@ -173,18 +175,9 @@ class ConsoleObserver : public fm::TrainObserver {
     }
     std::cout << "\n";
   }
-  void on_progress(int epoch, std::int64_t batch, std::int64_t batches, double loss,
-                   double samples_per_second) override {
-    if (!tty_) return;
-    constexpr int kWidth = 30;
-    const int filled = static_cast<int>(kWidth * batch / std::max<std::int64_t>(batches, 1));
-    std::cout << "\repoch " << std::setw(2) << epoch << " [" << std::string(filled, '#')
-              << std::string(kWidth - filled, '.') << "] " << std::setw(4) << batch << "/"
-              << batches << " loss " << std::fixed << std::setprecision(4) << loss << "  "
-              << std::setprecision(0) << samples_per_second << " samples/s   " << std::flush;
-  }
+  void on_progress(const fm::ProgressReport& r) override { progress_.progress(r); }
   void on_epoch(const fm::EpochReport& r) override {
-    if (tty_) std::cout << "\r" << std::string(100, ' ') << "\r";
+    progress_.clear();
     std::cout << "epoch " << std::setw(2) << r.epoch << "  step " << std::setw(5) << r.steps
               << "  loss " << std::fixed << std::setprecision(4) << r.train_loss;
     if (r.test_accuracy >= 0) {
@@ -202,7 +195,7 @@ class ConsoleObserver : public fm::TrainObserver {
   }
 
  private:
-  bool tty_;
+  fm::ProgressPrinter progress_;
   std::ofstream csv_;
 };
 
