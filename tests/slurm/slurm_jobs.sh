@@ -6,7 +6,8 @@
 #   start         start the single-host cluster in CLUSTER_DIR (the fixture's setup)
 #   stop          stop it (the fixture's cleanup; also after a failed start)
 #   collectives   srun -n 2 (and -n 3 --overcommit) PROGRAM=launched_worker with RUCCL_ENGINE=ENGINE,
-#                 rendezvous from Slurm's variables: every collective's values exact on every rank
+#                 rendezvous from Slurm's variables: every collective's values exact on every rank;
+#                 and -n 2 without RUCCL_ENGINE, where from_env must choose ENGINE itself
 #   collectives-pmix  the same with srun --mpi=pmix
 #   script-errors tools/slurm_cluster.sh refuses a second start of the running cluster; a start
 #                 whose slurmd fails says so with its log tail and leaves no daemon
@@ -78,23 +79,28 @@ case $case_name in
   collectives | collectives-pmix)
     mpi=()
     [[ $case_name == collectives-pmix ]] && mpi=(--mpi=pmix)
-    for n in 2 3; do
+    # -n 2 and -n 3 with RUCCL_ENGINE=ENGINE; then -n 2 with RUCCL_ENGINE unset, where from_env
+    # must choose the same engine by itself (MPI under --mpi=pmix in a build with MPI, else TCP).
+    for run in "2 asked" "3 asked" "2 default"; do
+      read -r n how <<< "$run"
       extra=()
       ((n > $(nproc))) && extra=(--overcommit)
-      status=0
-      RUCCL_ENGINE=$engine run_srun "$work/n$n.log" -n "$n" "${extra[@]}" "${mpi[@]}" "$program" \
-        collectives 100003 || status=$?
-      cat "$work/n$n.log"
-      [[ $status == 0 ]] || fail "srun -n $n ${mpi[*]} exited with status $status"
+      log=$work/n$n-$how.log status=0
+      (
+        if [[ $how == default ]]; then unset RUCCL_ENGINE; else export RUCCL_ENGINE=$engine; fi
+        run_srun "$log" -n "$n" "${extra[@]}" "${mpi[@]}" "$program" collectives 100003
+      ) || status=$?
+      cat "$log"
+      [[ $status == 0 ]] || fail "srun -n $n ${mpi[*]} ($how engine) exited with status $status"
       for ((r = 0; r < n; ++r)); do
         grep -q "^$r: job rank $r of $n (local rank $r of $n, node 0 of 1), rendezvous at .*, from slurm's variables$" \
-          "$work/n$n.log" || fail "task $r did not read rank $r of $n from Slurm's variables"
-        grep -q "^$r: ok rank $r of $n: 10 collectives exact (engine $engine_re)$" "$work/n$n.log" ||
-          fail "task $r of $n did not finish its collectives exactly over the $engine engine"
+          "$log" || fail "task $r did not read rank $r of $n from Slurm's variables"
+        grep -q "^$r: ok rank $r of $n: 10 collectives exact (engine $engine_re)$" "$log" ||
+          fail "task $r of $n ($how engine) did not finish its collectives exactly over the $engine engine"
       done
     done
-    echo "PASS: srun -n 2 and -n 3 ${mpi[*]} ran 10 collectives over engine $engine, every value" \
-         "exact on every rank"
+    echo "PASS: srun -n 2 and -n 3${mpi[*]:+ ${mpi[*]}} ran 10 collectives over engine $engine (asked for," \
+         "and chosen by from_env when not), every value exact on every rank"
     ;;
   script-errors)
     # A second start of the running cluster is refused and leaves it running.
