@@ -1,18 +1,19 @@
 // A rank of a job started by a real launcher (srun, mpirun): tests/slurm/*.sh run it. It reads the
 // launcher's variables (read_launch_env), joins through Communicator::from_env and runs one
-// scenario, checking every value exactly. Output, one line per event, for the scripts to check:
-//   "job <describe(read_launch_env())>"           first, from every rank
-//   "ok rank R of W: C collectives exact (engine E)"  collectives: everything matched
-//                                                 (E: Communicator::engine_name)
-//   "dying rank R <monotonic ns>"                 fail-rank: the rank that kills itself, just
-//   before "error <Kind> <monotonic ns> <message>"       on a CollectiveError (exit 3) "wrong
-//   <what>: expected X, got Y"             a value differs (exit 1)
+// scenario, checking every value exactly.
 //
 //   launched_worker collectives COUNT   all_reduce (Sum over COUNT floats, Max over doubles),
 //                                       broadcast, all_gather, reduce_scatter, all_to_all, gather,
 //                                       scatter, send/recv around a ring, barrier
 //   launched_worker fail-rank K         all_reduces until an error; rank K SIGKILLs itself 20 ms
 //                                       after its first (the others must fail, naming it)
+//
+// Output, one line per event, for the scripts to check:
+//   job <describe(read_launch_env())>                  first, on every rank
+//   ok rank R of W: C collectives exact (engine E)     all matched (E: Communicator::engine_name)
+//   dying rank R <monotonic ns>                        fail-rank's victim, just before it dies
+//   error <Kind> <monotonic ns> <message>              a CollectiveError (exit 3)
+//   wrong <what>: expected X, got Y                    a value that differs (exit 1)
 #include <signal.h>
 #include <time.h>
 
@@ -142,7 +143,6 @@ int fail_rank(Communicator& comm, int victim) {
   // first call, so that the others are most likely inside a call (PeerLost) or enter one after
   // the loss (Aborted, carrying the loss).
   const Tensor ones = Tensor::ones(Shape{1 << 20}, DType::F32);
-  std::optional<std::thread> killer;
   for (long long i = 0;; ++i) {
     const Tensor sum = comm.all_reduce(ones);
     if (i == 0) {
@@ -150,12 +150,12 @@ int fail_rank(Communicator& comm, int victim) {
                     [&](std::int64_t) { return static_cast<float>(comm.world_size()); });
     }
     if (i == 0 && comm.rank() == victim) {
-      killer.emplace([victim] {
+      std::thread([victim] {
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
         std::printf("dying rank %d %lld\n", victim, monotonic_ns());
         std::fflush(stdout);
         ::raise(SIGKILL);  // a crash: no goodbye, the peers see the connection drop
-      });
+      }).detach();
     }
   }
 }
