@@ -18,7 +18,8 @@
 #   tools/slurm_cluster.sh stop /tmp/slurm
 #
 # Exit status: 0 done, 1 a failure (the message says what, with the daemon's log tail), 2 usage,
-# 77 the Slurm binaries are missing (install slurmctld slurmd slurm-client: tools/install_packages.sh).
+# 77 the Slurm binaries are missing (install slurmctld slurmd slurm-client: tools/install_packages.sh)
+# or start was not run as root.
 # The node is this machine (slurmd -C: its CPUs and memory) under its host name, at 127.0.0.1; it
 # runs jobs as root, the user the daemons run as. Ports come from [10000, 20000), which is below
 # both Linux's ephemeral range and the ports ruCCL derives from SLURM_JOB_ID ([20000, 30000)).
@@ -154,6 +155,11 @@ EOF
 
 start() {
   find_binaries
+  if ((EUID != 0)); then
+    echo "slurm_cluster: slurmd runs as root (it starts every job step as the job's user): run" \
+         "this as root" >&2
+    exit 77
+  fi
   [[ -z $(live_pid slurmctld)$(live_pid slurmd) ]] ||
     die "a cluster of $dir is already running (slurm_cluster.sh stop $dir first)"
   remove_spool
