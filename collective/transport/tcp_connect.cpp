@@ -91,15 +91,12 @@ std::unique_ptr<TcpTransport> TcpTransport::connect(Store& store, int rank, int 
   const std::size_t world = static_cast<std::size_t>(world_size);
   std::vector<std::optional<TcpLink>> data(world);
   std::vector<std::optional<TcpLink>> control(world);
-  const bool corrupts =
-      std::any_of(options.wire_faults.rules.begin(), options.wire_faults.rules.end(),
-                  [](const FaultRule& rule) { return rule.action == FaultAction::Corrupt; });
   auto keep = [&](int peer, TcpChannel channel, net::Socket socket) {
     net::set_nodelay(socket);
     net::set_nonblocking(socket, true);
     const bool check = options.payload_checksum == PayloadChecksum::On ||
                        (options.payload_checksum == PayloadChecksum::Auto &&
-                        (corrupts || !net::is_loopback_address(net::local_endpoint(socket).host) ||
+                        (!net::is_loopback_address(net::local_endpoint(socket).host) ||
                          !net::is_loopback_address(net::peer_endpoint(socket).host)));
     auto& slot = (channel == TcpChannel::Data ? data : control)[static_cast<std::size_t>(peer)];
     slot.emplace(std::move(socket), session, peer, options.names.name(peer), check);

@@ -61,7 +61,7 @@ struct TcpTransportOptions {
   int local_ranks = 1;
   /// Payload checksums (RUCCL_TCP_PAYLOAD_CHECKSUM=auto|on|off for from_env). Every rank of a
   /// group should use the same; a rank whose policy for a link is on refuses unchecked frames.
-  /// A wire Corrupt fault (below) turns Auto into On for its rank: it is a CRC failure.
+  /// A wire Corrupt fault (below) is a payload failing its CRC: it needs checksums on.
   PayloadChecksum payload_checksum = PayloadChecksum::Auto;
   /// How error messages name the ranks.
   RankNames names;

@@ -64,12 +64,14 @@ std::vector<Outcome> run_customized(const std::function<void(int, TcpTransportOp
   return out;
 }
 
-/// run_customized where rank 0 injects `rule` on its wire.
+/// run_customized where rank 0 injects `rule` on its wire. Payload checksums are on for both
+/// ranks (over loopback they are off by default): a Corrupt fault is a payload that fails its CRC.
 std::vector<Outcome> run_with_fault(const FaultRule& rule, int calls = 1,
                                     std::chrono::milliseconds timeout = std::chrono::seconds(5),
                                     bool barrier = true) {
   return run_customized(
       [&](int r, TcpTransportOptions& o) {
+        o.payload_checksum = PayloadChecksum::On;
         if (r == 0) o.wire_faults.add(rule);
       },
       calls, timeout, barrier);

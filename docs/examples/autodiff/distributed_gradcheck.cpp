@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "autodiff/autodiff.h"
-#include "tensor/tensor.h"
 #include "autodiff/collective/collective.h"
 #include "autodiff/collective/distributed_gradcheck.h"
+#include "tensor/tensor.h"
 using namespace ruccl;
 using namespace ruccl::autodiff;
 using namespace ruccl::autodiff::collective;
