@@ -13,6 +13,8 @@
 #                 whose slurmd fails says so with its log tail and leaves no daemon
 #   fail-rank     srun -n 2 PROGRAM=launched_worker, rank 1 SIGKILLs itself during a loop of
 #                 all_reduces: rank 0 fails naming it promptly, srun exits non-zero
+#   fail-rank-pmix  the same under srun --mpi=pmix with RUCCL_ENGINE=ENGINE: over MPI the step is
+#                 ended (PMIx tells slurmd of the death), promptly and non-zero, without a hang
 #   train         srun -n 2 PROGRAM=train_fashion_mnist (one short epoch) with RUCCL_ENGINE=ENGINE:
 #                 the same parameters, byte for byte, and the same accuracy as the in-process run
 #                 of 2 ranks; rank 0's "launch:" line names Slurm's variables and the engine
@@ -158,6 +160,23 @@ case $case_name in
     ((took < 20)) || fail "srun took $took s to end"
     echo "PASS: rank 1 killed: rank 0 failed with $(awk '{print $3}' <<< "$line") naming it $ms ms later;" \
          "srun exited $status after $took s"
+    ;;
+  fail-rank-pmix)
+    # Over MPI a lost rank ends the job the MPI way: PMIx reports the death to slurmd, which
+    # cancels the step; the survivor must not hold the step up (no hang in a wait, no report of
+    # success) and srun must end promptly, non-zero.
+    status=0
+    SECONDS=0
+    RUCCL_ENGINE=$engine run_srun "$work/fail.log" -n 2 --mpi=pmix "$program" fail-rank 1 ||
+      status=$?
+    took=$SECONDS
+    cat "$work/fail.log"
+    [[ $status != 0 ]] || fail "srun exited 0 although rank 1 was killed"
+    grep -q "^1: dying rank 1 [0-9]*$" "$work/fail.log" || fail "rank 1 did not reach its death"
+    if grep -q "^0: wrong" "$work/fail.log"; then fail "rank 0 reported a result after the loss"; fi
+    ((took < 20)) || fail "srun took $took s to end (the worker's deadline is 30 s)"
+    echo "PASS: rank 1 killed under --mpi=pmix over engine $engine: the step ended after $took s," \
+         "srun exited $status"
     ;;
   train | train-pmix)
     # The short run of tests/programs/train_over_processes.sh: the real data, 20 batches.
