@@ -22,10 +22,12 @@ std::chrono::nanoseconds spin_time(const MpiTransportOptions& options, int world
   if (options.spin.count() > 0) return options.spin;
   int local = world;
   if (const char* text = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE")) local = std::atoi(text);
+  const char* yield = std::getenv("OMPI_MCA_mpi_yield_when_idle");
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  return static_cast<unsigned>(std::max(1, local)) > cores
-             ? std::chrono::nanoseconds(std::chrono::microseconds(2))
-             : std::chrono::nanoseconds(std::chrono::microseconds(50));
+  const bool oversubscribed = static_cast<unsigned>(std::max(1, local)) > cores ||
+                              (yield != nullptr && std::strcmp(yield, "0") != 0);
+  return oversubscribed ? std::chrono::nanoseconds(std::chrono::microseconds(2))
+                        : std::chrono::nanoseconds::max();
 }
 
 /// Cancels the receives of `requests` still pending and waits for them to complete (a cancelled
@@ -267,7 +269,7 @@ void MpiTransport::drive(Step&& step, Missing&& missing, const Deadline& deadlin
     }
     const auto now = Deadline::Clock::now();
     if (deadline.expired(now)) break;
-    if (now - start >= spin_) sched_yield();
+    if (spin_ != std::chrono::nanoseconds::max() && now - start >= spin_) sched_yield();
   }
   const std::vector<int> absent = missing();
   const std::string waited =
@@ -285,7 +287,8 @@ void MpiTransport::start_agree(const CallRecord& mine, const Deadline&) {
   poll_notice();
   if (failed()) throw_failure();
   reap_sends();
-  std::vector<std::uint8_t> encoded;
+  std::vector<std::uint8_t>& encoded = encoded_;
+  encoded.clear();
   encode_call_record(mine, encoded);
   auto buffer = send_buffer(encoded.size());
   std::memcpy(buffer->data(), encoded.data(), encoded.size());
@@ -308,9 +311,12 @@ void MpiTransport::start_agree(const CallRecord& mine, const Deadline&) {
 void MpiTransport::finish_agree(const CallRecord& mine, std::span<CallRecord> all,
                                 const Deadline& deadline) {
   RUCCL_ASSERT(static_cast<int>(all.size()) == world_);
-  std::vector<MPI_Request> requests(static_cast<std::size_t>(world_), MPI_REQUEST_NULL);
-  std::vector<MPI_Status> statuses(static_cast<std::size_t>(world_));
-  std::vector<int> codes(static_cast<std::size_t>(world_), MPI_SUCCESS);
+  std::vector<MPI_Request>& requests = agree_requests_;
+  std::vector<MPI_Status>& statuses = agree_statuses_;
+  std::vector<int>& codes = agree_codes_;
+  requests.assign(static_cast<std::size_t>(world_), MPI_REQUEST_NULL);
+  statuses.resize(static_cast<std::size_t>(world_));
+  codes.assign(static_cast<std::size_t>(world_), MPI_SUCCESS);
   std::uint8_t* slots = record_bytes_->data();
   for (int p = 0; p < world_; ++p) {
     if (p == rank_) continue;
