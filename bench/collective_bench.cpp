@@ -12,7 +12,11 @@
 //
 //   collective_bench [--quick] [--no-peers] [--peers DIR] [--worlds 2,4]
 //                    [--algorithm auto|direct|ring|tree|centralized] [--segment-bytes N]
-//                    [--ops all_reduce,broadcast]
+//                    [--ops all_reduce,broadcast] [--csv]
+//
+// --csv prints one tidy CSV instead of the tables, a row per measurement and implementation
+// (ruccl, and mpi-shm for the peer): op,world,bytes,impl,iters,time_us,min_us,algbw_gbs,busbw_gbs
+// (tools/plot_bandwidth.sh draws bus bandwidth against size from it).
 //
 // --algorithm forces all_reduce / reduce / broadcast onto one algorithm (in process Auto is
 // Direct), so the ring paths and their segment size (--segment-bytes, CommunicatorOptions::
@@ -214,6 +218,7 @@ double run_membw(const std::string& peers) {
 
 int main(int argc, char** argv) {
   bool quick = false;
+  bool csv = false;
   bool peers_wanted = true;
   std::string peers_flag;
   std::vector<int> worlds = {2, 4};
@@ -224,6 +229,8 @@ int main(int argc, char** argv) {
   for (int a = 1; a < argc; ++a) {
     if (!std::strcmp(argv[a], "--quick"))
       quick = true;
+    else if (!std::strcmp(argv[a], "--csv"))
+      csv = true;
     else if (!std::strcmp(argv[a], "--no-peers"))
       peers_wanted = false;
     else if (!std::strcmp(argv[a], "--peers") && a + 1 < argc)
@@ -271,27 +278,36 @@ int main(int argc, char** argv) {
       std::fprintf(stderr,
                    "usage: collective_bench [--quick] [--no-peers] [--peers DIR] [--worlds 2,4] "
                    "[--algorithm NAME] [--segment-bytes N] [--ops "
-                   "all_reduce,all_gather,reduce_scatter,broadcast]\n");
+                   "all_reduce,all_gather,reduce_scatter,broadcast] [--csv]\n");
       return 2;
     }
   }
   const std::vector<std::size_t> sizes = {4u << 10, 16u << 10, 64u << 10, 256u << 10,
                                           1u << 20, 4u << 20,  16u << 20, 64u << 20};
-  std::printf(
-      "# ruCCL in-process collectives, F32, %u hardware threads, algorithm %s; time = median over "
-      "iterations of the max over ranks\n",
-      std::thread::hardware_concurrency(), algorithm_name(algorithm));
-  std::printf("%-15s %5s %9s %6s %11s %11s %11s %11s\n", "op", "world", "size", "iters", "time_us",
-              "min_us", "algbw_GB/s", "busbw_GB/s");
+  if (csv) {
+    std::printf("op,world,bytes,impl,iters,time_us,min_us,algbw_gbs,busbw_gbs\n");
+  } else {
+    std::printf(
+        "# ruCCL in-process collectives, F32, %u hardware threads, algorithm %s; time = median "
+        "over iterations of the max over ranks\n",
+        std::thread::hardware_concurrency(), algorithm_name(algorithm));
+    std::printf("%-15s %5s %9s %6s %11s %11s %11s %11s\n", "op", "world", "size", "iters",
+                "time_us", "min_us", "algbw_GB/s", "busbw_GB/s");
+  }
   std::vector<Row> rows;
   for (BenchOp op : ops) {
     for (int world : worlds) {
       for (std::size_t bytes : sizes) {
         const Row row = measure(op, world, bytes, quick, algorithm, segment_bytes);
         const double algbw = static_cast<double>(bytes) / row.median_us / 1e3;
-        std::printf("%-15s %5d %9s %6d %11.1f %11.1f %11.3f %11.3f\n", op_name(op), world,
-                    size_text(bytes).c_str(), row.iters, row.median_us, row.min_us, algbw,
-                    algbw * bus_factor(op, world));
+        if (csv) {
+          std::printf("%s,%d,%zu,ruccl,%d,%.2f,%.2f,%.4f,%.4f\n", op_name(op), world, bytes,
+                      row.iters, row.median_us, row.min_us, algbw, algbw * bus_factor(op, world));
+        } else {
+          std::printf("%-15s %5d %9s %6d %11.1f %11.1f %11.3f %11.3f\n", op_name(op), world,
+                      size_text(bytes).c_str(), row.iters, row.median_us, row.min_us, algbw,
+                      algbw * bus_factor(op, world));
+        }
         std::fflush(stdout);
         rows.push_back(row);
       }
@@ -300,12 +316,23 @@ int main(int argc, char** argv) {
   const std::string peers = ruccl::bench::peers_dir(peers_flag);
   const bool found = std::filesystem::exists(peers + "/run_allreduce_mpi.sh");
   if (!peers_wanted || !found) {
+    if (csv) return 0;
     std::printf("\n# peers: skipped (%s)\n",
                 peers_wanted ? ("no run_allreduce_mpi.sh in " + peers + "; use --peers DIR").c_str()
                              : "--no-peers");
     return 0;
   }
   const MpiTable mpi = run_mpi(peers, worlds);
+  if (csv) {  // the peer's all_reduce rows (its time is a median too; min and algbw not kept)
+    for (const auto& [world, by_size] : mpi) {
+      for (const auto& [bytes, figures] : by_size) {
+        const double algbw = static_cast<double>(bytes) / figures.first / 1e3;
+        std::printf("all_reduce,%d,%zu,mpi-shm,,%.2f,,%.4f,%.4f\n", world, bytes, figures.first,
+                    algbw, figures.second);
+      }
+    }
+    return 0;
+  }
   const double acc_gbs = run_membw(peers);
   std::printf(
       "\n# all_reduce against OpenMPI shared memory (mpirun --mca btl vader,self, same run) "

@@ -226,7 +226,31 @@ void run_peer(const Peer& p, int world, Results& res) {
   }
 }
 
+// --csv: one tidy row per (op, world, size, implementation) measured, for plotting
+// (tools/plot_bandwidth.sh): op,world,bytes,impl,time_us,busbw_gbs.
+void print_csv(const Config& c, const Results& res) {
+  std::printf("op,world,bytes,impl,time_us,busbw_gbs\n");
+  for (const std::string& op : c.ops) {
+    for (int w : c.worlds) {
+      for (const char* impl : {"ruccl", "mpi", "gloo", "torch", "raw"}) {
+        for (std::size_t bytes : c.sizes) {
+          const double us = res.median(impl, op, w, bytes);
+          if (us <= 0) {
+            const std::string why = res.why_missing(impl, op, w);
+            if (bytes == c.sizes.front() && !why.empty())
+              std::fprintf(stderr, "# %s %s, %d processes: %s\n", impl, op.c_str(), w, why.c_str());
+            continue;
+          }
+          std::printf("%s,%d,%zu,%s,%.2f,%.4f\n", op.c_str(), w, bytes, impl, us,
+                      double(bytes) / us / 1e3 * bus_factor(op, w));
+        }
+      }
+    }
+  }
+}
+
 void print_tables(const Config& c, const Results& res) {
+  if (c.csv) return print_csv(c, res);
   const std::vector<std::string> peers = {"mpi", "gloo", "torch", "raw"};
   for (const std::string& op : c.ops) {
     for (int w : c.worlds) {
@@ -374,9 +398,11 @@ int main(int argc, char** argv) {
     if (!sizes_given)
       c.sizes = {4u << 10, 16u << 10, 64u << 10, 256u << 10, 1u << 20, 4u << 20, 16u << 20};
   }
-  std::printf("# ruCCL over TCP between processes, F32, %u hardware threads, load average %s",
-              std::thread::hardware_concurrency(),
-              run_command("cut -d' ' -f1-3 /proc/loadavg").c_str());
+  // The tidy CSV is data only: its heading goes to stderr.
+  std::fprintf(c.csv && !c.crossover ? stderr : stdout,
+               "# ruCCL over TCP between processes, F32, %u hardware threads, load average %s",
+               std::thread::hardware_concurrency(),
+               run_command("cut -d' ' -f1-3 /proc/loadavg").c_str());
   Results res;
   const std::string bin = (std::filesystem::temp_directory_path() /
                            ("ruccl_tcp_bench_peers_" + std::to_string(::getpid())))

@@ -22,12 +22,14 @@
 #include "collective/call_options.h"
 #include "collective/collective_error.h"
 #include "collective/reduce_operation.h"
+#include "collective/trace/call_stats.h"
 #include "tensor/core/tensor.h"
 
 namespace ruccl {
 
 class Transport;
 class CommunicatorCore;
+class TraceRecorder;
 class CollectiveEngine;
 /// Makes a rank's collective engine over its transport (collective/engine/collective_engine.h).
 using EngineFactory = std::function<std::unique_ptr<CollectiveEngine>(
@@ -69,6 +71,12 @@ class Communicator {
   const CommunicatorOptions& options() const;
   /// The name of the engine that runs this group's collectives ("algorithms", "mpi").
   std::string engine_name() const;
+  /// Calls, failures, bytes and time of this rank's calls so far, per operation and algorithm
+  /// (a copy; docs/observability.md). Always counted.
+  CollectiveStats stats() const;
+  /// This rank's trace: off by default (then free), `comm.trace().enable()` records every call
+  /// and every TraceSpan marked on it; RUCCL_TRACE_FILE turns it on for every communicator.
+  TraceRecorder& trace() const;
 
   /// Every rank gets root's tensor. Non-roots may pass an undefined Tensor() (the result takes
   /// root's shape and dtype) or a tensor of root's shape and dtype.

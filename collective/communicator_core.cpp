@@ -14,7 +14,8 @@ CommunicatorCore::CommunicatorCore(std::unique_ptr<Transport> transport, Device 
       options_(options),
       p2p_sent_(static_cast<std::size_t>(world_), 0),
       p2p_received_(static_cast<std::size_t>(world_), 0),
-      records_(static_cast<std::size_t>(world_)) {
+      records_(static_cast<std::size_t>(world_)),
+      observer_(rank_, world_, transport_->zero_copy(), engine_->name(), options_) {
   if (options_.require_bit_identical && !engine_->bit_identical()) {
     throw CollectiveError(CollectiveErrorKind::InvalidConfig,
                           str("Communicator on ", options_.rank_names.name(rank_),
@@ -39,7 +40,8 @@ CallScope CommunicatorCore::begin(OpKind kind, const CallOptions& call) {
   throw_if_finished(label);
   ++seq_;
   CallScope scope{CallRecord{}, label,
-                  Deadline::after(call.timeout.value_or(options_.timeout), label, seq_)};
+                  Deadline::after(call.timeout.value_or(options_.timeout), label, seq_),
+                  observer_.start()};
   CallRecord& rec = scope.record;
   rec.seq = seq_;
   rec.kind = kind;

@@ -13,6 +13,7 @@
 #include "collective/call_options.h"
 #include "collective/communicator.h"
 #include "collective/engine/collective_engine.h"
+#include "collective/trace/call_observer.h"
 #include "collective/transport/transport.h"
 
 namespace ruccl {
@@ -22,6 +23,7 @@ struct CallScope {
   CallRecord record;
   const char* label;
   Deadline deadline;
+  std::int64_t start_ns = 0;  ///< CallObserver::start() when the call began
 };
 
 class CommunicatorCore {
@@ -32,6 +34,8 @@ class CommunicatorCore {
 
   Transport& transport() { return *transport_; }
   CollectiveEngine& engine() { return *engine_; }
+  /// Statistics, trace and RUCCL_DEBUG log of this rank's calls.
+  CallObserver& observer() { return observer_; }
   int rank() const { return rank_; }
   int world_size() const { return world_; }
   Device device() const { return device_; }
@@ -77,6 +81,31 @@ class CommunicatorCore {
   /// (Transport::withdraw_sends).
   template <typename Body>
   auto execute(CallScope& scope, Body&& body) {
+    try {
+      auto result = execute_agreed(scope, body);
+      observer_.finish(scope.record, records_, scope.start_ns, true);
+      return result;
+    } catch (...) {
+      observer_.warn_current_exception();
+      observer_.finish(scope.record, {}, scope.start_ns, false);
+      throw;
+    }
+  }
+
+  /// Point-to-point deadline and tag bookkeeping.
+  Deadline p2p_deadline(const CallOptions& call, const char* label) const;
+  std::uint64_t next_p2p_tag(int peer, bool sending);
+
+  /// Throws Aborted "the communicator is finished" when the group has failed.
+  void throw_if_finished(const char* label) const;
+  /// Fails the group with the exception in flight, then withdraws this rank's sends (so the
+  /// caller may release its buffers). Call from this rank's own thread, inside a catch block.
+  void fail_group_from_current_exception(const CallScope& scope) noexcept;
+  void fail_group_from_current_exception(const char* label) noexcept;
+
+ private:
+  template <typename Body>
+  auto execute_agreed(CallScope& scope, Body&& body) {
     const bool early = scope.record.error_kind == CallRecord::kNone && world_ > 1 &&
                        engine_->sends_with_agreement(
                            scope.record.kind, static_cast<Algorithm>(scope.record.algorithm));
@@ -99,18 +128,6 @@ class CommunicatorCore {
     });
   }
 
-  /// Point-to-point deadline and tag bookkeeping.
-  Deadline p2p_deadline(const CallOptions& call, const char* label) const;
-  std::uint64_t next_p2p_tag(int peer, bool sending);
-
-  /// Throws Aborted "the communicator is finished" when the group has failed.
-  void throw_if_finished(const char* label) const;
-  /// Fails the group with the exception in flight, then withdraws this rank's sends (so the
-  /// caller may release its buffers). Call from this rank's own thread, inside a catch block.
-  void fail_group_from_current_exception(const CallScope& scope) noexcept;
-  void fail_group_from_current_exception(const char* label) noexcept;
-
- private:
   template <typename Body>
   auto run_engine(CallScope& scope, const FunctionRef<void()>* pending, Body&& body) {
     try {
@@ -133,6 +150,7 @@ class CommunicatorCore {
   std::vector<std::uint64_t> p2p_sent_;
   std::vector<std::uint64_t> p2p_received_;
   std::vector<CallRecord> records_;
+  CallObserver observer_;
 };
 
 }  // namespace ruccl

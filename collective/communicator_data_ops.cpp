@@ -141,7 +141,7 @@ AllToAllVResult Communicator::all_to_all_v(const Tensor& t,
 void Communicator::barrier(const CallOptions& call) {
   CommunicatorCore& c = core();
   CallScope scope = c.begin(OpKind::Barrier, call);
-  c.agree(scope);
+  c.execute(scope, [](const EngineCall&) { return true; });  // the agreement is the barrier
 }
 
 void Communicator::send(const Tensor& t, int dst, const CallOptions& call) {
@@ -160,6 +160,7 @@ void Communicator::send(const Tensor& t, int dst, const CallOptions& call) {
   }
   const Deadline deadline = c.p2p_deadline(call, label);
   const std::uint64_t tag = c.next_p2p_tag(dst, true);
+  const std::int64_t start = c.observer().start();
   try {
     const PointToPointScope scope(c.transport(), dst, true);
     const Tensor in = host_contiguous(t);
@@ -167,8 +168,11 @@ void Communicator::send(const Tensor& t, int dst, const CallOptions& call) {
     c.transport().isend(dst, tag, header.data(), header.size(), deadline);
     c.transport().isend(dst, tag | 1, in.data_ptr(), in.nbytes(), deadline);
     c.transport().wait_send(dst, deadline);
+    c.observer().finish_point_to_point(true, dst, label, in.nbytes(), start, true);
   } catch (...) {
     c.fail_group_from_current_exception(label);
+    c.observer().warn_current_exception();
+    c.observer().finish_point_to_point(true, dst, label, 0, start, false);
     throw;
   }
 }
@@ -180,6 +184,7 @@ Tensor Communicator::recv(int src, const CallOptions& call) {
   check_peer(c, src, label);
   const Deadline deadline = c.p2p_deadline(call, label);
   const std::uint64_t tag = c.next_p2p_tag(src, false);
+  const std::int64_t start = c.observer().start();
   try {
     const PointToPointScope scope(c.transport(), src, false);
     P2PHeaderBytes header{};
@@ -198,9 +203,12 @@ Tensor Communicator::recv(int src, const CallOptions& call) {
     }
     Tensor out = Tensor::empty(shape, dtype);
     c.transport().recv_into(src, tag | 1, out.data_ptr(), out.nbytes(), deadline);
+    c.observer().finish_point_to_point(false, src, label, out.nbytes(), start, true);
     return c.device().is_cpu() ? out : out.to(c.device());
   } catch (...) {
     c.fail_group_from_current_exception(label);
+    c.observer().warn_current_exception();
+    c.observer().finish_point_to_point(false, src, label, 0, start, false);
     throw;
   }
 }

@@ -46,6 +46,22 @@ std::optional<long long> read_positive(const char* name, const char* unit) {
   return v;
 }
 
+void read_checksum(const char* name, PayloadChecksum& out) {
+  const char* text = std::getenv(name);
+  if (text == nullptr) return;
+  const std::string_view v = text;
+  if (v == "auto") {
+    out = PayloadChecksum::Auto;
+  } else if (v == "on") {
+    out = PayloadChecksum::On;
+  } else if (v == "off") {
+    out = PayloadChecksum::Off;
+  } else {
+    throw CollectiveError(CollectiveErrorKind::InvalidConfig,
+                          str(name, ": expected auto, on or off, got \"", text, "\""));
+  }
+}
+
 void read_ms(const char* name, std::chrono::milliseconds& out) {
   if (const auto v = read_positive(name, "milliseconds")) out = std::chrono::milliseconds(*v);
 }
@@ -90,6 +106,7 @@ Communicator TcpGroup::from_env(Device device, CommunicatorOptions options,
   if (const auto us = read_positive("RUCCL_TCP_SPIN_US", "microseconds")) {
     transport.spin = std::chrono::microseconds(*us);
   }
+  read_checksum("RUCCL_TCP_PAYLOAD_CHECKSUM", transport.payload_checksum);
   const SessionId session =
       env.session_id ? *env.session_id : session_id_from_seed(env.session_seed);
   const net::Endpoint master{env.master_addr, env.master_port};

@@ -10,6 +10,9 @@ packages=(
   catch2  # tests
   dataset-fashion-mnist  # real data for the training demo (/usr/share/datasets/fashion-mnist)
   libopenmpi-dev openmpi-bin  # the MPI engine (RUCCL_WITH_MPI) and its mpirun tests
+  # tests/slurm: a private Slurm cluster (tools/slurm_cluster.sh); srun --mpi=pmix dlopens
+  # libpmix.so (libpmix-dev); ip netns for the two hosts of the two-host job
+  slurmctld slurmd slurm-client libpmix-dev iproute2
   "$@"
 )
 

@@ -4,6 +4,8 @@
 #include <cstring>
 #include <utility>
 
+#include "collective/trace/hang_report.h"
+
 namespace ruccl {
 
 namespace {
@@ -197,14 +199,27 @@ void InProcessTransport::wait_for(Ready&& ready, Missing&& missing, const Deadli
       throw_failure();
     }
     if (done && !deadline.expired()) continue;
-    hub_->fail(
-        CollectiveError(CollectiveErrorKind::Timeout,
-                        str(call_name(deadline), ": ", hub_->names().name(rank_),
-                            " timed out after ", deadline.timeout().count(), " ms waiting for ",
-                            what, " from ", hub_->names().list(absent), " that never arrived"),
-                        absent));
+    hub_->fail(CollectiveError(
+        CollectiveErrorKind::Timeout,
+        str(call_name(deadline), ": ", hub_->names().name(rank_), " timed out after ",
+            deadline.timeout().count(), " ms waiting for ", what, " from ",
+            hub_->names().list(absent), " that never arrived", calls_reached(deadline)),
+        absent));
     throw_failure();
   }
+}
+
+std::string InProcessTransport::calls_reached(const Deadline& deadline) const {
+  if (deadline.seq() == 0) return "";  // point-to-point: no call numbers
+  // Each rank's newest published record: its two parity slots hold its last two calls.
+  std::vector<std::uint64_t> reached(static_cast<std::size_t>(hub_->world_size()));
+  for (int r = 0; r < hub_->world_size(); ++r) {
+    const InProcessHub::RankState& state = hub_->rank_state(r);
+    reached[static_cast<std::size_t>(r)] =
+        std::max(state.records[0].seq.load(std::memory_order_acquire),
+                 state.records[1].seq.load(std::memory_order_acquire));
+  }
+  return "; " + describe_calls_reached(reached, deadline.seq(), hub_->names());
 }
 
 void InProcessTransport::start_agree(const CallRecord& mine, const Deadline&) {

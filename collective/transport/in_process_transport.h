@@ -136,6 +136,8 @@ class InProcessTransport final : public Transport {
   /// (`in_collective`: this rank waits in agree(); else this rank is in its own send/recv): the
   /// description of the deadlock, or "" when there is none.
   std::string p2p_deadlock(int peer, bool in_collective) const;
+  /// The hang report ("; calls reached: ...") of a collective's timeout; "" for point-to-point.
+  std::string calls_reached(const Deadline& deadline) const;
   /// Checks the message header a sender posted against what the receiver expects.
   void check_message(int peer, const InProcessHub::Mailbox& box, std::uint64_t tag,
                      std::size_t nbytes);

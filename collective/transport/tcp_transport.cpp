@@ -9,6 +9,7 @@
 #include <cstring>
 #include <thread>
 
+#include "collective/trace/hang_report.h"
 #include "collective/transport/call_record_codec.h"
 
 namespace ruccl {
@@ -39,7 +40,8 @@ TcpTransport::TcpTransport(int rank, int world_size, SessionBytes session,
       gathered_(static_cast<std::size_t>(world_size)),
       record_bytes_(static_cast<std::size_t>(world_size) * kMaxEncodedCallRecordBytes),
       messages_sent_(static_cast<std::size_t>(world_size), 0),
-      dropping_(static_cast<std::size_t>(world_size), false) {
+      dropping_(static_cast<std::size_t>(world_size), false),
+      calls_seen_(static_cast<std::size_t>(world_size), 0) {
   control_ = std::make_unique<TcpControl>(std::move(control), rank_, options_.names,
                                           options_.control, *state_);
 }
@@ -197,12 +199,12 @@ void TcpTransport::drive(Step&& step, const std::vector<int>& readers, Missing&&
     if (fds[0].revents & POLLIN) state_->drain_wake();
   }
   const std::vector<int> absent = missing();
-  fail_and_throw(
-      CollectiveError(CollectiveErrorKind::Timeout,
-                      str(call_name(deadline), ": ", options_.names.name(rank_),
-                          " timed out after ", deadline.timeout().count(), " ms waiting for ", what,
-                          " from ", options_.names.list(absent), " that never arrived"),
-                      absent));
+  fail_and_throw(CollectiveError(
+      CollectiveErrorKind::Timeout,
+      str(call_name(deadline), ": ", options_.names.name(rank_), " timed out after ",
+          deadline.timeout().count(), " ms waiting for ", what, " from ",
+          options_.names.list(absent), " that never arrived", calls_reached(deadline, absent)),
+      absent));
 }
 
 void TcpTransport::receive_all(std::span<Receive> receives, const Deadline& deadline,
@@ -223,8 +225,24 @@ void TcpTransport::receive_all(std::span<Receive> receives, const Deadline& dead
   drive(step, readers, missing, deadline, what);
 }
 
+std::string TcpTransport::calls_reached(const Deadline& deadline,
+                                        const std::vector<int>& absent) const {
+  if (deadline.seq() == 0) return "";  // point-to-point: no call numbers
+  std::vector<std::uint64_t> reached = calls_seen_;
+  if (agreeing_seq_ == deadline.seq()) {
+    // Waiting for this call's records: every peer not missing sent its record of this call.
+    for (int p = 0; p < world_; ++p) {
+      if (std::find(absent.begin(), absent.end(), p) == absent.end()) {
+        reached[static_cast<std::size_t>(p)] = deadline.seq();
+      }
+    }
+  }
+  return "; " + describe_calls_reached(reached, deadline.seq(), options_.names);
+}
+
 void TcpTransport::start_agree(const CallRecord& mine, const Deadline&) {
   if (state_->failed()) throw_failure();
+  calls_seen_[static_cast<std::size_t>(rank_)] = mine.seq;
   call_fault();
   std::vector<std::uint8_t> encoded;
   encode_call_record(mine, encoded);
@@ -246,7 +264,9 @@ void TcpTransport::finish_agree(const CallRecord& mine, std::span<CallRecord> al
     receives.push_back(Receive{p, FrameType::Record, mine.seq, kMaxEncodedCallRecordBytes, slot,
                                kMaxEncodedCallRecordBytes});
   }
+  agreeing_seq_ = mine.seq;
   receive_all(receives, deadline, "the call");
+  agreeing_seq_ = 0;
   all[static_cast<std::size_t>(rank_)] = mine;
   for (const Receive& r : receives) {
     CallRecord& record = all[static_cast<std::size_t>(r.peer)];
@@ -258,6 +278,7 @@ void TcpTransport::finish_agree(const CallRecord& mine, std::span<CallRecord> al
       fail_and_throw(link.malformed(
           str("the record of call #", record.seq, " in a frame of call #", mine.seq)));
     }
+    calls_seen_[static_cast<std::size_t>(r.peer)] = record.seq;
   }
 }
 

@@ -31,6 +31,16 @@
 
 namespace ruccl {
 
+/// Whether Data frames carry a CRC-32C of their payload (headers and control frames always do).
+enum class PayloadChecksum : std::uint8_t {
+  /// On, except on a link whose two ends are loopback addresses (127.0.0.0/8, ::1): there the
+  /// bytes never leave this machine's memory, and the checksum would cost about a quarter of a
+  /// large all_reduce (docs/performance.md) to guard against nothing TCP's own copy can do.
+  Auto,
+  On,   ///< every Data frame, and refuse one without (a peer whose checksum is Off)
+  Off,  ///< no payload checksums sent; checked ones are still verified
+};
+
 struct TcpTransportOptions {
   /// The address this rank listens on; "" = net::default_listen_host() ($RUCCL_SOCKET_IFNAME's
   /// address, else loopback).
@@ -49,6 +59,10 @@ struct TcpTransportOptions {
   /// take the core of the rank it waits for).
   std::chrono::nanoseconds spin{0};
   int local_ranks = 1;
+  /// Payload checksums (RUCCL_TCP_PAYLOAD_CHECKSUM=auto|on|off for from_env). Every rank of a
+  /// group should use the same; a rank whose policy for a link is on refuses unchecked frames.
+  /// A wire Corrupt fault (below) is a payload failing its CRC: it needs checksums on.
+  PayloadChecksum payload_checksum = PayloadChecksum::Auto;
   /// How error messages name the ranks.
   RankNames names;
   /// Tests: faults this rank injects on the wire, below the framing (fault_plan.h; message k =
@@ -148,6 +162,8 @@ class TcpTransport final : public Transport {
   /// The link's step result: throws PeerLost when the peer closed the connection.
   void check_step(int peer, LinkStep step);
   std::string call_name(const Deadline& deadline) const;
+  /// The hang report ("; calls reached: ...") of a collective's timeout; "" for point-to-point.
+  std::string calls_reached(const Deadline& deadline, const std::vector<int>& absent) const;
   /// Applies the wire fault for this rank's next message to `peer`, if any.
   WireFault wire_fault(int peer);
   /// Applies the wire fault for this rank's next call, if any.
@@ -169,6 +185,10 @@ class TcpTransport final : public Transport {
   std::vector<std::uint64_t> messages_sent_;  // isends to each peer (wire_faults)
   std::vector<bool> dropping_;                // a Drop fired: every later message vanishes
   std::uint64_t calls_ = 0;                   // agree() calls (wire_faults)
+  // The hang report: the newest call number each rank is known to have started (this rank's
+  // own, the peers' records received), and the call whose records finish_agree waits for.
+  std::vector<std::uint64_t> calls_seen_;
+  std::uint64_t agreeing_seq_ = 0;
 };
 
 }  // namespace ruccl

@@ -28,6 +28,7 @@
 #include "collective/in_process_group.h"
 #include "collective/run_ranks.h"
 #include "examples/train_fashion_mnist/idx_dataset.h"
+#include "examples/train_fashion_mnist/progress_line.h"
 #include "optim/adam.h"
 #include "optim/checkpoint_error.h"
 #include "optim/checkpoint_series.h"
@@ -89,9 +90,9 @@ struct EpochReport {
 class TrainObserver {
  public:
   virtual ~TrainObserver() = default;
-  /// After `batch` of `batches` batches of `epoch` (1-based): mean loss so far, samples/s.
-  virtual void on_progress(int /*epoch*/, std::int64_t /*batch*/, std::int64_t /*batches*/,
-                           double /*loss*/, double /*samples_per_second*/) {}
+  /// After every report_every batches and at the epoch's end: where the epoch stands (mean
+  /// loss so far, samples/s, seconds; ProgressPrinter prints it with an ETA).
+  virtual void on_progress(const ProgressReport& /*report*/) {}
   virtual void on_epoch(const EpochReport& /*report*/) {}
   /// Training resumes after `steps` optimizer steps (`epochs_done` whole epochs) from the newest
   /// checkpoint every rank holds; `passed_over` is a newer step some rank (not all) had, or -1.
@@ -274,7 +275,8 @@ inline TrainResult train_rank(Communicator& comm, const Dataset& train, const Da
     std::int64_t pending_count = 0;
     double epoch_loss = 0.0;  // global, summed at reports
     std::int64_t epoch_samples = 0;
-    for (std::int64_t b = steps % batches; b < batches; ++b) {
+    const std::int64_t first_batch = steps % batches;  // > 0 in an epoch resumed mid-way
+    for (std::int64_t b = first_batch; b < batches; ++b) {
       const std::int64_t begin = b * batch;
       const std::int64_t size = std::min(batch, train.count - begin);
       const std::int64_t lo = begin + size * rank / world;  // this rank's balanced shard
@@ -327,9 +329,16 @@ inline TrainResult train_rank(Communicator& comm, const Dataset& train, const Da
         pending_loss = 0.0;
         pending_count = 0;
         if (report != nullptr) {
-          report->on_progress(epoch + 1, b + 1, batches,
-                              epoch_loss / static_cast<double>(epoch_samples),
-                              static_cast<double>(epoch_samples) / seconds_since(epoch_start));
+          const double seconds = seconds_since(epoch_start);
+          report->on_progress(
+              ProgressReport{.epoch = epoch + 1,
+                             .epochs = options.epochs,
+                             .batch = b + 1,
+                             .batches = batches,
+                             .first_batch = first_batch,
+                             .loss = epoch_loss / static_cast<double>(epoch_samples),
+                             .samples_per_second = static_cast<double>(epoch_samples) / seconds,
+                             .epoch_seconds = seconds});
         }
       }
     }

@@ -152,10 +152,12 @@ Cli parse(int argc, char** argv) {
   return cli;
 }
 
-/// Prints a progress bar (redrawn in place on a terminal) and a line per epoch; writes the CSV.
+/// Prints the progress within an epoch (a line redrawn in place on a terminal, plain lines
+/// otherwise: progress_line.h) and a line per epoch; writes the CSV.
 class ConsoleObserver : public fm::TrainObserver {
  public:
-  ConsoleObserver(const std::string& metrics_path, bool append) : tty_(isatty(STDOUT_FILENO) != 0) {
+  ConsoleObserver(const std::string& metrics_path, bool append)
+      : progress_(std::cout, isatty(STDOUT_FILENO) != 0) {
     if (!metrics_path.empty()) {
       const bool fresh = !append || !std::filesystem::exists(metrics_path);
       csv_.open(metrics_path, append ? std::ios::app : std::ios::trunc);
@@ -173,18 +175,9 @@ class ConsoleObserver : public fm::TrainObserver {
     }
     std::cout << "\n";
   }
-  void on_progress(int epoch, std::int64_t batch, std::int64_t batches, double loss,
-                   double samples_per_second) override {
-    if (!tty_) return;
-    constexpr int kWidth = 30;
-    const int filled = static_cast<int>(kWidth * batch / std::max<std::int64_t>(batches, 1));
-    std::cout << "\repoch " << std::setw(2) << epoch << " [" << std::string(filled, '#')
-              << std::string(kWidth - filled, '.') << "] " << std::setw(4) << batch << "/"
-              << batches << " loss " << std::fixed << std::setprecision(4) << loss << "  "
-              << std::setprecision(0) << samples_per_second << " samples/s   " << std::flush;
-  }
+  void on_progress(const fm::ProgressReport& r) override { progress_.progress(r); }
   void on_epoch(const fm::EpochReport& r) override {
-    if (tty_) std::cout << "\r" << std::string(100, ' ') << "\r";
+    progress_.clear();
     std::cout << "epoch " << std::setw(2) << r.epoch << "  step " << std::setw(5) << r.steps
               << "  loss " << std::fixed << std::setprecision(4) << r.train_loss;
     if (r.test_accuracy >= 0) {
@@ -202,7 +195,7 @@ class ConsoleObserver : public fm::TrainObserver {
   }
 
  private:
-  bool tty_;
+  fm::ProgressPrinter progress_;
   std::ofstream csv_;
 };
 
@@ -235,6 +228,7 @@ int main(int argc, char** argv) {
   try {
     // Processes when a launcher describes a job, threads of this process otherwise.
     std::optional<ruccl::Communicator> comm;
+    std::string launch;  // under a launcher: where this rank sits and what moves its bytes
     int local_ranks = 1;
     if (ruccl::examples::environment_describes_job()) {
       ruccl::LaunchEnv job;
@@ -242,6 +236,7 @@ int main(int argc, char** argv) {
         // An MPI job (mpirun, srun --mpi=pmix): MPI knows the ranks, there is no rendezvous.
         comm = ruccl::Communicator::from_env();
         job.world_size = comm->world_size();
+        job.rank = comm->rank();
         job.source = "MPI";
         const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
         job.local_world_size = local != nullptr ? std::max(1, std::atoi(local)) : 1;
@@ -259,6 +254,7 @@ int main(int argc, char** argv) {
       cli.options.resume_if_any = job.restart_count > 0 && !cli.options.checkpoint_dir.empty();
       local_ranks = job.local_world_size;
       if (!comm) comm = ruccl::Communicator::from_env();
+      launch = ruccl::str(ruccl::describe(job), "; engine ", comm->engine_name());
     } else if (cli.options.kill_after_step >= 0) {
       usage_error("--kill-after-step needs ranks that are processes (start under ruccl-run)");
     }
@@ -270,6 +266,7 @@ int main(int argc, char** argv) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
     const auto& o = cli.options;
     if (lead) {
+      if (!launch.empty()) std::cout << "launch: " << launch << "\n";
       std::cout << "Fashion-MNIST: " << train.count << " training and " << test.count
                 << " test images (loaded in " << std::fixed << std::setprecision(1) << load_seconds
                 << " s)\nMLP " << train.features;

@@ -108,7 +108,7 @@ class SnapshotAt : public fm::TrainObserver {
  public:
   SnapshotAt(std::int64_t at_step, std::filesystem::path from, std::filesystem::path to)
       : at_(at_step), from_(std::move(from)), to_(std::move(to)) {}
-  void on_progress(int, std::int64_t, std::int64_t, double, double) override {
+  void on_progress(const fm::ProgressReport&) override {
     if (++steps_ == at_) std::filesystem::copy(from_, to_);
   }
   int resumed_steps = -1;

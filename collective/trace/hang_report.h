@@ -1,0 +1,28 @@
+#pragma once
+// The hang report: when a collective's deadline expires, which call number every rank reached
+// and which ranks are missing -- the question every hung job asks first. Transports append it to
+// their Timeout message (so every rank raises it, and RUCCL_DEBUG=WARN logs it):
+//
+//   all_reduce (call #5): rank 0 timed out after 100 ms waiting for the call from rank(s) [2]
+//   that never arrived; calls reached: rank(s) [0, 1] at #5, rank(s) [2] at #4 (missing from #5:
+//   rank(s) [2])
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "collective/rank_names.h"
+
+namespace ruccl {
+
+/// The call number a rank is not known to have started: over TCP a peer from which no record
+/// came yet.
+inline constexpr std::uint64_t kCallNotSeen = 0;
+
+/// "calls reached: rank(s) [0, 1] at #5, rank(s) [2] at #4 (missing from #5: rank(s) [2])".
+/// `reached[r]`: the newest collective call number rank r is known to have started (kCallNotSeen:
+/// none yet, printed "none"); `seq`: the call that timed out. Ranks are grouped by call number,
+/// newest first; "missing" lists the ranks below `seq` (none: the clause is left out).
+std::string describe_calls_reached(std::span<const std::uint64_t> reached, std::uint64_t seq,
+                                   const RankNames& names);
+
+}  // namespace ruccl
