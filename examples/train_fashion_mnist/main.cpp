@@ -236,6 +236,7 @@ int main(int argc, char** argv) {
         // An MPI job (mpirun, srun --mpi=pmix): MPI knows the ranks, there is no rendezvous.
         comm = ruccl::Communicator::from_env();
         job.world_size = comm->world_size();
+        job.rank = comm->rank();
         job.source = "MPI";
         const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
         job.local_world_size = local != nullptr ? std::max(1, std::atoi(local)) : 1;

@@ -8,45 +8,23 @@
 #include <thread>
 
 #include "collective/engine/mpi/mpi_runtime.h"
+#include "collective/engine/mpi/mpi_transport_drive.h"
 #include "collective/transport/call_record_codec.h"
 
 namespace ruccl {
 
 namespace {
 
-constexpr int kRecordTag = 0;
-constexpr int kGoodbyeTag = 1;
-constexpr int kNoticeTag = 0;
-
 std::chrono::nanoseconds spin_time(const MpiTransportOptions& options, int world) {
   if (options.spin.count() > 0) return options.spin;
   int local = world;
   if (const char* text = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE")) local = std::atoi(text);
+  const char* yield = std::getenv("OMPI_MCA_mpi_yield_when_idle");
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  return static_cast<unsigned>(std::max(1, local)) > cores
-             ? std::chrono::nanoseconds(std::chrono::microseconds(2))
-             : std::chrono::nanoseconds(std::chrono::microseconds(50));
-}
-
-/// Cancels the receives of `requests` still pending and waits for them to complete (a cancelled
-/// receive completes at once; one already matched completes when its data arrives). Returns
-/// false when some did not complete within a second.
-bool cancel_receives(std::span<MPI_Request> requests) noexcept {
-  for (MPI_Request& r : requests) {
-    if (r != MPI_REQUEST_NULL) MPI_Cancel(&r);
-  }
-  const auto until = Deadline::Clock::now() + std::chrono::seconds(1);
-  for (;;) {
-    bool all = true;
-    for (MPI_Request& r : requests) {
-      int done = 0;
-      if (r != MPI_REQUEST_NULL) MPI_Test(&r, &done, MPI_STATUS_IGNORE);
-      if (r != MPI_REQUEST_NULL) all = false;
-    }
-    if (all) return true;
-    if (Deadline::Clock::now() >= until) return false;
-    sched_yield();
-  }
+  const bool oversubscribed = static_cast<unsigned>(std::max(1, local)) > cores ||
+                              (yield != nullptr && std::strcmp(yield, "0") != 0);
+  return oversubscribed ? std::chrono::nanoseconds(std::chrono::microseconds(2))
+                        : std::chrono::nanoseconds::max();
 }
 
 }  // namespace
@@ -100,7 +78,7 @@ MpiTransport::MpiTransport(int rank, int world, MPI_Comm data, MPI_Comm notices,
       staging_(kPieceBytes),
       gathered_(static_cast<std::size_t>(world)) {
   MPI_Irecv(notice_buffer_->data(), static_cast<int>(notice_buffer_->size()), MPI_BYTE,
-            MPI_ANY_SOURCE, kNoticeTag, notices_, &notice_recv_);
+            MPI_ANY_SOURCE, mpi_tags::kNotice, notices_, &notice_recv_);
 }
 
 MpiTransport::~MpiTransport() {
@@ -113,7 +91,7 @@ MpiTransport::~MpiTransport() {
     for (int p = 0; p < world_; ++p) {
       if (p == rank_) continue;
       MPI_Request r = MPI_REQUEST_NULL;
-      MPI_Isend(nullptr, 0, MPI_BYTE, p, kGoodbyeTag, data_, &r);
+      MPI_Isend(nullptr, 0, MPI_BYTE, p, mpi_tags::kGoodbye, data_, &r);
       mpi::orphan_request(r, nullptr);  // 0 bytes: complete, or kept until they are
     }
   }
@@ -174,8 +152,8 @@ void MpiTransport::set_failure(const CollectiveError& error, bool tell_peers) co
     for (int p = 0; p < world_; ++p) {
       if (p == rank_) continue;
       MPI_Request r = MPI_REQUEST_NULL;
-      if (MPI_Isend(notice->data(), static_cast<int>(notice->size()), MPI_BYTE, p, kNoticeTag,
-                    notices_, &r) == MPI_SUCCESS) {
+      if (MPI_Isend(notice->data(), static_cast<int>(notice->size()), MPI_BYTE, p,
+                    mpi_tags::kNotice, notices_, &r) == MPI_SUCCESS) {
         try {
           notice_sends_.push_back(PendingSend{r, notice});
         } catch (...) {
@@ -253,39 +231,12 @@ std::shared_ptr<std::vector<std::uint8_t>> MpiTransport::send_buffer(std::size_t
   return std::make_shared<std::vector<std::uint8_t>>(nbytes);
 }
 
-template <typename Step, typename Missing>
-void MpiTransport::drive(Step&& step, Missing&& missing, const Deadline& deadline,
-                         const char* what) {
-  const auto start = Deadline::Clock::now();
-  for (;;) {
-    poll_notice();
-    if (failed()) throw_failure();
-    try {
-      if (step()) return;
-    } catch (const CollectiveError& e) {  // a message that cannot match, an MPI error
-      fail_and_throw(e);
-    }
-    const auto now = Deadline::Clock::now();
-    if (deadline.expired(now)) break;
-    if (now - start >= spin_) sched_yield();
-  }
-  const std::vector<int> absent = missing();
-  const std::string waited =
-      absent.empty()
-          ? str(what, " to complete (every rank agreed to run it: a peer is slow or stopped)")
-          : str(what, " from ", options_.names.list(absent), " that never arrived");
-  fail_and_throw(CollectiveError(
-      CollectiveErrorKind::Timeout,
-      str(call_name(deadline), ": ", options_.names.name(rank_), " timed out after ",
-          deadline.timeout().count(), " ms waiting for ", waited),
-      absent));
-}
-
 void MpiTransport::start_agree(const CallRecord& mine, const Deadline&) {
   poll_notice();
   if (failed()) throw_failure();
   reap_sends();
-  std::vector<std::uint8_t> encoded;
+  std::vector<std::uint8_t>& encoded = encoded_;
+  encoded.clear();
   encode_call_record(mine, encoded);
   auto buffer = send_buffer(encoded.size());
   std::memcpy(buffer->data(), encoded.data(), encoded.size());
@@ -293,7 +244,7 @@ void MpiTransport::start_agree(const CallRecord& mine, const Deadline&) {
     if (p == rank_) continue;
     MPI_Request r = MPI_REQUEST_NULL;
     const int code = MPI_Isend(buffer->data(), static_cast<int>(buffer->size()), MPI_BYTE, p,
-                               kRecordTag, data_, &r);
+                               mpi_tags::kRecord, data_, &r);
     if (code != MPI_SUCCESS) {
       fail_and_throw(CollectiveError(
           CollectiveErrorKind::PeerLost,
@@ -308,9 +259,12 @@ void MpiTransport::start_agree(const CallRecord& mine, const Deadline&) {
 void MpiTransport::finish_agree(const CallRecord& mine, std::span<CallRecord> all,
                                 const Deadline& deadline) {
   RUCCL_ASSERT(static_cast<int>(all.size()) == world_);
-  std::vector<MPI_Request> requests(static_cast<std::size_t>(world_), MPI_REQUEST_NULL);
-  std::vector<MPI_Status> statuses(static_cast<std::size_t>(world_));
-  std::vector<int> codes(static_cast<std::size_t>(world_), MPI_SUCCESS);
+  std::vector<MPI_Request>& requests = agree_requests_;
+  std::vector<MPI_Status>& statuses = agree_statuses_;
+  std::vector<int>& codes = agree_codes_;
+  requests.assign(static_cast<std::size_t>(world_), MPI_REQUEST_NULL);
+  statuses.resize(static_cast<std::size_t>(world_));
+  codes.assign(static_cast<std::size_t>(world_), MPI_SUCCESS);
   std::uint8_t* slots = record_bytes_->data();
   for (int p = 0; p < world_; ++p) {
     if (p == rank_) continue;
@@ -333,8 +287,8 @@ void MpiTransport::finish_agree(const CallRecord& mine, std::span<CallRecord> al
       r = MPI_REQUEST_NULL;
       const MPI_Status& s = statuses[static_cast<std::size_t>(p)];
       const int code = codes[static_cast<std::size_t>(p)];
-      if (code == MPI_SUCCESS && s.MPI_TAG == kRecordTag) continue;
-      if (code == MPI_SUCCESS && s.MPI_TAG == kGoodbyeTag) {
+      if (code == MPI_SUCCESS && s.MPI_TAG == mpi_tags::kRecord) continue;
+      if (code == MPI_SUCCESS && s.MPI_TAG == mpi_tags::kGoodbye) {
         throw CollectiveError(CollectiveErrorKind::PeerLost,
                               str(options_.names.name(rank_), " lost ", options_.names.name(p),
                                   ": it left the group (its communicator was destroyed)"),
@@ -417,190 +371,6 @@ void MpiTransport::wait_send(int, const Deadline&) {
   poll_notice();
   if (failed()) throw_failure();
   reap_sends();
-}
-
-void MpiTransport::check_received(int peer, int expected_tag, std::size_t nbytes,
-                                  const MPI_Status& status, int code) const {
-  const auto pair = std::vector<int>{std::min(rank_, peer), std::max(rank_, peer)};
-  if (code == MPI_SUCCESS && status.MPI_TAG == kGoodbyeTag) {
-    throw CollectiveError(CollectiveErrorKind::PeerLost,
-                          str(options_.names.name(rank_), " lost ", options_.names.name(peer),
-                              ": it left the group (its communicator was destroyed)"),
-                          {peer});
-  }
-  if (code == MPI_SUCCESS && status.MPI_TAG == kRecordTag) {
-    throw CollectiveError(
-        CollectiveErrorKind::CollectiveKindMismatch,
-        str(options_.names.name(rank_), " expected a message of a send or collective from ",
-            options_.names.name(peer),
-            ", got the record of a collective: the calls can never "
-            "match"),
-        pair);
-  }
-  int count = 0;
-  MPI_Get_count(&status, MPI_BYTE, &count);
-  if (code != MPI_SUCCESS || status.MPI_TAG != expected_tag ||
-      static_cast<std::size_t>(count) != nbytes) {
-    throw CollectiveError(
-        CollectiveErrorKind::CollectiveKindMismatch,
-        str(options_.names.name(rank_), " expected message tag ", expected_tag, " (", nbytes,
-            " bytes) from ", options_.names.name(peer), ", got ",
-            code != MPI_SUCCESS ? str("a longer message (", mpi::error_string(code), ")")
-                                : str("tag ", status.MPI_TAG, " (", count, " bytes)")),
-        pair);
-  }
-}
-
-void MpiTransport::receive(std::span<const int> peers, std::uint64_t tag,
-                           std::span<void* const> dsts, std::span<const std::size_t> sizes,
-                           const std::shared_ptr<void>& keep, const Deadline& deadline) {
-  poll_notice();
-  if (failed()) throw_failure();
-  const int expected = mpi_tag(tag);
-  std::vector<MPI_Request> requests(peers.size(), MPI_REQUEST_NULL);
-  for (std::size_t i = 0; i < peers.size(); ++i) {
-    RUCCL_ASSERT(sizes[i] <= static_cast<std::size_t>(std::numeric_limits<int>::max()));
-    MPI_Irecv(dsts[i], static_cast<int>(sizes[i]), MPI_BYTE, peers[i], MPI_ANY_TAG, data_,
-              &requests[i]);
-  }
-  auto step = [&] {
-    bool all = true;
-    for (std::size_t i = 0; i < peers.size(); ++i) {
-      if (requests[i] == MPI_REQUEST_NULL) continue;
-      int done = 0;
-      MPI_Status status;
-      const int code = MPI_Test(&requests[i], &done, &status);
-      if (!done && code == MPI_SUCCESS) {
-        all = false;
-        continue;
-      }
-      requests[i] = MPI_REQUEST_NULL;
-      check_received(peers[i], expected, sizes[i], status, code);
-    }
-    return all;
-  };
-  auto missing = [&] {
-    std::vector<int> absent;
-    for (std::size_t i = 0; i < peers.size(); ++i) {
-      if (requests[i] != MPI_REQUEST_NULL) absent.push_back(peers[i]);
-    }
-    return absent;
-  };
-  try {
-    drive(step, missing, deadline, "a message");
-  } catch (...) {
-    if (keep) {
-      for (MPI_Request& r : requests) {
-        if (r != MPI_REQUEST_NULL) MPI_Cancel(&r);
-        mpi::orphan_request(r, keep);
-      }
-    } else if (!cancel_receives(requests)) {
-      mpi::abort_job(str("ruccl: ", options_.names.name(rank_),
-                         ": a receive into the caller's buffer could not be cancelled after the "
-                         "group failed (",
-                         failed() ? failure().what() : "an error",
-                         "); MPI cannot survive a lost rank: ending the job with MPI_Abort"));
-    }
-    throw;
-  }
-}
-
-void MpiTransport::recv_into(int peer, std::uint64_t tag, void* dst, std::size_t nbytes,
-                             const Deadline& deadline) {
-  receive(std::span<const int>(&peer, 1), tag, std::span<void* const>(&dst, 1),
-          std::span<const std::size_t>(&nbytes, 1), nullptr, deadline);
-}
-
-void MpiTransport::recv_all_into(std::span<const int> peers, std::uint64_t tag,
-                                 std::span<void* const> dsts, std::span<const std::size_t> sizes,
-                                 const Deadline& deadline) {
-  RUCCL_ASSERT(peers.size() == dsts.size() && peers.size() == sizes.size());
-  receive(peers, tag, dsts, sizes, nullptr, deadline);
-}
-
-void MpiTransport::recv_with(int peer, std::uint64_t tag, std::size_t nbytes,
-                             const ConsumeFn& consume, const Deadline& deadline) {
-  if (staging_.size() < nbytes) staging_.resize(nbytes);
-  void* dst = staging_.data();
-  receive(std::span<const int>(&peer, 1), tag, std::span<void* const>(&dst, 1),
-          std::span<const std::size_t>(&nbytes, 1), nullptr, deadline);
-  std::size_t offset = 0;
-  try {
-    do {
-      if (failed()) throw_failure();
-      const std::size_t n = std::min(kPieceBytes, nbytes - offset);
-      consume(offset, staging_.data() + offset, n);
-      offset += n;
-    } while (offset < nbytes);
-  } catch (const CollectiveError&) {
-    if (failed()) throw;
-    fail_from_current_exception(deadline);
-    throw;
-  } catch (...) {
-    fail_from_current_exception(deadline);
-    throw;
-  }
-}
-
-void MpiTransport::recv_all_with(std::span<const int> peers, std::uint64_t tag,
-                                 std::span<const std::size_t> sizes, const ConsumeManyFn& consume,
-                                 const Deadline& deadline) {
-  RUCCL_ASSERT(peers.size() == sizes.size());
-  std::vector<void*> dsts(peers.size());
-  std::size_t total = 0;
-  for (std::size_t i = 0; i < peers.size(); ++i) {
-    auto& buffer = gathered_[static_cast<std::size_t>(peers[i])];
-    if (buffer.size() < sizes[i]) buffer.resize(sizes[i]);
-    dsts[i] = buffer.data();
-    total = std::max(total, sizes[i]);
-  }
-  receive(peers, tag, dsts, sizes, nullptr, deadline);
-  std::vector<const void*> data(peers.size());
-  std::size_t offset = 0;
-  try {
-    do {
-      if (failed()) throw_failure();
-      const std::size_t n = std::min(kPieceBytes, total - offset);
-      for (std::size_t i = 0; i < peers.size(); ++i) {
-        data[i] = static_cast<const std::uint8_t*>(dsts[i]) + std::min(offset, sizes[i]);
-      }
-      consume(offset, data, n);
-      offset += n;
-    } while (offset < total);
-  } catch (...) {
-    if (!failed()) fail_from_current_exception(deadline);
-    throw;
-  }
-}
-
-void MpiTransport::wait(std::span<MPI_Request> requests, const std::shared_ptr<void>& keep,
-                        const Deadline& deadline, const char* what) {
-  int first_error = MPI_SUCCESS;
-  auto step = [&] {
-    bool all = true;
-    for (MPI_Request& r : requests) {
-      if (r == MPI_REQUEST_NULL) continue;
-      int done = 0;
-      const int code = MPI_Test(&r, &done, MPI_STATUS_IGNORE);
-      if (code != MPI_SUCCESS) {
-        first_error = code;
-        r = MPI_REQUEST_NULL;
-        throw CollectiveError(
-            CollectiveErrorKind::PeerLost,
-            str(options_.names.name(rank_), ": ", what, " failed: ", mpi::error_string(code)));
-      }
-      if (!done) all = false;
-    }
-    return all;
-  };
-  // A collective has no rank to blame: agreement made sure every rank called it.
-  auto missing = [&] { return std::vector<int>{}; };
-  try {
-    drive(step, missing, deadline, what);
-  } catch (...) {
-    for (MPI_Request& r : requests) mpi::orphan_request(r, keep);
-    throw;
-  }
 }
 
 }  // namespace ruccl

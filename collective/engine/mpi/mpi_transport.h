@@ -21,8 +21,11 @@
 // group that is given its context id.
 //
 // Every wait polls MPI_Test (which drives MPI's progress engine) and the notices against its
-// Deadline, spinning for `spin`, then yielding the core between tests (as MPI_Wait does with
-// mpi_yield_when_idle); expiry fails the group with Timeout naming the ranks whose messages never
+// Deadline, as MPI_Wait does: without pause while this machine's ranks fit its cores, else
+// yielding the core between tests after `spin` (as MPI does with mpi_yield_when_idle, which mpirun
+// sets when it oversubscribes; a pause would also stall a non-blocking collective, which
+// progresses only while its rank calls MPI). Expiry fails the group with Timeout naming the
+// ranks whose messages never
 // came. Sends are copied into buffers of the transport (wait_send returns at once): MPI cannot
 // cancel a send, so a failed group leaves MPI the copy, never the caller's buffer. A receive into
 // the caller's buffer is cancelled on failure; one MPI can no longer cancel (matched, then its
@@ -42,9 +45,10 @@
 namespace ruccl {
 
 struct MpiTransportOptions {
-  /// How long a wait polls MPI without yielding the core. 0: the default, 50 us when the ranks on
-  /// this machine (OMPI_COMM_WORLD_LOCAL_SIZE, else the communicator's size) fit its cores, else
-  /// 2 us.
+  /// How long a wait polls MPI before it starts yielding the core between tests. 0: the
+  /// default: never yield while the ranks on this machine (OMPI_COMM_WORLD_LOCAL_SIZE, else the
+  /// communicator's size) fit its cores and mpi_yield_when_idle is not set
+  /// (OMPI_MCA_mpi_yield_when_idle), else yield after 2 us.
   std::chrono::nanoseconds spin{0};
   /// How error messages name the ranks.
   RankNames names;
@@ -150,6 +154,10 @@ class MpiTransport final : public Transport {
   std::shared_ptr<std::vector<std::uint8_t>> record_bytes_;       // peers' records, by rank
   std::vector<std::uint8_t> staging_;                             // recv_with
   std::vector<std::vector<std::uint8_t>> gathered_;               // recv_all_with, by peer
+  std::vector<std::uint8_t> encoded_;                             // this rank's record
+  std::vector<MPI_Request> agree_requests_;                       // finish_agree, by rank
+  std::vector<MPI_Status> agree_statuses_;
+  std::vector<int> agree_codes_;
 };
 
 }  // namespace ruccl

@@ -1,0 +1,45 @@
+#pragma once
+// MpiTransport::drive, the one wait loop of the transport (mpi_transport.cpp and
+// mpi_transport_messages.cpp use it) and the MPI tags of the data and notice communicators.
+// Internal to the transport: not part of ruCCL's API.
+#include <sched.h>
+
+#include "collective/engine/mpi/mpi_transport.h"
+
+namespace ruccl {
+
+namespace mpi_tags {
+inline constexpr int kRecord = 0;   ///< data communicator: an agreement record
+inline constexpr int kGoodbye = 1;  ///< data communicator: the peer destroyed its communicator
+inline constexpr int kNotice = 0;   ///< notice communicator: a failure notice
+}  // namespace mpi_tags
+
+template <typename Step, typename Missing>
+void MpiTransport::drive(Step&& step, Missing&& missing, const Deadline& deadline,
+                         const char* what) {
+  const auto start = Deadline::Clock::now();
+  for (;;) {
+    poll_notice();
+    if (failed()) throw_failure();
+    try {
+      if (step()) return;
+    } catch (const CollectiveError& e) {  // a message that cannot match, an MPI error
+      fail_and_throw(e);
+    }
+    const auto now = Deadline::Clock::now();
+    if (deadline.expired(now)) break;
+    if (spin_ != std::chrono::nanoseconds::max() && now - start >= spin_) sched_yield();
+  }
+  const std::vector<int> absent = missing();
+  const std::string waited =
+      absent.empty()
+          ? str(what, " to complete (every rank agreed to run it: a peer is slow or stopped)")
+          : str(what, " from ", options_.names.list(absent), " that never arrived");
+  fail_and_throw(CollectiveError(
+      CollectiveErrorKind::Timeout,
+      str(call_name(deadline), ": ", options_.names.name(rank_), " timed out after ",
+          deadline.timeout().count(), " ms waiting for ", waited),
+      absent));
+}
+
+}  // namespace ruccl
