@@ -200,10 +200,13 @@ LaunchEnv read_launch_env(const EnvLookup& env) {
 }
 
 std::string describe(const LaunchEnv& job) {
+  const std::string rendezvous =
+      job.master_port == 0 && job.master_addr.empty()
+          ? std::string("no rendezvous")  // an MPI job: MPI knows the ranks
+          : str("rendezvous at ", job.master_addr, ":", job.master_port);
   return str("rank ", job.rank, " of ", job.world_size, " (local rank ", job.local_rank, " of ",
-             job.local_world_size, ", node ", job.node_rank, " of ", job.num_nodes,
-             "), rendezvous at ", job.master_addr, ":", job.master_port, ", from ", job.source,
-             "'s variables");
+             job.local_world_size, ", node ", job.node_rank, " of ", job.num_nodes, "), ",
+             rendezvous, ", from ", job.source, "'s variables");
 }
 
 SessionId parse_session_id(std::string_view hex, std::string_view what) {

@@ -238,8 +238,14 @@ int main(int argc, char** argv) {
         job.world_size = comm->world_size();
         job.rank = comm->rank();
         job.source = "MPI";
+        // Processes on this node: mpirun's variable, else srun's tasks per node ("2" or
+        // "2(x3)": the first node's count; the same on every node of an even step).
         const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+        if (local == nullptr) local = std::getenv("SLURM_STEP_TASKS_PER_NODE");
         job.local_world_size = local != nullptr ? std::max(1, std::atoi(local)) : 1;
+        const char* local_rank = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+        if (local_rank == nullptr) local_rank = std::getenv("SLURM_LOCALID");
+        job.local_rank = local_rank != nullptr ? std::max(0, std::atoi(local_rank)) : 0;
       } else {
         job = ruccl::read_launch_env();
       }
