@@ -9,6 +9,7 @@ packages=(
   libeigen3-dev libcereal-dev zlib1g-dev  # libraries
   catch2  # tests
   dataset-fashion-mnist  # real data for the training demo (/usr/share/datasets/fashion-mnist)
+  python3 gnuplot-nox  # tools/merge_traces.py, the plots (tests/programs/observability_tools.sh)
   "$@"
 )
 
