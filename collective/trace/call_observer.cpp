@@ -65,13 +65,17 @@ void DebugLog::write(DebugLevel level, const std::string& text) noexcept {
 
 // ---- observer -----------------------------------------------------------------------------------
 
-CallObserver::CallObserver(int rank, int world_size, bool zero_copy, const std::string& engine,
+CallObserver::CallObserver(Transport& transport, const std::string& engine,
                            const CommunicatorOptions& options)
-    : rank_(rank),
-      world_(world_size),
-      zero_copy_(zero_copy),
+    : transport_(transport),
+      rank_(transport.rank()),
+      world_(transport.world_size()),
+      zero_copy_(transport.zero_copy()),
       options_(options),
       settings_(debug_settings_from_env()) {
+  const int rank = rank_;
+  const int world_size = world_;
+  const bool zero_copy = zero_copy_;
   const std::string host = local_host_name();
   log_ = DebugLog(settings_, rank, host);
   trace_.rank = rank;
@@ -109,6 +113,11 @@ CallObserver::~CallObserver() {
     // A destructor never throws: the lost trace is said on stderr whatever the level.
     std::fprintf(stderr, "ruccl: rank %d: RUCCL_TRACE_FILE not written: %s\n", rank_, e.what());
   }
+}
+
+void CallObserver::observe_waits() noexcept {
+  observing_waits_ = trace_.enabled();
+  transport_.observe_waits(observing_waits_);  // on: also resets the note for this call
 }
 
 TraceEvent CallObserver::event_of(const CallRecord& record, std::span<const CallRecord> records,
@@ -154,6 +163,11 @@ TraceEvent CallObserver::event_of(const CallRecord& record, std::span<const Call
   e.start_ns = start_ns;
   e.end_ns = end_ns;
   e.ok = ok;
+  if (observing_waits_) {
+    const Transport::PeerWait wait = transport_.longest_wait();
+    e.waited_peer = wait.peer;
+    e.waited_ns = wait.ns;
+  }
   return e;
 }
 
@@ -195,6 +209,11 @@ void CallObserver::finish_point_to_point(bool sending, int peer, const char* lab
     e.start_ns = start_ns;
     e.end_ns = end_ns;
     e.ok = ok;
+    if (observing_waits_) {
+      const Transport::PeerWait wait = transport_.longest_wait();
+      e.waited_peer = wait.peer;
+      e.waited_ns = wait.ns;
+    }
     if (tracing) trace_.record(e);
     if (logging) log_.write(DebugLevel::Trace, describe_trace_event(e));
   } catch (...) {

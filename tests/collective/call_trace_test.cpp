@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "collective/trace/call_trace.h"
 #include "tests/collective/collective_test_support.h"
@@ -246,4 +247,24 @@ TEST_CASE("RUCCL_TRACE_FILE writes each rank's Chrome trace when its communicato
     CHECK_THAT(json, Catch::EndsWith("]}\n"));
   }
   std::filesystem::remove_all(dir);
+}
+
+TEMPLATE_TEST_CASE("The trace names the peer a call waited on longest", "[collective][trace]",
+                   RUCCL_GROUP_FACTORIES) {
+  auto out = run_group_with(TestType::make, 3, [](Communicator& comm) {
+    comm.trace().enable();
+    comm.barrier();
+    if (comm.rank() == 2) std::this_thread::sleep_for(std::chrono::milliseconds(60));
+    comm.all_reduce(Tensor::full({16}, 1.0, DType::F32));
+    return comm.trace().events();
+  });
+  for (int r : {0, 1}) {
+    INFO("rank " << r);
+    const std::vector<TraceEvent>& events = out[static_cast<std::size_t>(r)].value();
+    REQUIRE(events.size() == 2);
+    CHECK(events[1].waited_peer == 2);
+    // rank 2 slept 60 ms after the barrier every rank left together: a bound, not a timing
+    CHECK(events[1].waited_ns >= 30'000'000);
+    CHECK(events[1].waited_ns <= events[1].end_ns - events[1].start_ns);
+  }
 }
