@@ -4,7 +4,7 @@
 #
 #   build/release/bench/collective_bench --csv > inproc.csv        # ruccl and mpi-shm
 #   build/release/bench/tcp_collective_bench --csv > tcp.csv       # ruccl, mpi, gloo, torch, raw
-#   tools/plot_bandwidth.sh inproc.csv inproc.png [OP] [WORLD]     # default: all_reduce, 2
+#   tools/plot_bandwidth.sh inproc.csv inproc.png [OP] [WORLD] [TITLE]  # all_reduce, 2
 #
 # The CSV needs the columns op, world, bytes, impl and busbw_gbs (any order, header first).
 # Needs gnuplot (Debian: apt-get install gnuplot-nox). Exit status 2 for a bad argument or file.
@@ -15,11 +15,12 @@ die() {
   exit 2
 }
 
-(($# >= 2 && $# <= 4)) || die "usage: tools/plot_bandwidth.sh BENCH.csv OUT.png [OP] [WORLD]"
+(($# >= 2 && $# <= 5)) || die "usage: tools/plot_bandwidth.sh BENCH.csv OUT.png [OP] [WORLD] [TITLE]"
 csv=$1
 png=$2
 op=${3:-all_reduce}
 world=${4:-2}
+title=${5:-"$op, world $world: bus bandwidth against message size"}
 command -v gnuplot >/dev/null || die "gnuplot is not installed; on Debian: apt-get install gnuplot-nox"
 [[ -r "$csv" ]] || die "$csv: cannot read it"
 
@@ -55,7 +56,7 @@ done
 gnuplot <<GNUPLOT
 set terminal pngcairo size 900,520 font ',11'
 set output '$png'
-set title '$op, world $world: bus bandwidth against message size' noenhanced
+set title '$title' noenhanced
 set xlabel 'message size (bytes)'
 set ylabel 'bus bandwidth (GB/s)'
 set logscale x 2
