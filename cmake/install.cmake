@@ -8,9 +8,13 @@ set(_ruccl_header_dirs tensor collective autodiff optim)
 if(RUCCL_WITH_CUDA)
   list(APPEND _ruccl_header_dirs cuda)  # *.h only: the *.cuh kernel headers are internal
 endif()
+set(_ruccl_header_excludes)
+if(NOT RUCCL_WITH_MPI)
+  set(_ruccl_header_excludes PATTERN "engine/mpi" EXCLUDE)  # headers of a part not built
+endif()
 foreach(layer ${_ruccl_header_dirs})
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/${layer} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/ruccl
-          FILES_MATCHING PATTERN "*.h")
+          FILES_MATCHING PATTERN "*.h" ${_ruccl_header_excludes})
 endforeach()
 install(FILES ${PROJECT_BINARY_DIR}/generated/ruccl/config.h
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/ruccl/ruccl)

@@ -54,7 +54,11 @@ class Communicator {
                const EngineFactory& engine);
   Communicator() = default;
   /// This process's rank of the job the environment describes (ruccl-run, torchrun, Slurm or
-  /// OpenMPI variables), over TCP: see TcpGroup::from_env (collective/tcp_group.h).
+  /// OpenMPI variables), over TCP: see TcpGroup::from_env (collective/tcp_group.h). Built with
+  /// MPI (RUCCL_WITH_MPI), a process started by mpirun (OMPI_COMM_WORLD_*) or by srun --mpi=pmix
+  /// (PMIX_RANK) joins MPI_COMM_WORLD with the MPI engine instead (MpiGroup::world,
+  /// collective/engine/mpi/mpi_group.h). RUCCL_ENGINE=mpi or tcp chooses explicitly; another
+  /// value is InvalidConfig naming it.
   static Communicator from_env(Device device = Device::cpu(), CommunicatorOptions options = {});
 
   /// This rank, in [0, world_size()).

@@ -6,6 +6,10 @@
 
 #include "collective/launch/launch_env.h"
 #include "collective/store/tcp_store.h"
+#include "ruccl/config.h"
+#if RUCCL_WITH_MPI
+#include "collective/engine/mpi/mpi_group.h"
+#endif
 
 namespace ruccl {
 
@@ -40,6 +44,22 @@ std::optional<long long> read_positive(const char* name, const char* unit) {
         str(name, ": expected a positive number of ", unit, ", got \"", text, "\""));
   }
   return v;
+}
+
+void read_checksum(const char* name, PayloadChecksum& out) {
+  const char* text = std::getenv(name);
+  if (text == nullptr) return;
+  const std::string_view v = text;
+  if (v == "auto") {
+    out = PayloadChecksum::Auto;
+  } else if (v == "on") {
+    out = PayloadChecksum::On;
+  } else if (v == "off") {
+    out = PayloadChecksum::Off;
+  } else {
+    throw CollectiveError(CollectiveErrorKind::InvalidConfig,
+                          str(name, ": expected auto, on or off, got \"", text, "\""));
+  }
 }
 
 void read_ms(const char* name, std::chrono::milliseconds& out) {
@@ -86,6 +106,7 @@ Communicator TcpGroup::from_env(Device device, CommunicatorOptions options,
   if (const auto us = read_positive("RUCCL_TCP_SPIN_US", "microseconds")) {
     transport.spin = std::chrono::microseconds(*us);
   }
+  read_checksum("RUCCL_TCP_PAYLOAD_CHECKSUM", transport.payload_checksum);
   const SessionId session =
       env.session_id ? *env.session_id : session_id_from_seed(env.session_seed);
   const net::Endpoint master{env.master_addr, env.master_port};
@@ -98,7 +119,31 @@ Communicator TcpGroup::from_env(Device device, CommunicatorOptions options,
   return comm;
 }
 
+bool mpi_engine_from_env() {
+  const char* engine = std::getenv("RUCCL_ENGINE");
+  const std::string asked = engine != nullptr ? engine : "";
+  if (!asked.empty() && asked != "mpi" && asked != "tcp") {
+    throw CollectiveError(CollectiveErrorKind::InvalidConfig,
+                          str("RUCCL_ENGINE: expected \"mpi\" or \"tcp\", got \"", asked, "\""));
+  }
+  if (!RUCCL_WITH_MPI && asked == "mpi") {
+    throw CollectiveError(CollectiveErrorKind::InvalidConfig,
+                          "RUCCL_ENGINE: expected \"tcp\" in this build, got \"mpi\" (ruCCL was "
+                          "built without MPI: install libopenmpi-dev and configure with "
+                          "-DRUCCL_WITH_MPI=ON)");
+  }
+  const bool mpi_launcher = std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr ||
+                            std::getenv("OMPI_COMM_WORLD_RANK") != nullptr ||
+                            std::getenv("PMIX_RANK") != nullptr;
+  return RUCCL_WITH_MPI && (asked == "mpi" || (asked.empty() && mpi_launcher));
+}
+
 Communicator Communicator::from_env(Device device, CommunicatorOptions options) {
+#if RUCCL_WITH_MPI
+  if (mpi_engine_from_env()) return MpiGroup::world(device, std::move(options));
+#else
+  (void)mpi_engine_from_env();  // a bad RUCCL_ENGINE is an error here too
+#endif
   return TcpGroup::from_env(device, std::move(options));
 }
 

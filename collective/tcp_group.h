@@ -34,6 +34,13 @@ class TcpGroup {
                                TcpTransportOptions transport = {});
 };
 
+/// Whether Communicator::from_env joins an MPI job (MpiGroup::world) rather than a TCP one: this
+/// build has MPI (RUCCL_WITH_MPI) and RUCCL_ENGINE=mpi, or RUCCL_ENGINE is unset and an MPI
+/// launcher started the process (mpirun: OMPI_COMM_WORLD_*; srun --mpi=pmix: PMIX_RANK).
+/// RUCCL_ENGINE=tcp forces TCP. Throws CollectiveError(InvalidConfig) naming a RUCCL_ENGINE that
+/// is neither, or "mpi" in a build without MPI.
+bool mpi_engine_from_env();
+
 /// The 128-bit session id derived from a job identity both sides can compute (LaunchEnv's
 /// session_seed), for launchers that do not pass RUCCL_SESSION_ID. Not secret: it keeps other
 /// jobs out, not an attacker who can read the job's environment.

@@ -47,6 +47,7 @@ void check_header(std::uint8_t mode, const std::array<std::uint8_t, kFrameHeader
   FUZZ_CHECK(crc32c(bytes.data(), 60) == le(bytes.data() + 60, 4));
   FUZZ_CHECK(h.payload_bytes <= frame_payload_cap(h.type));
   FUZZ_CHECK(h.session == session && h.seq == seq);
+  FUZZ_CHECK(!h.unchecked_payload || (h.type == FrameType::Data && h.payload_crc == 0));
   if (rest.size() >= h.payload_bytes) {
     const auto payload = rest.first(h.payload_bytes);
     FUZZ_CHECK(payload_crc_matches(h, payload) ==

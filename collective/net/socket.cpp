@@ -196,6 +196,10 @@ Socket listen_tcp(const std::string& host, std::uint16_t port, int backlog) {
                         str("cannot listen on ", where, ": ", last));
 }
 
+bool is_loopback_address(std::string_view host) {
+  return host.starts_with("127.") || host == "::1" || host.starts_with("::ffff:127.");
+}
+
 Endpoint local_endpoint(const Socket& s) {
   sockaddr_storage addr{};
   socklen_t len = sizeof addr;

@@ -78,6 +78,9 @@ class Socket {
 /// InvalidConfig naming host:port and the reason when it cannot resolve, bind or listen.
 Socket listen_tcp(const std::string& host, std::uint16_t port, int backlog = 128);
 
+/// Whether a numeric address is a loopback one: 127.0.0.0/8, ::1 or ::ffff:127.x.y.z.
+bool is_loopback_address(std::string_view host);
+
 /// The address a socket is bound to (getsockname), e.g. the ephemeral port of a listener.
 Endpoint local_endpoint(const Socket& s);
 /// The address of the other end of a connected socket (getpeername).

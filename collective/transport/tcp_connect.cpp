@@ -94,8 +94,12 @@ std::unique_ptr<TcpTransport> TcpTransport::connect(Store& store, int rank, int 
   auto keep = [&](int peer, TcpChannel channel, net::Socket socket) {
     net::set_nodelay(socket);
     net::set_nonblocking(socket, true);
+    const bool check = options.payload_checksum == PayloadChecksum::On ||
+                       (options.payload_checksum == PayloadChecksum::Auto &&
+                        (!net::is_loopback_address(net::local_endpoint(socket).host) ||
+                         !net::is_loopback_address(net::peer_endpoint(socket).host)));
     auto& slot = (channel == TcpChannel::Data ? data : control)[static_cast<std::size_t>(peer)];
-    slot.emplace(std::move(socket), session, peer, options.names.name(peer));
+    slot.emplace(std::move(socket), session, peer, options.names.name(peer), check);
   };
 
   net::Socket listener;

@@ -7,14 +7,20 @@
 //   offset  size  field
 //   0       4     magic 0x4C435552 ("RUCL" as bytes)
 //   4       2     version (1)          6   2  header_bytes (64)
-//   8       1     type (FrameType)     9   1  flags (0)        10  2  reserved (0)
+//   8       1     type (FrameType)     9   1  flags            10  2  reserved (0)
 //   12      4     payload_bytes (capped per type, see frame_payload_cap)
 //   16      16    session id (the job's 128-bit random id)
 //   32      8     seq: frames of one connection and direction are numbered 1, 2, 3 ... in order
 //   40      8     tag: Data the message tag, Record the call seq, else 0
 //   48      8     message_bytes: Data the total bytes of the message the frame belongs to, else 0
-//   56      4     payload_crc (CRC-32C of the payload; 0 for an empty one)
+//   56      4     payload_crc (CRC-32C of the payload; 0 for an empty one or an unchecked one)
 //   60      4     header_crc (CRC-32C of bytes 0..59)
+//
+// Flags: bit 0 (kFrameFlagUncheckedPayload), Data frames only: the sender computed no payload CRC
+// (payload_crc is 0). A link sends them when its payload checksum is off (TcpTransportOptions::
+// payload_checksum: by default off between two loopback endpoints, where the bytes never leave
+// this machine's memory); a receiver whose own policy for the link is on refuses them. The header
+// CRC is always there. Other bits are refused.
 //
 // decode_frame_header checks, in this order, so that garbage is reported as garbage (not as a
 // wrong session): magic, version, header_bytes, header_crc, type, flags and reserved, the
@@ -34,6 +40,8 @@ using SessionBytes = std::array<std::uint8_t, 16>;
 inline constexpr std::uint32_t kFrameMagic = 0x4C435552;  // "RUCL" as little-endian bytes
 inline constexpr std::uint16_t kFrameVersion = 1;
 inline constexpr std::size_t kFrameHeaderBytes = 64;
+/// Flags bit 0: a Data frame whose payload carries no CRC-32C.
+inline constexpr std::uint8_t kFrameFlagUncheckedPayload = 0x01;
 /// The largest Data payload a receiver accepts (senders cut messages into kPieceBytes frames).
 inline constexpr std::size_t kMaxDataFramePayload = std::size_t{1} << 20;
 /// The largest Abort payload (the encoder truncates the message to fit).
@@ -66,6 +74,8 @@ struct FrameHeader {
   std::uint64_t tag = 0;
   std::uint64_t message_bytes = 0;
   std::uint32_t payload_crc = 0;  ///< crc32c of the payload (0 for an empty one)
+  /// Data only: the sender computed no payload CRC (kFrameFlagUncheckedPayload; payload_crc 0).
+  bool unchecked_payload = false;
 };
 
 /// Writes the 64 header bytes of `header` (computing header_crc). The caller sets payload_crc

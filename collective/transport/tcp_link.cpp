@@ -14,8 +14,9 @@
 namespace ruccl {
 
 TcpLink::TcpLink(net::Socket socket, SessionBytes session, int peer, std::string peer_name,
-                 std::uint64_t handshake_frames)
+                 bool check_payloads, std::uint64_t handshake_frames)
     : socket_(std::move(socket)),
+      check_payloads_(check_payloads),
       session_(session),
       peer_(peer),
       peer_name_(std::move(peer_name)),
@@ -68,8 +69,12 @@ bool TcpLink::start_frame(Send& s) {
   h.seq = ++out_seq_;
   h.tag = s.tag;
   h.message_bytes = s.type == FrameType::Data ? s.nbytes : 0;
-  h.payload_crc = crc32c(s.data + s.frame_begin, n);
-  if (s.fault.corrupt) {  // what the receiver computes over the payload will differ
+  // Data frames without a checksum when this link's policy says so; control frames always carry
+  // one (they are small).
+  h.unchecked_payload = !check_payloads_ && s.type == FrameType::Data;
+  h.payload_crc = h.unchecked_payload ? 0 : crc32c(s.data + s.frame_begin, n);
+  if (s.fault.corrupt &&
+      !h.unchecked_payload) {  // what the receiver computes over the payload will differ
     h.payload_crc ^= 0x00010000u;
     s.fault.corrupt = false;
   }
@@ -193,6 +198,12 @@ LinkStep TcpLink::read_header() {
       std::span<const std::uint8_t, kFrameHeaderBytes>(in_.header_bytes.data(), kFrameHeaderBytes),
       session_, in_seq_ + 1, in_.header);
   if (!why.empty()) protocol_error(why);
+  if (in_.header.unchecked_payload && check_payloads_) {
+    protocol_error(
+        str("expected a payload CRC-32C (this rank checks payloads on this link: "
+            "payload_checksum on), got Data frame ",
+            in_.header.seq, " without one (the peer's payload_checksum is off)"));
+  }
   ++in_seq_;
   in_.has_header = true;
   in_.payload_got = 0;
@@ -222,10 +233,10 @@ LinkStep TcpLink::read_payload(void* dst) {
       }
       got = static_cast<std::size_t>(k);
     }
-    in_.crc = crc32c(at, got, in_.crc);
+    if (!in_.header.unchecked_payload) in_.crc = crc32c(at, got, in_.crc);
     in_.payload_got += got;
   }
-  if (in_.crc != in_.header.payload_crc) {
+  if (!in_.header.unchecked_payload && in_.crc != in_.header.payload_crc) {
     protocol_error(str("payload CRC-32C mismatch in frame ", in_.header.seq, " (", n,
                        " bytes): the data was corrupted"));
   }

@@ -52,10 +52,12 @@ struct WireFault {
 
 class TcpLink {
  public:
+  /// `check_payloads`: Data frames carry and must carry a payload CRC-32C (false: this link
+  /// sends them unchecked and accepts both; TcpTransportOptions::payload_checksum).
   /// `handshake_frames`: frames already exchanged each way on `socket` (the Hello), so sequence
   /// numbers continue after them.
   TcpLink(net::Socket socket, SessionBytes session, int peer, std::string peer_name,
-          std::uint64_t handshake_frames = 1);
+          bool check_payloads = true, std::uint64_t handshake_frames = 1);
   TcpLink(TcpLink&&) noexcept = default;
 
   const std::string& peer_name() const { return peer_name_; }
@@ -128,6 +130,7 @@ class TcpLink {
   static constexpr std::size_t kBatchSends = 8;  // queued messages one sendmsg may carry
 
   net::Socket socket_;
+  bool check_payloads_;
   SessionBytes session_;
   int peer_;
   std::string peer_name_;

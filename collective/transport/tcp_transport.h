@@ -31,6 +31,16 @@
 
 namespace ruccl {
 
+/// Whether Data frames carry a CRC-32C of their payload (headers and control frames always do).
+enum class PayloadChecksum : std::uint8_t {
+  /// On, except on a link whose two ends are loopback addresses (127.0.0.0/8, ::1): there the
+  /// bytes never leave this machine's memory, and the checksum would cost about a quarter of a
+  /// large all_reduce (docs/performance.md) to guard against nothing TCP's own copy can do.
+  Auto,
+  On,   ///< every Data frame, and refuse one without (a peer whose checksum is Off)
+  Off,  ///< no payload checksums sent; checked ones are still verified
+};
+
 struct TcpTransportOptions {
   /// The address this rank listens on; "" = net::default_listen_host() ($RUCCL_SOCKET_IFNAME's
   /// address, else loopback).
@@ -49,6 +59,10 @@ struct TcpTransportOptions {
   /// take the core of the rank it waits for).
   std::chrono::nanoseconds spin{0};
   int local_ranks = 1;
+  /// Payload checksums (RUCCL_TCP_PAYLOAD_CHECKSUM=auto|on|off for from_env). Every rank of a
+  /// group should use the same; a rank whose policy for a link is on refuses unchecked frames.
+  /// A wire Corrupt fault (below) is a payload failing its CRC: it needs checksums on.
+  PayloadChecksum payload_checksum = PayloadChecksum::Auto;
   /// How error messages name the ranks.
   RankNames names;
   /// Tests: faults this rank injects on the wire, below the framing (fault_plan.h; message k =

@@ -9,6 +9,7 @@
 // Data: Debian's dataset-fashion-mnist (/usr/share/datasets/fashion-mnist/*-idx?-ubyte.gz).
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -19,6 +20,7 @@
 #include <string>
 
 #include "collective/communicator.h"
+#include "collective/tcp_group.h"
 #include "examples/job_environment.h"
 #include "examples/train_fashion_mnist/data_parallel_trainer.h"
 #include "optim/rank_agreement.h"
@@ -226,9 +228,20 @@ int main(int argc, char** argv) {
   try {
     // Processes when a launcher describes a job, threads of this process otherwise.
     std::optional<ruccl::Communicator> comm;
+    std::string launch;  // under a launcher: where this rank sits and what moves its bytes
     int local_ranks = 1;
     if (ruccl::examples::environment_describes_job()) {
-      const ruccl::LaunchEnv job = ruccl::read_launch_env();
+      ruccl::LaunchEnv job;
+      if (ruccl::mpi_engine_from_env()) {
+        // An MPI job (mpirun, srun --mpi=pmix): MPI knows the ranks, there is no rendezvous.
+        comm = ruccl::Communicator::from_env();
+        job.world_size = comm->world_size();
+        job.source = "MPI";
+        const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+        job.local_world_size = local != nullptr ? std::max(1, std::atoi(local)) : 1;
+      } else {
+        job = ruccl::read_launch_env();
+      }
       if (cli.ranks_given && cli.options.ranks != job.world_size) {
         usage_error(ruccl::str("--ranks ", cli.options.ranks, " but the launcher started ",
                                job.world_size, " ranks (", ruccl::describe(job),
@@ -239,7 +252,8 @@ int main(int argc, char** argv) {
       // A restarted job continues from its checkpoints (or starts afresh when there is none).
       cli.options.resume_if_any = job.restart_count > 0 && !cli.options.checkpoint_dir.empty();
       local_ranks = job.local_world_size;
-      comm = ruccl::Communicator::from_env();
+      if (!comm) comm = ruccl::Communicator::from_env();
+      launch = ruccl::str(ruccl::describe(job), "; engine ", comm->engine_name());
     } else if (cli.options.kill_after_step >= 0) {
       usage_error("--kill-after-step needs ranks that are processes (start under ruccl-run)");
     }
@@ -251,6 +265,7 @@ int main(int argc, char** argv) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
     const auto& o = cli.options;
     if (lead) {
+      if (!launch.empty()) std::cout << "launch: " << launch << "\n";
       std::cout << "Fashion-MNIST: " << train.count << " training and " << test.count
                 << " test images (loaded in " << std::fixed << std::setprecision(1) << load_seconds
                 << " s)\nMLP " << train.features;

@@ -238,3 +238,15 @@ TEST_CASE("listeners bind to loopback unless RUCCL_SOCKET_IFNAME names an interf
   else
     unsetenv("RUCCL_SOCKET_IFNAME");
 }
+
+TEST_CASE("Loopback addresses are told from the others", "[collective][net]") {
+  for (const char* host : {"127.0.0.1", "127.1.2.3", "::1", "::ffff:127.0.0.1"}) {
+    INFO(host);
+    CHECK(net::is_loopback_address(host));
+  }
+  for (const char* host :
+       {"10.0.0.1", "128.0.0.1", "::2", "fe80::1", "::ffff:10.0.0.1", "", "1.127.0.0"}) {
+    INFO(host);
+    CHECK_FALSE(net::is_loopback_address(host));
+  }
+}

@@ -136,7 +136,8 @@ TEST_CASE("Each corrupted header field is refused with its name", "[collective][
       {"header_crc", [](HeaderBytes& b) { b[63] ^= 0x01; }, false, "header CRC mismatch"},
       {"type 0", [](HeaderBytes& b) { b[8] = 0; }, true, "unknown frame type 0"},
       {"type 42", [](HeaderBytes& b) { b[8] = 42; }, true, "unknown frame type 42"},
-      {"flags", [](HeaderBytes& b) { b[9] = 5; }, true, "nonzero frame flags 0x05 (expected 0)"},
+      {"flags", [](HeaderBytes& b) { b[9] = 5; }, true,
+       "unknown frame flags 0x05 (expected 0x00 or 0x01)"},
       {"reserved", [](HeaderBytes& b) { put_le(b, 10, 0x1234, 2); }, true,
        "nonzero reserved header field 0x1234 (expected 0)"},
       {"Data payload_bytes", [](HeaderBytes& b) { put_le(b, 12, 0xFFFFFFFF, 4); }, true,
@@ -206,6 +207,40 @@ TEST_CASE("Each corrupted header field is refused with its name", "[collective][
   reseal(hb);
   REQUIRE(decode(hb) ==
           "Heartbeat frame payload_crc 0xDEADBEEF for an empty payload (expected 0x00000000)");
+}
+
+TEST_CASE("The unchecked-payload flag round-trips on Data frames only, with no payload CRC",
+          "[collective][tcp]") {
+  FrameHeader h = data_header();
+  h.payload_crc = 0;
+  h.unchecked_payload = true;
+  HeaderBytes bytes = encode(h);
+  REQUIRE(int{bytes[9]} == int{kFrameFlagUncheckedPayload});
+  FrameHeader back;
+  REQUIRE(decode_frame_header(bytes, kSession, h.seq, back) == "");
+  REQUIRE(back.unchecked_payload);
+  REQUIRE(back.payload_crc == 0);
+  REQUIRE(decode_frame_header(encode(data_header()), kSession, h.seq, back) == "");
+  REQUIRE_FALSE(back.unchecked_payload);
+
+  // Flagged yet carrying a CRC, or flagged on a frame that is not Data: refused.
+  HeaderBytes with_crc = bytes;
+  put_le(with_crc, 56, 0x1234, 4);
+  reseal(with_crc);
+  REQUIRE(decode(with_crc) ==
+          "Data frame payload_crc 0x00001234 for an unchecked payload (expected 0x00000000)");
+  FrameHeader hb;
+  hb.session = kSession;
+  hb.seq = h.seq;
+  HeaderBytes flagged_heartbeat = encode(hb);
+  flagged_heartbeat[9] = kFrameFlagUncheckedPayload;
+  reseal(flagged_heartbeat);
+  REQUIRE(decode(flagged_heartbeat) ==
+          "Heartbeat frame flagged unchecked (expected the flag on Data frames only)");
+  h.type = FrameType::Record;
+  h.message_bytes = 0;
+  HeaderBytes out{};
+  REQUIRE_THROWS_AS(encode_frame_header(h, out), InternalError);
 }
 
 TEST_CASE("Encoding a header its peer would refuse is an internal error", "[collective][tcp]") {

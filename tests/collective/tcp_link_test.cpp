@@ -21,14 +21,14 @@ struct Pair {
   TcpLink b;
 };
 
-Pair make_pair(int send_buffer_bytes) {
+Pair make_pair(int send_buffer_bytes, bool a_checks = true, bool b_checks = true) {
   int fds[2];
   REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM, 0, fds) == 0);
   REQUIRE(::setsockopt(fds[0], SOL_SOCKET, SO_SNDBUF, &send_buffer_bytes, sizeof(int)) == 0);
   SessionBytes session{};
   session[0] = 7;
-  return Pair{TcpLink(net::Socket(fds[0]), session, 1, "rank 1"),
-              TcpLink(net::Socket(fds[1]), session, 0, "rank 0")};
+  return Pair{TcpLink(net::Socket(fds[0]), session, 1, "rank 1", a_checks),
+              TcpLink(net::Socket(fds[1]), session, 0, "rank 0", b_checks)};
 }
 
 std::vector<std::uint8_t> pattern(std::size_t n, std::uint8_t seed) {
@@ -120,4 +120,37 @@ TEST_CASE("tcp link borrows a caller's buffer only while its data is queued", "[
   CHECK(pair.a.drained());
   CHECK(read_message(pair.b, pair.a, FrameType::Record, 1, 50) == pattern(50, 1));
   CHECK(read_message(pair.b, pair.a, FrameType::Data, 5, 1000) == payload);
+}
+
+TEST_CASE("tcp link without payload checksums sends unchecked Data frames, records still checked",
+          "[collective][tcp]") {
+  Pair pair = make_pair(1 << 20, /*a_checks=*/false, /*b_checks=*/false);
+  const std::vector<std::uint8_t> payload = pattern(kPieceBytes + 77, 3);
+  pair.a.queue_owned(FrameType::Record, 1, pattern(40, 4));
+  pair.a.queue_data(9, payload.data(), payload.size());
+  REQUIRE(pair.a.flush() != LinkStep::Closed);
+  CHECK(read_message(pair.b, pair.a, FrameType::Record, 1, 40) == pattern(40, 4));
+  CHECK_FALSE(pair.b.incoming().header.unchecked_payload);
+  CHECK(pair.b.incoming().header.payload_crc != 0);
+  CHECK(read_message(pair.b, pair.a, FrameType::Data, 9, payload.size()) == payload);
+  CHECK(pair.b.incoming().header.unchecked_payload);
+  CHECK(pair.b.incoming().header.payload_crc == 0);
+}
+
+TEST_CASE("tcp link that checks payloads refuses a Data frame without a checksum, naming the peer",
+          "[collective][tcp]") {
+  Pair pair = make_pair(1 << 20, /*a_checks=*/false, /*b_checks=*/true);
+  const std::vector<std::uint8_t> payload = pattern(100, 5);
+  pair.a.queue_data(2, payload.data(), payload.size());
+  REQUIRE(pair.a.flush() == LinkStep::Done);
+  try {
+    while (pair.b.read_header() == LinkStep::Pending) {
+    }
+    FAIL("expected a refusal, got a header read that returned");
+  } catch (const CollectiveError& e) {
+    CHECK(e.kind() == CollectiveErrorKind::PeerLost);
+    CHECK(e.ranks() == std::vector<int>{0});
+    CHECK_THAT(e.what(), Catch::StartsWith("rank 0 sent a malformed frame: expected a payload "
+                                           "CRC-32C (this rank checks payloads on this link"));
+  }
 }

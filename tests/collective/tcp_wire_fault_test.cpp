@@ -22,15 +22,15 @@ struct Outcome {
   bool finished = false;  ///< the communicator is finished (the failure reached this rank)
 };
 
-/// Two ranks run `calls` all_reduces of 1000 floats (Direct); rank 0 injects `rule` on its wire.
-std::vector<Outcome> run_with_fault(const FaultRule& rule, int calls = 1,
+/// Two ranks run `calls` all_reduces of 1000 floats (Direct), each rank's transport options set
+/// by `customize`.
+std::vector<Outcome> run_customized(const std::function<void(int, TcpTransportOptions&)>& customize,
+                                    int calls = 1,
                                     std::chrono::milliseconds timeout = std::chrono::seconds(5),
                                     bool barrier = true) {
   CommunicatorOptions options;
   options.timeout = timeout;
-  auto comms = testing::make_tcp_loopback_group(2, options, {}, [&](int r, TcpTransportOptions& o) {
-    if (r == 0) o.wire_faults.add(rule);
-  });
+  auto comms = testing::make_tcp_loopback_group(2, options, {}, customize);
   std::vector<Outcome> out(2);
   std::vector<std::thread> threads;
   for (int r = 0; r < 2; ++r) {
@@ -64,6 +64,19 @@ std::vector<Outcome> run_with_fault(const FaultRule& rule, int calls = 1,
   return out;
 }
 
+/// run_customized where rank 0 injects `rule` on its wire. Payload checksums are on for both
+/// ranks (over loopback they are off by default): a Corrupt fault is a payload that fails its CRC.
+std::vector<Outcome> run_with_fault(const FaultRule& rule, int calls = 1,
+                                    std::chrono::milliseconds timeout = std::chrono::seconds(5),
+                                    bool barrier = true) {
+  return run_customized(
+      [&](int r, TcpTransportOptions& o) {
+        o.payload_checksum = PayloadChecksum::On;
+        if (r == 0) o.wire_faults.add(rule);
+      },
+      calls, timeout, barrier);
+}
+
 TEST_CASE("tcp corrupted payload on the wire fails its CRC on every rank", "[collective][tcp]") {
   const auto out = run_with_fault(FaultRule::on_message(FaultAction::Corrupt, 1, 0));
   for (const Outcome& o : out) {
@@ -73,6 +86,35 @@ TEST_CASE("tcp corrupted payload on the wire fails its CRC on every rank", "[col
     CHECK_THAT(o.message, Catch::Contains("rank 0 sent a malformed frame") &&
                               Catch::Contains("CRC-32C mismatch"));
     CHECK(o.ranks == std::vector<int>{0});
+  }
+}
+
+TEST_CASE("tcp ranks whose payload checksum settings differ fail at the first message",
+          "[collective][tcp]") {
+  const auto out = run_customized([](int r, TcpTransportOptions& o) {
+    o.payload_checksum = r == 0 ? PayloadChecksum::Off : PayloadChecksum::On;
+  });
+  for (const Outcome& o : out) {
+    INFO(o.message);
+    CHECK_FALSE(o.ok);
+    CHECK(o.kind == CollectiveErrorKind::PeerLost);
+    CHECK_THAT(o.message, Catch::Contains("rank 0 sent a malformed frame: expected a payload "
+                                          "CRC-32C"));
+    CHECK(o.ranks == std::vector<int>{0});
+  }
+}
+
+TEST_CASE("tcp payload checksums on or off on both ranks give the exact result",
+          "[collective][tcp]") {
+  for (const PayloadChecksum mode :
+       {PayloadChecksum::Auto, PayloadChecksum::On, PayloadChecksum::Off}) {
+    const auto out =
+        run_customized([&](int, TcpTransportOptions& o) { o.payload_checksum = mode; }, 3);
+    for (const Outcome& o : out) {
+      INFO(static_cast<int>(mode) << ": " << o.message);
+      REQUIRE(o.ok);
+      CHECK(o.values == std::vector<float>(1000, 3.0f));
+    }
   }
 }
 
