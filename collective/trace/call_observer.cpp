@@ -73,27 +73,24 @@ CallObserver::CallObserver(Transport& transport, const std::string& engine,
       zero_copy_(transport.zero_copy()),
       options_(options),
       settings_(debug_settings_from_env()) {
-  const int rank = rank_;
-  const int world_size = world_;
-  const bool zero_copy = zero_copy_;
   const std::string host = local_host_name();
-  log_ = DebugLog(settings_, rank, host);
-  trace_.rank = rank;
-  trace_.world_size = world_size;
+  log_ = DebugLog(settings_, rank_, host);
+  trace_.rank = rank_;
+  trace_.world_size = world_;
   trace_.host = host;
   trace_.engine = engine;
   if (!settings_.trace_file.empty()) trace_.enable();
   if (log_.enabled(DebugLevel::Info)) {
     const auto algo = [](Algorithm a) { return algorithm_name(a) ? algorithm_name(a) : "?"; };
     log_.write(DebugLevel::Info,
-               str(options.rank_names.name(rank), " of ", world_size, " on ", host, " (pid ",
-                   ::getpid(), "): transport ", zero_copy ? "in process (zero copy)" : "copying",
+               str(options.rank_names.name(rank_), " of ", world_, " on ", host, " (pid ",
+                   ::getpid(), "): transport ", zero_copy_ ? "in process (zero copy)" : "copying",
                    ", engine ", engine, "; algorithms all_reduce ",
                    algo(options.all_reduce_algorithm), ", reduce ", algo(options.reduce_algorithm),
                    ", broadcast ", algo(options.broadcast_algorithm), "; Auto: ",
-                   zero_copy ? "direct at every size"
-                             : str("direct below ", size_text(options.ring_threshold_bytes),
-                                   ", ring at or above"),
+                   zero_copy_ ? "direct at every size"
+                              : str("direct below ", size_text(options.ring_threshold_bytes),
+                                    ", ring at or above"),
                    "; direct all_reduce folds all up to ", size_text(options.direct_fold_all_bytes),
                    "; ring segments ", size_text(options.segment_bytes), "; tree arity ",
                    options.tree_arity, "; timeout ", options.timeout.count(), " ms; trace ",
