@@ -71,8 +71,9 @@ void known_sequence(Communicator& comm) {
 
 TEMPLATE_TEST_CASE("The trace of a known sequence holds exactly those calls in order with sizes",
                    "[collective][trace]", RUCCL_GROUP_FACTORIES) {
-  auto out = run_group_with(TestType::make, 3, [](Communicator& comm) {
-    REQUIRE_FALSE(comm.trace().enabled());
+  std::vector<char> enabled_at_start(3, 1);  // asserted on this thread: Catch2 is not thread-safe
+  auto out = run_group_with(TestType::make, 3, [&](Communicator& comm) {
+    enabled_at_start[static_cast<std::size_t>(comm.rank())] = comm.trace().enabled();
     comm.barrier();  // before enable(): not recorded
     comm.trace().enable();
     known_sequence(comm);
@@ -80,6 +81,7 @@ TEMPLATE_TEST_CASE("The trace of a known sequence holds exactly those calls in o
   });
   for (int r = 0; r < 3; ++r) {
     INFO("rank " << r);
+    CHECK_FALSE(enabled_at_start[static_cast<std::size_t>(r)]);
     const std::vector<TraceEvent>& events = out[static_cast<std::size_t>(r)].value();
     REQUIRE(events.size() == (r == 1 ? 5u : 6u));
     const char* names[] = {"all_reduce", "broadcast", "all_gather", "barrier",
@@ -232,11 +234,13 @@ TEST_CASE("RUCCL_TRACE_FILE writes each rank's Chrome trace when its communicato
   const std::string pattern = (dir / "trace.%r.json").string();
   {
     const ScopedEnv file("RUCCL_TRACE_FILE", pattern.c_str());
-    run_group_with(InProcess::make, 2, [](Communicator& comm) {
-      REQUIRE(comm.trace().enabled());
+    std::vector<char> enabled(2, 0);
+    run_group_with(InProcess::make, 2, [&](Communicator& comm) {
+      enabled[static_cast<std::size_t>(comm.rank())] = comm.trace().enabled();
       comm.all_gather(Tensor::full({4}, 1.0, DType::F32));
       { TraceSpan span(comm.trace(), "optimizer"); }
     });
+    CHECK(enabled == std::vector<char>{1, 1});  // RUCCL_TRACE_FILE turned the trace on
   }
   for (int r = 0; r < 2; ++r) {
     const std::string json = read_text(dir / ("trace." + std::to_string(r) + ".json"));
