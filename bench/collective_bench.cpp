@@ -89,7 +89,7 @@ int iterations_for(std::size_t bytes, bool quick) {
 
 // Times one (op, world, bytes) configuration.
 Row measure(BenchOp op, int world, std::size_t bytes, bool quick, Algorithm algorithm,
-            std::size_t segment_bytes) {
+            std::size_t segment_bytes, bool trace = false) {
   const int iters = iterations_for(bytes, quick);
   const int warmup = std::max(2, iters / 8);
   CommunicatorOptions options;
@@ -103,6 +103,7 @@ Row measure(BenchOp op, int world, std::size_t bytes, bool quick, Algorithm algo
   for (int r = 0; r < world; ++r) {
     threads.emplace_back([&, r] {
       Communicator& comm = comms[static_cast<std::size_t>(r)];
+      if (trace) comm.trace().enable();
       // all_gather: `bytes` is the output, so each rank contributes bytes / world.
       const std::size_t in_bytes =
           op == BenchOp::AllGather ? bytes / static_cast<std::size_t>(world) : bytes;
@@ -311,6 +312,33 @@ int main(int argc, char** argv) {
         std::fflush(stdout);
         rows.push_back(row);
       }
+    }
+  }
+  if (!csv && std::find(ops.begin(), ops.end(), BenchOp::AllReduce) != ops.end()) {
+    // What tracing costs (docs/observability.md): 4 KiB all_reduce with the trace off (the
+    // default: one branch per call, the statistics always counted) and on (every call recorded,
+    // waits observed), in alternating rounds so that a busy machine hurts both alike. World 1
+    // is the call's own cost, with no peer to wait for: what a busy machine changes least.
+    std::printf(
+        "\n# tracing: all_reduce 4 KiB, median of rounds (each a median over iterations)\n");
+    std::printf("%5s %6s %11s %11s %9s\n", "world", "rounds", "off_us", "on_us", "on-off");
+    for (int world : {1, 2}) {
+      std::vector<double> off, on;
+      for (int round = 0; round < (quick ? 2 : 6); ++round) {
+        off.push_back(
+            measure(BenchOp::AllReduce, world, 4u << 10, quick, algorithm, segment_bytes, false)
+                .median_us);
+        on.push_back(
+            measure(BenchOp::AllReduce, world, 4u << 10, quick, algorithm, segment_bytes, true)
+                .median_us);
+      }
+      std::sort(off.begin(), off.end());
+      std::sort(on.begin(), on.end());
+      const double off_us = off[off.size() / 2];
+      const double on_us = on[on.size() / 2];
+      std::printf("%5d %6zu %11.3f %11.3f %+9.3f\n", world, off.size(), off_us, on_us,
+                  on_us - off_us);
+      std::fflush(stdout);
     }
   }
   const std::string peers = ruccl::bench::peers_dir(peers_flag);

@@ -23,13 +23,13 @@
 #include "collective/collective_error.h"
 #include "collective/reduce_operation.h"
 #include "collective/trace/call_stats.h"
+#include "collective/trace/call_trace.h"
 #include "tensor/core/tensor.h"
 
 namespace ruccl {
 
 class Transport;
 class CommunicatorCore;
-class TraceRecorder;
 class CollectiveEngine;
 /// Makes a rank's collective engine over its transport (collective/engine/collective_engine.h).
 using EngineFactory = std::function<std::unique_ptr<CollectiveEngine>(

@@ -15,7 +15,7 @@ CommunicatorCore::CommunicatorCore(std::unique_ptr<Transport> transport, Device 
       p2p_sent_(static_cast<std::size_t>(world_), 0),
       p2p_received_(static_cast<std::size_t>(world_), 0),
       records_(static_cast<std::size_t>(world_)),
-      observer_(rank_, world_, transport_->zero_copy(), engine_->name(), options_) {
+      observer_(*transport_, engine_->name(), options_) {
   if (options_.require_bit_identical && !engine_->bit_identical()) {
     throw CollectiveError(CollectiveErrorKind::InvalidConfig,
                           str("Communicator on ", options_.rank_names.name(rank_),

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "autodiff/grad_mode.h"
+#include "collective/trace/call_trace.h"
 #include "optim/rank_agreement.h"
 #include "optim/replica_description.h"
 #include "tensor/ops/elementwise.h"
@@ -206,6 +207,10 @@ GradientsParams DataParallel::reduce_impl(const nn::Module& model, const Gradien
     if (contributes && loss == LossReduction::Mean && local_weight != 1.0) {
       multiply_in_place(flat, local_weight);
     }
+    // The bucket on the training track of the trace, beside its all_reduce on the collectives'.
+    const TraceSpan span(comm_.trace(),
+                         dtype == DType::F64 ? "gradient bucket F64" : "gradient bucket F32",
+                         flat.nbytes());
     Tensor sum =
         comm_.all_reduce(flat, ReduceOperation::Sum, CallOptions().with_label(kReduceLabel));
     divide_in_place(sum, total);

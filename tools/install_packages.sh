@@ -13,6 +13,7 @@ packages=(
   # tests/slurm: a private Slurm cluster (tools/slurm_cluster.sh); srun --mpi=pmix dlopens
   # libpmix.so (libpmix-dev); ip netns for the two hosts of the two-host job
   slurmctld slurmd slurm-client libpmix-dev iproute2
+  python3 gnuplot-nox  # tools/merge_traces.py, the plots (tests/programs/observability_tools.sh)
   "$@"
 )
 

@@ -65,31 +65,32 @@ void DebugLog::write(DebugLevel level, const std::string& text) noexcept {
 
 // ---- observer -----------------------------------------------------------------------------------
 
-CallObserver::CallObserver(int rank, int world_size, bool zero_copy, const std::string& engine,
+CallObserver::CallObserver(Transport& transport, const std::string& engine,
                            const CommunicatorOptions& options)
-    : rank_(rank),
-      world_(world_size),
-      zero_copy_(zero_copy),
+    : transport_(transport),
+      rank_(transport.rank()),
+      world_(transport.world_size()),
+      zero_copy_(transport.zero_copy()),
       options_(options),
       settings_(debug_settings_from_env()) {
   const std::string host = local_host_name();
-  log_ = DebugLog(settings_, rank, host);
-  trace_.rank = rank;
-  trace_.world_size = world_size;
+  log_ = DebugLog(settings_, rank_, host);
+  trace_.rank = rank_;
+  trace_.world_size = world_;
   trace_.host = host;
   trace_.engine = engine;
   if (!settings_.trace_file.empty()) trace_.enable();
   if (log_.enabled(DebugLevel::Info)) {
     const auto algo = [](Algorithm a) { return algorithm_name(a) ? algorithm_name(a) : "?"; };
     log_.write(DebugLevel::Info,
-               str(options.rank_names.name(rank), " of ", world_size, " on ", host, " (pid ",
-                   ::getpid(), "): transport ", zero_copy ? "in process (zero copy)" : "copying",
+               str(options.rank_names.name(rank_), " of ", world_, " on ", host, " (pid ",
+                   ::getpid(), "): transport ", zero_copy_ ? "in process (zero copy)" : "copying",
                    ", engine ", engine, "; algorithms all_reduce ",
                    algo(options.all_reduce_algorithm), ", reduce ", algo(options.reduce_algorithm),
                    ", broadcast ", algo(options.broadcast_algorithm), "; Auto: ",
-                   zero_copy ? "direct at every size"
-                             : str("direct below ", size_text(options.ring_threshold_bytes),
-                                   ", ring at or above"),
+                   zero_copy_ ? "direct at every size"
+                              : str("direct below ", size_text(options.ring_threshold_bytes),
+                                    ", ring at or above"),
                    "; direct all_reduce folds all up to ", size_text(options.direct_fold_all_bytes),
                    "; ring segments ", size_text(options.segment_bytes), "; tree arity ",
                    options.tree_arity, "; timeout ", options.timeout.count(), " ms; trace ",
@@ -109,6 +110,11 @@ CallObserver::~CallObserver() {
     // A destructor never throws: the lost trace is said on stderr whatever the level.
     std::fprintf(stderr, "ruccl: rank %d: RUCCL_TRACE_FILE not written: %s\n", rank_, e.what());
   }
+}
+
+void CallObserver::observe_waits() noexcept {
+  observing_waits_ = trace_.enabled();
+  transport_.observe_waits(observing_waits_);  // on: also resets the note for this call
 }
 
 TraceEvent CallObserver::event_of(const CallRecord& record, std::span<const CallRecord> records,
@@ -154,6 +160,11 @@ TraceEvent CallObserver::event_of(const CallRecord& record, std::span<const Call
   e.start_ns = start_ns;
   e.end_ns = end_ns;
   e.ok = ok;
+  if (observing_waits_) {
+    const Transport::PeerWait wait = transport_.longest_wait();
+    e.waited_peer = wait.peer;
+    e.waited_ns = wait.ns;
+  }
   return e;
 }
 
@@ -195,6 +206,11 @@ void CallObserver::finish_point_to_point(bool sending, int peer, const char* lab
     e.start_ns = start_ns;
     e.end_ns = end_ns;
     e.ok = ok;
+    if (observing_waits_) {
+      const Transport::PeerWait wait = transport_.longest_wait();
+      e.waited_peer = wait.peer;
+      e.waited_ns = wait.ns;
+    }
     if (tracing) trace_.record(e);
     if (logging) log_.write(DebugLevel::Trace, describe_trace_event(e));
   } catch (...) {

@@ -20,6 +20,7 @@
 #include "collective/trace/call_trace.h"
 #include "collective/trace/debug_settings.h"
 #include "collective/transport/call_record.h"
+#include "collective/transport/transport.h"
 
 namespace ruccl {
 
@@ -43,15 +44,18 @@ class CallObserver {
  public:
   /// Reads RUCCL_DEBUG, RUCCL_DEBUG_FILE and RUCCL_TRACE_FILE (throws InvalidConfig for a bad
   /// value), enables the trace when RUCCL_TRACE_FILE is set, and prints the INFO set-up line.
-  CallObserver(int rank, int world_size, bool zero_copy, const std::string& engine,
-               const CommunicatorOptions& options);
+  CallObserver(Transport& transport, const std::string& engine, const CommunicatorOptions& options);
   /// Writes the trace to RUCCL_TRACE_FILE when it was set (a failure to write is logged at WARN).
   ~CallObserver();
   CallObserver(const CallObserver&) = delete;
   CallObserver& operator=(const CallObserver&) = delete;
 
-  /// The time a call starts (read for the statistics: always).
-  std::int64_t start() const noexcept { return trace_.now_ns(); }
+  /// The time a call starts (read for the statistics: always). While the trace records, also
+  /// restarts the transport's note of the peer waited on longest (Transport::observe_waits).
+  std::int64_t start() noexcept {
+    if (trace_.enabled() || observing_waits_) observe_waits();
+    return trace_.now_ns();
+  }
   /// A collective finished: `record` is this rank's, `records` every rank's when `ok` (the call
   /// was agreed; used to resolve a broadcast's Auto algorithm from root's size).
   void finish(const CallRecord& record, std::span<const CallRecord> records, std::int64_t start_ns,
@@ -67,12 +71,15 @@ class CallObserver {
   const CollectiveStats& stats() const { return stats_; }
 
  private:
+  void observe_waits() noexcept;
   TraceEvent event_of(const CallRecord& record, std::span<const CallRecord> records,
                       std::int64_t start_ns, std::int64_t end_ns, bool ok) const;
 
+  Transport& transport_;
   int rank_;
   int world_;
   bool zero_copy_;
+  bool observing_waits_ = false;
   CommunicatorOptions options_;
   DebugSettings settings_;
   DebugLog log_;

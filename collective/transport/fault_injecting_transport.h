@@ -80,6 +80,8 @@ class FaultInjectingTransport final : public Transport {
     inner_->begin_point_to_point(peer, sending);
   }
   void end_point_to_point() noexcept override { inner_->end_point_to_point(); }
+  void observe_waits(bool on) noexcept override { inner_->observe_waits(on); }
+  PeerWait longest_wait() const noexcept override { return inner_->longest_wait(); }
 
  private:
   /// Throws Aborted when this rank was killed.

@@ -166,13 +166,32 @@ void InProcessTransport::wait_for(Ready&& ready, Missing&& missing, const Deadli
   // A condition that woke the wait may be gone when it is read again (a peer's point-to-point
   // state moved on, a lost rank's record arrived after all): then wait again. Timeout only when
   // the deadline really passed.
+  // While the trace records: the peer still missing at the last look is the one waited for.
+  const bool observing = observing_waits();
+  const auto wait_start = observing ? Deadline::Clock::now() : Deadline::Clock::time_point();
+  int last_missing = -1;
+  unsigned looks = 0;
+  auto note_missing = [&] {
+    if (!observing || (looks++ & 15) != 0) return;  // every 16th look: missing() allocates
+    const std::vector<int> m = missing();
+    if (!m.empty()) last_missing = m.back();
+  };
   for (;;) {
     const bool done = hub_->bell().wait(
         [&] {
-          return ready() || hub_->failed() || missing_gone() || (any_p2p() && !deadlock().empty());
+          if (ready()) return true;
+          note_missing();
+          return hub_->failed() || missing_gone() || (any_p2p() && !deadlock().empty());
         },
         deadline, hub_->policy());
-    if (ready()) return;
+    if (ready()) {
+      if (observing && last_missing >= 0) {
+        note_wait(last_missing, std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                    Deadline::Clock::now() - wait_start)
+                                    .count());
+      }
+      return;
+    }
     if (hub_->failed()) throw_failure();
     if (const std::string why = deadlock(); !why.empty()) {
       hub_->fail(CollectiveError(CollectiveErrorKind::CollectiveKindMismatch,

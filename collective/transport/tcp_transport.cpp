@@ -175,14 +175,23 @@ void TcpTransport::drive(Step&& step, const std::vector<int>& readers, Missing&&
                          const Deadline& deadline, const char* what) {
   const auto start = Deadline::Clock::now();
   std::vector<pollfd> fds;
+  int last_missing = -1;  // while the trace records: the peer this wait ended on
   for (std::uint32_t i = 1;; ++i) {
     if (state_->failed()) throw_failure();
     try {
       flush_all();
-      if (step()) return;
+      if (step()) {
+        if (last_missing >= 0) {
+          note_wait(last_missing, std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                      Deadline::Clock::now() - start)
+                                      .count());
+        }
+        return;
+      }
     } catch (const CollectiveError& e) {  // a malformed frame, a lost peer: the group fails
       fail_and_throw(e);
     }
+    if (observing_waits() && !readers.empty()) last_missing = readers.back();
     const auto now = Deadline::Clock::now();
     if (deadline.expired(now)) break;
     if (now - start < spin_) continue;

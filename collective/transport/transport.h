@@ -187,6 +187,31 @@ class Transport {
     (void)sending;
   }
   virtual void end_point_to_point() noexcept {}
+
+  /// The peer this rank waited on longest since observe_waits(true), and how long (the trace's
+  /// "waited on"). A transport that cannot tell, or a call that never waited, leaves peer -1.
+  struct PeerWait {
+    int peer = -1;
+    std::int64_t ns = 0;
+  };
+  /// Starts (and resets) or stops noting waits; off by default, so waits cost nothing extra.
+  /// The core turns it on per call while the trace records.
+  virtual void observe_waits(bool on) noexcept {
+    observing_waits_ = on;
+    longest_wait_ = PeerWait{};
+  }
+  virtual PeerWait longest_wait() const noexcept { return longest_wait_; }
+
+ protected:
+  /// For a transport's wait loop: this rank waited `ns` for `peer` (the last one it waited for).
+  void note_wait(int peer, std::int64_t ns) noexcept {
+    if (peer >= 0 && ns > longest_wait_.ns) longest_wait_ = PeerWait{peer, ns};
+  }
+  bool observing_waits() const noexcept { return observing_waits_; }
+
+ private:
+  bool observing_waits_ = false;
+  PeerWait longest_wait_;
 };
 
 }  // namespace ruccl

@@ -27,6 +27,7 @@
 #include "autodiff/nn/sequential.h"
 #include "collective/in_process_group.h"
 #include "collective/run_ranks.h"
+#include "collective/trace/call_trace.h"
 #include "examples/train_fashion_mnist/idx_dataset.h"
 #include "examples/train_fashion_mnist/progress_line.h"
 #include "optim/adam.h"
@@ -281,20 +282,29 @@ inline TrainResult train_rank(Communicator& comm, const Dataset& train, const Da
       const std::int64_t size = std::min(batch, train.count - begin);
       const std::int64_t lo = begin + size * rank / world;  // this rank's balanced shard
       const std::int64_t hi = begin + size * (rank + 1) / world;
+      // The step's phases on the trace's training track (free unless tracing is on).
+      std::optional<TraceSpan> step_span(std::in_place, comm.trace(), "step", steps + 1);
       optim::GradientsParams grads;
       if (hi > lo) {
         const auto [x, y] = make_batch(train, order, lo, hi);
         model->zero_grad();
+        std::optional<TraceSpan> phase(std::in_place, comm.trace(), "forward");
         autodiff::Var loss =
             nn::cross_entropy(model->forward(autodiff::Var(x)), y, nn::Reduction::Sum);
+        phase.emplace(comm.trace(), "backward");
         loss.backward();
+        phase.reset();
         pending_loss += static_cast<double>(loss.value().item<float>());
         grads = optim::GradientsParams::from_module(*model);
       }
       pending_count += size;
       const optim::GradientsParams mean = dp.reduce(*model, grads, static_cast<double>(hi - lo),
                                                     optim::LossReduction::Sum);  // Σ G_r / Σ w_r
-      opt->step(options.lr, *model, mean);
+      {
+        const TraceSpan phase(comm.trace(), "optimizer");
+        opt->step(options.lr, *model, mean);
+      }
+      step_span.reset();
       ++steps;
       const bool epoch_end = b + 1 == batches;
       const bool checkpoint =

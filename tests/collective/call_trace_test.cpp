@@ -2,10 +2,12 @@
 // trace exactly, in order, with its sizes; RUCCL_DEBUG's log lines and RUCCL_TRACE_FILE's file.
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "collective/trace/call_trace.h"
 #include "tests/collective/collective_test_support.h"
@@ -69,8 +71,9 @@ void known_sequence(Communicator& comm) {
 
 TEMPLATE_TEST_CASE("The trace of a known sequence holds exactly those calls in order with sizes",
                    "[collective][trace]", RUCCL_GROUP_FACTORIES) {
-  auto out = run_group_with(TestType::make, 3, [](Communicator& comm) {
-    REQUIRE_FALSE(comm.trace().enabled());
+  std::vector<char> enabled_at_start(3, 1);  // asserted on this thread: Catch2 is not thread-safe
+  auto out = run_group_with(TestType::make, 3, [&](Communicator& comm) {
+    enabled_at_start[static_cast<std::size_t>(comm.rank())] = comm.trace().enabled();
     comm.barrier();  // before enable(): not recorded
     comm.trace().enable();
     known_sequence(comm);
@@ -78,6 +81,7 @@ TEMPLATE_TEST_CASE("The trace of a known sequence holds exactly those calls in o
   });
   for (int r = 0; r < 3; ++r) {
     INFO("rank " << r);
+    CHECK_FALSE(enabled_at_start[static_cast<std::size_t>(r)]);
     const std::vector<TraceEvent>& events = out[static_cast<std::size_t>(r)].value();
     REQUIRE(events.size() == (r == 1 ? 5u : 6u));
     const char* names[] = {"all_reduce", "broadcast", "all_gather", "barrier",
@@ -230,11 +234,13 @@ TEST_CASE("RUCCL_TRACE_FILE writes each rank's Chrome trace when its communicato
   const std::string pattern = (dir / "trace.%r.json").string();
   {
     const ScopedEnv file("RUCCL_TRACE_FILE", pattern.c_str());
-    run_group_with(InProcess::make, 2, [](Communicator& comm) {
-      REQUIRE(comm.trace().enabled());
+    std::vector<char> enabled(2, 0);
+    run_group_with(InProcess::make, 2, [&](Communicator& comm) {
+      enabled[static_cast<std::size_t>(comm.rank())] = comm.trace().enabled();
       comm.all_gather(Tensor::full({4}, 1.0, DType::F32));
       { TraceSpan span(comm.trace(), "optimizer"); }
     });
+    CHECK(enabled == std::vector<char>{1, 1});  // RUCCL_TRACE_FILE turned the trace on
   }
   for (int r = 0; r < 2; ++r) {
     const std::string json = read_text(dir / ("trace." + std::to_string(r) + ".json"));
@@ -246,4 +252,31 @@ TEST_CASE("RUCCL_TRACE_FILE writes each rank's Chrome trace when its communicato
     CHECK_THAT(json, Catch::EndsWith("]}\n"));
   }
   std::filesystem::remove_all(dir);
+}
+
+TEMPLATE_TEST_CASE("The trace names the peer a call waited on longest", "[collective][trace]",
+                   RUCCL_GROUP_FACTORIES) {
+  // Rank 2 starts its all_reduce 200 ms after ranks 0 and 1 said they are about to start theirs.
+  std::atomic<int> starting{0};
+  auto out = run_group_with(TestType::make, 3, [&](Communicator& comm) {
+    comm.trace().enable();
+    comm.barrier();
+    if (comm.rank() == 2) {
+      while (starting.load() < 2) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    } else {
+      starting.fetch_add(1);
+    }
+    comm.all_reduce(Tensor::full({16}, 1.0, DType::F32));
+    return comm.trace().events();
+  });
+  for (int r : {0, 1}) {
+    INFO("rank " << r);
+    const std::vector<TraceEvent>& events = out[static_cast<std::size_t>(r)].value();
+    REQUIRE(events.size() == 2);
+    CHECK(events[1].waited_peer == 2);
+    // A bound, not a timing: it fails only if this rank took 150 ms to enter its wait.
+    CHECK(events[1].waited_ns >= 50'000'000);
+    CHECK(events[1].waited_ns <= events[1].end_ns - events[1].start_ns);
+  }
 }
