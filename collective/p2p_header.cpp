@@ -25,7 +25,9 @@ P2PHeaderBytes encode_p2p_header(DType dtype, const Shape& shape) {
   out[0] = kP2PHeaderVersion;
   out[1] = static_cast<std::uint8_t>(dtype);
   out[2] = static_cast<std::uint8_t>(shape.size());
-  for (std::size_t d = 0; d < shape.size(); ++d) put_i64(out.data() + 8 + 8 * d, shape[d]);
+  for (std::int64_t d = 0; d < shape.size(); ++d) {
+    put_i64(out.data() + 8 + 8 * static_cast<std::size_t>(d), shape[d]);
+  }
   return out;
 }
 
