@@ -117,6 +117,13 @@ void CallObserver::observe_waits() noexcept {
   transport_.observe_waits(observing_waits_);  // on: also resets the note for this call
 }
 
+void CallObserver::note_longest_wait(TraceEvent& e) const {
+  if (!observing_waits_) return;
+  const Transport::PeerWait wait = transport_.longest_wait();
+  e.waited_peer = wait.peer;
+  e.waited_ns = wait.ns;
+}
+
 TraceEvent CallObserver::event_of(const CallRecord& record, std::span<const CallRecord> records,
                                   std::int64_t start_ns, std::int64_t end_ns, bool ok) const {
   TraceEvent e;
@@ -160,11 +167,7 @@ TraceEvent CallObserver::event_of(const CallRecord& record, std::span<const Call
   e.start_ns = start_ns;
   e.end_ns = end_ns;
   e.ok = ok;
-  if (observing_waits_) {
-    const Transport::PeerWait wait = transport_.longest_wait();
-    e.waited_peer = wait.peer;
-    e.waited_ns = wait.ns;
-  }
+  note_longest_wait(e);
   return e;
 }
 
@@ -206,11 +209,7 @@ void CallObserver::finish_point_to_point(bool sending, int peer, const char* lab
     e.start_ns = start_ns;
     e.end_ns = end_ns;
     e.ok = ok;
-    if (observing_waits_) {
-      const Transport::PeerWait wait = transport_.longest_wait();
-      e.waited_peer = wait.peer;
-      e.waited_ns = wait.ns;
-    }
+    note_longest_wait(e);
     if (tracing) trace_.record(e);
     if (logging) log_.write(DebugLevel::Trace, describe_trace_event(e));
   } catch (...) {

@@ -74,6 +74,8 @@ class CallObserver {
   void observe_waits() noexcept;
   TraceEvent event_of(const CallRecord& record, std::span<const CallRecord> records,
                       std::int64_t start_ns, std::int64_t end_ns, bool ok) const;
+  /// Sets e's waited-on peer from the transport while the trace observes waits.
+  void note_longest_wait(TraceEvent& e) const;
 
   Transport& transport_;
   int rank_;
