@@ -1,7 +1,9 @@
 # CTest include file (registered per test binary by tests/CMakeLists.txt; runs whenever ctest loads
 # the tests): asks the Catch2 binary for its test cases and adds each as exactly one CTest test,
 # named "<prefix><case name>", labelled with the layer, and also "slow" when the case is tagged
-# [slow] (so `ctest -LE slow` skips them). It replaces catch_discover_tests, whose CMake list
+# [slow] (so `ctest -LE slow` skips them). A case tagged [timing] bounds how soon something happens
+# in wall-clock time (an abort waking every rank within 100 ms): it runs alone (RUN_SERIAL), since a
+# neighbouring test's ranks on the same two cores would measure the scheduler, not us. It replaces catch_discover_tests, whose CMake list
 # handling mangles names with ';' or '[' (Catch2 2.13.10, CMake 3.25: whole groups of cases then
 # never ran, and entries gluing several names together matched nothing and passed).
 #
@@ -86,6 +88,10 @@ if(NOT _ruccl_ok)
   return()
 endif()
 ruccl_list_names(_ruccl_slow _ruccl_ok "[slow]")
+if(NOT _ruccl_ok)
+  return()
+endif()
+ruccl_list_names(_ruccl_timing _ruccl_ok "[timing]")
 if(NOT _ruccl_ok)
   return()
 endif()
@@ -181,4 +187,7 @@ foreach(_ruccl_key IN LISTS _ruccl_all)
   set_tests_properties("${_ruccl_test}" PROPERTIES LABELS "${_ruccl_labels}"
                        WORKING_DIRECTORY "${RUCCL_TEST_WORKING_DIR}"
                        FAIL_REGULAR_EXPRESSION "Invalid Filter: ;No tests ran")
+  if(_ruccl_key IN_LIST _ruccl_timing)
+    set_tests_properties("${_ruccl_test}" PROPERTIES RUN_SERIAL ON)
+  endif()
 endforeach()

@@ -292,7 +292,7 @@ TEMPLATE_TEST_CASE("a deadline that expires names the ranks that never arrived",
 }
 
 TEMPLATE_TEST_CASE("abort makes pending calls on every rank fail within 100 ms with the reason",
-                   "[collective]", RUCCL_GROUP_FACTORIES) {
+                   "[collective][timing]", RUCCL_GROUP_FACTORIES) {
   std::atomic<long long> aborted_at{0};
   std::vector<long long> failed_at(4, 0);
   auto now_us = [] {

@@ -282,7 +282,7 @@ TEST_CASE("reset_collective racing registered-API calls never frees a buffer a p
 }
 
 TEST_CASE("A 256 MiB broadcast aborted mid-copy fails every rank within 100 ms",
-          "[collective][slow]") {
+          "[collective][slow][timing]") {
   // The receiver reads the root's buffer in place; the root must not free it while the receiver
   // copies, and the receiver must stop within a piece instead of finishing the whole copy.
   constexpr std::int64_t kFloats = std::int64_t{64} << 20;  // 256 MiB
