@@ -1,0 +1,229 @@
+#include "cuda/memory/host_block_pool.h"
+
+#include <bit>
+#include <iterator>
+#include <limits>
+#include <set>
+
+#include "tensor/core/error.h"
+
+namespace ruccl::cuda {
+namespace {
+
+/// The largest power of two a size_t holds: requests above it have no size class.
+constexpr std::size_t kLargestClass = (std::numeric_limits<std::size_t>::max() >> 1) + 1;
+
+}  // namespace
+
+HostBlockPool::HostBlockPool(std::unique_ptr<RawMemory> raw) : raw_(std::move(raw)) {
+  RUCCL_ASSERT(raw_ != nullptr, "HostBlockPool needs its raw memory primitives");
+}
+
+HostBlockPool::~HostBlockPool() {
+  try {
+    release_cached();
+  } catch (...) {  // NOLINT(bugprone-empty-catch): a destructor cannot throw; the driver is gone
+  }
+  std::set<Buffer*> left;
+  for (const auto& [size, buffers] : free_) {
+    left.insert(buffers.begin(), buffers.end());
+  }
+  for (const auto& [ptr, buffer] : allocated_) {
+    left.insert(buffer);
+  }
+  for (const auto& [stream, queue] : pending_) {
+    for (const auto& [event, buffer] : queue) {
+      left.insert(buffer);
+    }
+  }
+  for (Buffer* buffer : left) {
+    delete buffer;
+  }
+}
+
+std::size_t HostBlockPool::size_class(std::size_t nbytes) {
+  RUCCL_CHECK(nbytes <= kLargestClass, OutOfMemoryError, "pinned host memory: tried to allocate ",
+              nbytes, " bytes, more than any host has");
+  return std::max(kMinBufferSize, std::bit_ceil(nbytes));
+}
+
+void* HostBlockPool::allocate(std::size_t nbytes) {
+  if (nbytes == 0) {
+    return nullptr;
+  }
+  const std::lock_guard<std::mutex> lock(mutex_);
+  if (nbytes > kLargestClass) {
+    ++stats_.num_ooms;  // size_class throws OutOfMemoryError
+  }
+  const std::size_t size = size_class(nbytes);
+  process_events();
+  Buffer* buffer = nullptr;
+  const auto it = free_.find(size);
+  if (it != free_.end() && !it->second.empty()) {
+    buffer = it->second.back();
+    it->second.pop_back();
+    ++stats_.num_cache_hits;
+  } else {
+    void* ptr = raw_->allocate(size);
+    if (ptr == nullptr) {
+      ++stats_.num_alloc_retries;
+      release_cached();
+      ptr = raw_->allocate(size);
+    }
+    if (ptr == nullptr) {
+      ++stats_.num_ooms;
+      throw OutOfMemoryError(
+          str("pinned host memory: out of memory: tried to allocate ", format_bytes(nbytes), " (",
+              nbytes, " bytes, a buffer of ", format_bytes(size), "); the pinned pool has ",
+              format_bytes(stats_.allocated_bytes), " in use (", stats_.allocated_bytes,
+              " bytes) and ", format_bytes(stats_.reserved_bytes), " pinned (",
+              stats_.reserved_bytes, " bytes) after giving its free cache back"));
+    }
+    buffer = new Buffer;
+    buffer->ptr = ptr;
+    buffer->size = size;
+    ++stats_.num_device_allocs;
+    ++stats_.segments;
+    stats_.reserved_bytes += size;
+    stats_.peak_reserved_bytes = std::max(stats_.peak_reserved_bytes, stats_.reserved_bytes);
+  }
+  buffer->requested = nbytes;
+  allocated_.emplace(buffer->ptr, buffer);
+  ++stats_.num_allocations;
+  ++stats_.active_blocks;
+  stats_.allocated_bytes += size;
+  stats_.requested_bytes += nbytes;
+  stats_.peak_allocated_bytes = std::max(stats_.peak_allocated_bytes, stats_.allocated_bytes);
+  return buffer->ptr;
+}
+
+void HostBlockPool::to_free_list(Buffer* buffer) { free_[buffer->size].push_back(buffer); }
+
+void HostBlockPool::free(void* ptr) {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  const auto it = allocated_.find(ptr);
+  RUCCL_ASSERT(it != allocated_.end(), "pinned host memory: free of ", ptr,
+               ", which the pool has not handed out (freed twice, or not from this pool)");
+  Buffer* buffer = it->second;
+  allocated_.erase(it);
+  ++stats_.num_frees;
+  --stats_.active_blocks;
+  stats_.allocated_bytes -= buffer->size;
+  stats_.requested_bytes -= buffer->requested;
+  buffer->requested = 0;
+  if (buffer->stream_uses.empty()) {
+    to_free_list(buffer);
+    return;
+  }
+  const std::vector<StreamId> uses = std::move(buffer->stream_uses);
+  buffer->stream_uses.clear();
+  ++pending_buffers_;
+  try {
+    for (const StreamId stream : uses) {
+      const EventId event = raw_->record_event(stream);
+      ++buffer->pending_events;
+      pending_[stream].emplace_back(event, buffer);
+    }
+  } catch (...) {
+    if (buffer->pending_events == 0) {
+      --pending_buffers_;  // nothing orders its reuse after the copies: it is never reused
+    }
+    throw;
+  }
+}
+
+void HostBlockPool::record_stream(void* ptr, StreamId stream) {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  Buffer* buffer = handed_out(ptr, "record_stream");
+  for (const StreamId use : buffer->stream_uses) {
+    if (use == stream) {
+      return;
+    }
+  }
+  buffer->stream_uses.push_back(stream);
+}
+
+void HostBlockPool::process_events() {
+  for (auto it = pending_.begin(); it != pending_.end();) {
+    auto& queue = it->second;
+    while (!queue.empty() && raw_->event_ready(queue.front().first)) {
+      const auto [event, buffer] = queue.front();
+      queue.pop_front();
+      raw_->release_event(event);
+      if (--buffer->pending_events == 0) {
+        --pending_buffers_;
+        to_free_list(buffer);
+      }
+    }
+    it = queue.empty() ? pending_.erase(it) : std::next(it);
+  }
+}
+
+void HostBlockPool::synchronize_and_free_events() {
+  for (auto it = pending_.begin(); it != pending_.end();) {
+    auto& queue = it->second;
+    while (!queue.empty()) {
+      const auto [event, buffer] = queue.front();
+      raw_->synchronize_event(event);
+      queue.pop_front();
+      raw_->release_event(event);
+      if (--buffer->pending_events == 0) {
+        --pending_buffers_;
+        to_free_list(buffer);
+      }
+    }
+    it = pending_.erase(it);
+  }
+}
+
+void HostBlockPool::release_cached() {
+  synchronize_and_free_events();
+  for (auto& [size, buffers] : free_) {
+    while (!buffers.empty()) {
+      Buffer* buffer = buffers.back();
+      raw_->deallocate(buffer->ptr, buffer->size);
+      buffers.pop_back();
+      ++stats_.num_device_frees;
+      --stats_.segments;
+      stats_.reserved_bytes -= buffer->size;
+      delete buffer;
+    }
+  }
+  free_.clear();
+}
+
+void HostBlockPool::empty_cache() {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  release_cached();
+}
+
+HostBlockPool::Buffer* HostBlockPool::handed_out(const void* ptr, const char* op) const {
+  const auto it = allocated_.find(ptr);
+  RUCCL_CHECK(it != allocated_.end(), ValueError, op,
+              ": expected a buffer handed out by the pinned host pool, got ", ptr,
+              " (not from it, or already freed)");
+  return it->second;
+}
+
+MemoryStats HostBlockPool::stats() const {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  return stats_;
+}
+
+void HostBlockPool::reset_peak_stats() {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  stats_.peak_allocated_bytes = stats_.allocated_bytes;
+  stats_.peak_reserved_bytes = stats_.reserved_bytes;
+}
+
+std::size_t HostBlockPool::buffer_size(const void* ptr) const {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  return handed_out(ptr, "buffer_size")->size;
+}
+
+std::size_t HostBlockPool::pending_buffers() const {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  return pending_buffers_;
+}
+
+}  // namespace ruccl::cuda
