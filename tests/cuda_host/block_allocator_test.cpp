@@ -94,6 +94,16 @@ TEST_CASE("a free block of one stream is never handed to an allocation on anothe
   CHECK(f.allocator.stats().num_cache_hits == 0);
   // Stream 1's block is still there for stream 1.
   CHECK(f.allocator.allocate(4096, kS1) == on_s1);
+  // Whatever order the streams have in the pool: a whole cached segment of stream 2 is no
+  // candidate for stream 1 (ordered before it) nor stream 3 (after it).
+  void* whole = f.allocator.allocate(20 * kMiB, kS2);
+  f.allocator.free(whole);
+  void* before = f.allocator.allocate(20 * kMiB, kS1);
+  void* after = f.allocator.allocate(20 * kMiB, kS3);
+  CHECK(before != whole);
+  CHECK(after != whole);
+  CHECK(f.allocator.stats().num_device_allocs == 5);
+  CHECK(f.allocator.allocate(20 * kMiB, kS2) == whole);
 }
 
 TEST_CASE("freed neighbours coalesce so their segment serves a bigger request and empties whole",
