@@ -76,13 +76,29 @@ cudaStream_t new_stream(int device) {
   return pool.streams[index];
 }
 
+namespace {
+
+/// Throws DeviceError naming `op` when this machine has no usable CUDA device at all (a stream
+/// handle cannot say which device it wanted).
+void check_any_device(const char* op) {
+  if (cached_device_count() == 0) {
+    check_device(op, 0);
+  }
+}
+
+}  // namespace
+
 int stream_device(cudaStream_t stream) {
+  check_any_device("stream_device");
   int device = 0;
   RUCCL_CUDA_CHECK(cudaStreamGetDevice(stream, &device));
   return device;
 }
 
-void synchronize_stream(cudaStream_t stream) { RUCCL_CUDA_CHECK(cudaStreamSynchronize(stream)); }
+void synchronize_stream(cudaStream_t stream) {
+  check_any_device("synchronize_stream");
+  RUCCL_CUDA_CHECK(cudaStreamSynchronize(stream));
+}
 
 StreamGuard::StreamGuard(int device, cudaStream_t stream)
     : device_(device), previous_device_(device), stream_(stream) {
@@ -127,6 +143,7 @@ CudaEvent& CudaEvent::operator=(CudaEvent&& other) noexcept {
 }
 
 void CudaEvent::record(cudaStream_t stream) {
+  check_any_device("CudaEvent::record");
   // The null stream means the current device's default stream: ask the runtime whose it is.
   const int device = stream_device(stream);
   const DeviceGuard guard(device);

@@ -3,6 +3,7 @@
 // them) up to a capacity, records events per stream and completes them when the test says the
 // stream got that far. Its state is shared with the test, which keeps reading it after the
 // allocator took ownership of the fake.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <map>

@@ -4,7 +4,10 @@
 // CUDA call on a device that is not there.
 #include <catch2/catch.hpp>
 
+#include <functional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "cuda/core/device.h"
 #include "cuda/core/device_guard.h"
@@ -122,4 +125,26 @@ TEST_CASE("an event never recorded is ready and waits return at once without tou
   ruccl::cuda::CudaEvent moved(std::move(event));
   CHECK(moved.ready());
   CHECK_THROWS_AS(moved.elapsed_ms(ruccl::cuda::CudaEvent(true)), ruccl::ValueError);
+}
+
+TEST_CASE("recording an event or asking a stream's device without a GPU throws DeviceError",
+          "[cuda_host]") {
+  if (ruccl::cuda::cuda_available()) {
+    // With a GPU they work: the null stream is the current device's.
+    CHECK(ruccl::cuda::stream_device(nullptr) == ruccl::cuda::current_device());
+    return;
+  }
+  for (const auto& [op, call] : std::vector<std::pair<std::string, std::function<void()>>>{
+           {"CudaEvent::record", [] { ruccl::cuda::CudaEvent().record(nullptr); }},
+           {"stream_device", [] { (void)ruccl::cuda::stream_device(nullptr); }},
+           {"synchronize_stream", [] { ruccl::cuda::synchronize_stream(nullptr); }}}) {
+    try {
+      call();
+      FAIL(op << " without a GPU did not throw");
+    } catch (const ruccl::DeviceError& e) {
+      const std::string what = e.what();
+      INFO(what);
+      CHECK(what.find(op + ": expected a CUDA device, got none") != std::string::npos);
+    }
+  }
 }
