@@ -413,3 +413,33 @@ TEST_CASE("concurrent allocations and frees on several streams never hand out ov
   CHECK(f.device->live_segments() == 0);
   CHECK(f.device->live_events() == 0);
 }
+
+TEST_CASE("a device failure other than out of memory propagates and leaves the bookkeeping intact",
+          "[cuda_host]") {
+  Fixture f;
+  void* held = f.allocator.allocate(512, kS1);
+  f.device->fail_next_allocate = true;
+  CHECK_THROWS_WITH(f.allocator.allocate(4 * kMiB, kS1), Catch::Contains("injected"));
+  auto s = f.allocator.stats();
+  CHECK(s.num_alloc_retries == 0);  // only out of memory is retried
+  CHECK(s.num_ooms == 0);
+  CHECK(s.num_allocations == 1);
+  CHECK(s.reserved_bytes == 2 * kMiB);
+  void* large = f.allocator.allocate(4 * kMiB, kS1);
+  CHECK(large != nullptr);
+  // An event that cannot be recorded: the block is never reused (nothing orders the other
+  // stream's work before its next user) and stays reserved; everything else goes on.
+  f.allocator.record_stream(held, kS2);
+  f.device->fail_next_record = true;
+  CHECK_THROWS_WITH(f.allocator.free(held), Catch::Contains("injected"));
+  s = f.allocator.stats();
+  CHECK(s.num_frees == 1);
+  CHECK(s.allocated_bytes == 4 * kMiB);
+  CHECK(f.allocator.pending_blocks() == 0);
+  void* next = f.allocator.allocate(512, kS1);
+  CHECK(next != held);
+  f.allocator.free(next);
+  f.allocator.free(large);
+  f.allocator.empty_cache();
+  CHECK(f.allocator.stats().reserved_bytes == 2 * kMiB);  // held's segment stays
+}

@@ -32,6 +32,9 @@ struct FakeDeviceState {
   std::map<StreamId, std::uint64_t> recorded;   // events recorded per stream
   std::map<StreamId, std::uint64_t> completed;  // of those, how many are done
   std::uint64_t synchronize_calls = 0;
+  // Faults: the next allocate or record_event throws (a broken device, not out of memory).
+  bool fail_next_allocate = false;
+  bool fail_next_record = false;
 
   /// The stream finished everything queued on it so far.
   void complete(StreamId stream) {
@@ -55,6 +58,9 @@ class FakeDeviceMemory final : public RawMemory {
   void* allocate(std::size_t nbytes) override {
     const std::lock_guard<std::mutex> lock(state_->mutex);
     ++state_->allocate_calls;
+    if (std::exchange(state_->fail_next_allocate, false)) {
+      throw std::runtime_error("fake device: allocate failed (injected)");
+    }
     if (nbytes > state_->capacity - state_->used) {
       ++state_->failed_allocations;
       return nullptr;
@@ -80,6 +86,9 @@ class FakeDeviceMemory final : public RawMemory {
 
   EventId record_event(StreamId stream) override {
     const std::lock_guard<std::mutex> lock(state_->mutex);
+    if (std::exchange(state_->fail_next_record, false)) {
+      throw std::runtime_error("fake device: record_event failed (injected)");
+    }
     const EventId event = state_->next_event++;
     state_->events.emplace(event, std::make_pair(stream, ++state_->recorded[stream]));
     return event;
