@@ -16,12 +16,12 @@
 namespace ruccl::cuda {
 namespace {
 
-/// One device's pool: created on first use, never destroyed (as PyTorch's: streams outlive every
-/// static object that might still queue work on them at exit).
+/// One device's pools, normal and high priority: created on first use, never destroyed (as
+/// PyTorch's: streams outlive every static object that might still queue work on them at exit).
 struct StreamPool {
   std::once_flag created;
-  std::array<cudaStream_t, kStreamsPerPool> streams{};
-  std::atomic<std::uint32_t> next{0};
+  std::array<std::array<cudaStream_t, kStreamsPerPool>, 2> streams{};  // by StreamPriority
+  std::array<std::atomic<std::uint32_t>, 2> next{};
 };
 
 /// The pools, one per device of this machine; leaked on purpose (see StreamPool).
@@ -32,13 +32,22 @@ StreamPool& pool_of(int device) {
 
 void create_pool(StreamPool& pool, int device) {
   const DeviceGuard guard(device);
-  for (std::size_t i = 0; i < pool.streams.size(); ++i) {
-    const cudaError_t status = cudaStreamCreateWithFlags(&pool.streams[i], cudaStreamNonBlocking);
-    if (status != cudaSuccess) {
-      for (std::size_t j = 0; j < i; ++j) {
-        (void)cudaStreamDestroy(pool.streams[j]);
+  int least = 0;
+  int greatest = 0;
+  RUCCL_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+  std::vector<cudaStream_t> created;
+  for (std::size_t p = 0; p < pool.streams.size(); ++p) {
+    const int priority = p == 0 ? least : greatest;
+    for (cudaStream_t& stream : pool.streams[p]) {
+      const cudaError_t status =
+          cudaStreamCreateWithPriority(&stream, cudaStreamNonBlocking, priority);
+      if (status != cudaSuccess) {
+        for (cudaStream_t made : created) {
+          (void)cudaStreamDestroy(made);
+        }
+        RUCCL_CUDA_CHECK(status);  // throws; call_once lets the next caller try again
       }
-      RUCCL_CUDA_CHECK(status);  // throws; call_once lets the next caller try again
+      created.push_back(stream);
     }
   }
 }
@@ -68,12 +77,14 @@ void set_current_stream(int device, cudaStream_t stream) {
   current_streams()[static_cast<std::size_t>(device)] = stream;
 }
 
-cudaStream_t new_stream(int device) {
+cudaStream_t new_stream(int device, StreamPriority priority) {
   check_device(str("new_stream(cuda:", device, ")"), device);
   StreamPool& pool = pool_of(device);
   std::call_once(pool.created, create_pool, std::ref(pool), device);
-  const std::uint32_t index = pool.next.fetch_add(1, std::memory_order_relaxed) % kStreamsPerPool;
-  return pool.streams[index];
+  const auto p = static_cast<std::size_t>(priority == StreamPriority::High);
+  const std::uint32_t index =
+      pool.next[p].fetch_add(1, std::memory_order_relaxed) % kStreamsPerPool;
+  return pool.streams[p][index];
 }
 
 namespace {

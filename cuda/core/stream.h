@@ -35,12 +35,16 @@ cudaStream_t current_stream(int device);
 /// The stream must belong to `device`: checked with cudaStreamGetDevice, DeviceError otherwise.
 void set_current_stream(int device, cudaStream_t stream);
 
-/// A stream of `device`'s pool: kStreamsPerPool non-blocking streams (cudaStreamNonBlocking: they
-/// do not synchronise with the null stream), created on the first call for that device and never
-/// destroyed; successive calls return them round-robin, so two calls within kStreamsPerPool return
-/// different streams. Thread-safe. Throws DeviceError for a missing device, CudaError when the
-/// runtime cannot create them.
-cudaStream_t new_stream(int device);
+/// The priority of a pooled stream. High: the device's greatest priority
+/// (cudaDeviceGetStreamPriorityRange), for communication that compute should not delay.
+enum class StreamPriority { Normal, High };
+
+/// A stream of `device`'s pool of that priority: kStreamsPerPool non-blocking streams
+/// (cudaStreamNonBlocking: they do not synchronise with the null stream) per priority, created on
+/// the first call for that device and never destroyed; successive calls return them round-robin,
+/// so calls less than kStreamsPerPool apart return different streams. Thread-safe. Throws
+/// DeviceError for a missing device, CudaError when the runtime cannot create them.
+cudaStream_t new_stream(int device, StreamPriority priority = StreamPriority::Normal);
 
 /// The device `stream` belongs to (cudaStreamGetDevice; for the null stream, the current device).
 int stream_device(cudaStream_t stream);

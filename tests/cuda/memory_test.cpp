@@ -169,7 +169,7 @@ TEST_CASE("an event recorded on one stream orders another stream's later work af
   CHECK(std::all_of(bytes, bytes + kBytes, [](unsigned char b) { return b == 7; }));
 }
 
-TEST_CASE("new_stream cycles through a pool of distinct non-blocking streams of the device",
+TEST_CASE("new_stream cycles through pools of distinct non-blocking streams per priority",
           "[cuda]") {
   require_gpu();
   std::vector<cudaStream_t> streams;
@@ -183,6 +183,17 @@ TEST_CASE("new_stream cycles through a pool of distinct non-blocking streams of 
   RUCCL_CUDA_CHECK(cudaStreamGetFlags(streams.front(), &flags));
   CHECK((flags & cudaStreamNonBlocking) != 0);
   CHECK(ruccl::cuda::stream_device(streams.front()) == 0);
+  // The high-priority pool: other streams, at the device's greatest priority.
+  int least = 0;
+  int greatest = 0;
+  RUCCL_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+  const cudaStream_t high = ruccl::cuda::new_stream(0, ruccl::cuda::StreamPriority::High);
+  CHECK(distinct.count(high) == 0);
+  int priority = 0;
+  RUCCL_CUDA_CHECK(cudaStreamGetPriority(high, &priority));
+  CHECK(priority == greatest);
+  RUCCL_CUDA_CHECK(cudaStreamGetPriority(streams.front(), &priority));
+  CHECK(priority == least);
 }
 
 TEST_CASE("the current stream is per thread and a StreamGuard restores the previous one",
