@@ -1,6 +1,5 @@
 #include "cuda/memory/block_allocator.h"
 
-#include <iterator>
 #include <limits>
 #include <tuple>
 
@@ -58,11 +57,7 @@ BlockAllocator::~BlockAllocator() {
   for (const auto& [ptr, block] : allocated_) {
     left.insert(block);
   }
-  for (const auto& [stream, queue] : pending_) {
-    for (const auto& [event, block] : queue) {
-      left.insert(block);
-    }
-  }
+  pending_.for_each([&](Block* block) { left.insert(block); });
   for (Block* block : left) {
     delete block;
   }
@@ -94,7 +89,7 @@ void* BlockAllocator::allocate(std::size_t nbytes, StreamId stream) {
     throw_out_of_memory(nbytes, 0);
   }
   const std::size_t size = round_size(nbytes);
-  process_events();
+  pending_.poll(*raw_, [this](Block* done) { free_block(done); });
   Pool& pool = size <= kSmallSize ? small_pool_ : large_pool_;
   Block* block = find_free_block(pool, size, stream);
   if (block != nullptr) {
@@ -226,17 +221,11 @@ void BlockAllocator::free(void* ptr) {
   // Used on other streams too: reusable once they finish what they have queued up to now.
   const std::vector<StreamId> uses = std::move(block->stream_uses);
   block->stream_uses.clear();
-  ++pending_blocks_;
   try {
-    for (const StreamId stream : uses) {
-      const EventId event = raw_->record_event(stream);
-      ++block->pending_events;
-      pending_[stream].emplace_back(event, block);
-    }
+    pending_.add(*raw_, uses, block);
   } catch (...) {
     if (block->pending_events == 0) {
       // No event orders its reuse after the other streams: never reuse it (it stays reserved).
-      --pending_blocks_;
       block->allocated = true;
     }
     throw;
@@ -257,40 +246,6 @@ void BlockAllocator::record_stream(void* ptr, StreamId stream) {
   block->stream_uses.push_back(stream);
 }
 
-void BlockAllocator::process_events() {
-  for (auto it = pending_.begin(); it != pending_.end();) {
-    auto& queue = it->second;
-    // Events of one stream complete in record order: stop at the first that is not done.
-    while (!queue.empty() && raw_->event_ready(queue.front().first)) {
-      const auto [event, block] = queue.front();
-      queue.pop_front();
-      raw_->release_event(event);
-      if (--block->pending_events == 0) {
-        --pending_blocks_;
-        free_block(block);
-      }
-    }
-    it = queue.empty() ? pending_.erase(it) : std::next(it);
-  }
-}
-
-void BlockAllocator::synchronize_and_free_events() {
-  for (auto it = pending_.begin(); it != pending_.end();) {
-    auto& queue = it->second;
-    while (!queue.empty()) {
-      const auto [event, block] = queue.front();
-      raw_->synchronize_event(event);
-      queue.pop_front();
-      raw_->release_event(event);
-      if (--block->pending_events == 0) {
-        --pending_blocks_;
-        free_block(block);
-      }
-    }
-    it = pending_.erase(it);
-  }
-}
-
 void BlockAllocator::release_pool(Pool& pool) {
   for (auto it = pool.blocks.begin(); it != pool.blocks.end();) {
     Block* block = *it;
@@ -308,7 +263,7 @@ void BlockAllocator::release_pool(Pool& pool) {
 }
 
 void BlockAllocator::release_cached_blocks() {
-  synchronize_and_free_events();
+  pending_.drain(*raw_, [this](Block* done) { free_block(done); });
   release_pool(small_pool_);
   release_pool(large_pool_);
 }
@@ -360,7 +315,7 @@ std::size_t BlockAllocator::block_size(const void* ptr) const {
 
 std::size_t BlockAllocator::pending_blocks() const {
   const std::lock_guard<std::mutex> lock(mutex_);
-  return pending_blocks_;
+  return pending_.items();
 }
 
 }  // namespace ruccl::cuda

@@ -16,8 +16,6 @@
 //   request and what the allocator holds.
 // Thread-safe: one mutex per allocator (one allocator per device).
 #include <cstddef>
-#include <deque>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -27,6 +25,7 @@
 #include <vector>
 
 #include "cuda/memory/memory_stats.h"
+#include "cuda/memory/pending_frees.h"
 #include "cuda/memory/raw_memory.h"
 
 namespace ruccl::cuda {
@@ -99,8 +98,6 @@ class BlockAllocator {
   void split(Block* block, std::size_t size);
   void free_block(Block* block);
   void try_merge(Block* block, Block* neighbour);
-  void process_events();
-  void synchronize_and_free_events();
   void release_cached_blocks();
   void release_pool(Pool& pool);
   [[noreturn]] void throw_out_of_memory(std::size_t nbytes, std::size_t size);
@@ -112,9 +109,7 @@ class BlockAllocator {
   Pool small_pool_;
   Pool large_pool_;
   std::unordered_map<const void*, Block*> allocated_;
-  /// Per stream, the events recorded at frees in record order, each with the block waiting on it.
-  std::map<StreamId, std::deque<std::pair<EventId, Block*>>> pending_;
-  std::size_t pending_blocks_ = 0;
+  PendingFrees<Block> pending_;
   MemoryStats stats_;
 };
 

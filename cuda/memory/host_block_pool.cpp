@@ -1,7 +1,6 @@
 #include "cuda/memory/host_block_pool.h"
 
 #include <bit>
-#include <iterator>
 #include <limits>
 #include <set>
 
@@ -31,11 +30,7 @@ HostBlockPool::~HostBlockPool() {
   for (const auto& [ptr, buffer] : allocated_) {
     left.insert(buffer);
   }
-  for (const auto& [stream, queue] : pending_) {
-    for (const auto& [event, buffer] : queue) {
-      left.insert(buffer);
-    }
-  }
+  pending_.for_each([&](Buffer* buffer) { left.insert(buffer); });
   for (Buffer* buffer : left) {
     delete buffer;
   }
@@ -56,7 +51,7 @@ void* HostBlockPool::allocate(std::size_t nbytes) {
     ++stats_.num_ooms;  // size_class throws OutOfMemoryError
   }
   const std::size_t size = size_class(nbytes);
-  process_events();
+  pending_.poll(*raw_, [this](Buffer* done) { to_free_list(done); });
   Buffer* buffer = nullptr;
   const auto it = free_.find(size);
   if (it != free_.end() && !it->second.empty()) {
@@ -115,21 +110,10 @@ void HostBlockPool::free(void* ptr) {
     to_free_list(buffer);
     return;
   }
+  // Nothing orders the reuse of a buffer whose events could not be recorded: it is never reused.
   const std::vector<StreamId> uses = std::move(buffer->stream_uses);
   buffer->stream_uses.clear();
-  ++pending_buffers_;
-  try {
-    for (const StreamId stream : uses) {
-      const EventId event = raw_->record_event(stream);
-      ++buffer->pending_events;
-      pending_[stream].emplace_back(event, buffer);
-    }
-  } catch (...) {
-    if (buffer->pending_events == 0) {
-      --pending_buffers_;  // nothing orders its reuse after the copies: it is never reused
-    }
-    throw;
-  }
+  pending_.add(*raw_, uses, buffer);
 }
 
 void HostBlockPool::record_stream(void* ptr, StreamId stream) {
@@ -143,41 +127,8 @@ void HostBlockPool::record_stream(void* ptr, StreamId stream) {
   buffer->stream_uses.push_back(stream);
 }
 
-void HostBlockPool::process_events() {
-  for (auto it = pending_.begin(); it != pending_.end();) {
-    auto& queue = it->second;
-    while (!queue.empty() && raw_->event_ready(queue.front().first)) {
-      const auto [event, buffer] = queue.front();
-      queue.pop_front();
-      raw_->release_event(event);
-      if (--buffer->pending_events == 0) {
-        --pending_buffers_;
-        to_free_list(buffer);
-      }
-    }
-    it = queue.empty() ? pending_.erase(it) : std::next(it);
-  }
-}
-
-void HostBlockPool::synchronize_and_free_events() {
-  for (auto it = pending_.begin(); it != pending_.end();) {
-    auto& queue = it->second;
-    while (!queue.empty()) {
-      const auto [event, buffer] = queue.front();
-      raw_->synchronize_event(event);
-      queue.pop_front();
-      raw_->release_event(event);
-      if (--buffer->pending_events == 0) {
-        --pending_buffers_;
-        to_free_list(buffer);
-      }
-    }
-    it = pending_.erase(it);
-  }
-}
-
 void HostBlockPool::release_cached() {
-  synchronize_and_free_events();
+  pending_.drain(*raw_, [this](Buffer* done) { to_free_list(done); });
   for (auto& [size, buffers] : free_) {
     while (!buffers.empty()) {
       Buffer* buffer = buffers.back();
@@ -223,7 +174,7 @@ std::size_t HostBlockPool::buffer_size(const void* ptr) const {
 
 std::size_t HostBlockPool::pending_buffers() const {
   const std::lock_guard<std::mutex> lock(mutex_);
-  return pending_buffers_;
+  return pending_.items();
 }
 
 }  // namespace ruccl::cuda

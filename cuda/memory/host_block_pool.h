@@ -7,7 +7,6 @@
 // streams at its free have completed. Host buffers are not split: staging sizes repeat, and a
 // power-of-two class wastes at most half. Thread-safe.
 #include <cstddef>
-#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -17,6 +16,7 @@
 #include <vector>
 
 #include "cuda/memory/memory_stats.h"
+#include "cuda/memory/pending_frees.h"
 #include "cuda/memory/raw_memory.h"
 
 namespace ruccl::cuda {
@@ -63,8 +63,6 @@ class HostBlockPool {
     std::vector<StreamId> stream_uses;
   };
 
-  void process_events();
-  void synchronize_and_free_events();
   void release_cached();
   void to_free_list(Buffer* buffer);
   Buffer* handed_out(const void* ptr, const char* op) const;
@@ -73,8 +71,7 @@ class HostBlockPool {
   mutable std::mutex mutex_;
   std::map<std::size_t, std::vector<Buffer*>> free_;  // by size class
   std::unordered_map<const void*, Buffer*> allocated_;
-  std::map<StreamId, std::deque<std::pair<EventId, Buffer*>>> pending_;
-  std::size_t pending_buffers_ = 0;
+  PendingFrees<Buffer> pending_;
   MemoryStats stats_;
 };
 
