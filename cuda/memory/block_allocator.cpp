@@ -58,6 +58,7 @@ BlockAllocator::~BlockAllocator() {
     left.insert(block);
   }
   pending_.for_each([&](Block* block) { left.insert(block); });
+  left.insert(never_reused_.begin(), never_reused_.end());
   for (Block* block : left) {
     delete block;
   }
@@ -227,6 +228,7 @@ void BlockAllocator::free(void* ptr) {
     if (block->pending_events == 0) {
       // No event orders its reuse after the other streams: never reuse it (it stays reserved).
       block->allocated = true;
+      never_reused_.push_back(block);
     }
     throw;
   }

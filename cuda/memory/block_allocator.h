@@ -110,6 +110,8 @@ class BlockAllocator {
   Pool large_pool_;
   std::unordered_map<const void*, Block*> allocated_;
   PendingFrees<Block> pending_;
+  /// Blocks freed whose events could not be recorded: never reused, kept to be deleted at the end.
+  std::vector<Block*> never_reused_;
   MemoryStats stats_;
 };
 

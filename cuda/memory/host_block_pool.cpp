@@ -31,6 +31,7 @@ HostBlockPool::~HostBlockPool() {
     left.insert(buffer);
   }
   pending_.for_each([&](Buffer* buffer) { left.insert(buffer); });
+  left.insert(never_reused_.begin(), never_reused_.end());
   for (Buffer* buffer : left) {
     delete buffer;
   }
@@ -113,7 +114,14 @@ void HostBlockPool::free(void* ptr) {
   // Nothing orders the reuse of a buffer whose events could not be recorded: it is never reused.
   const std::vector<StreamId> uses = std::move(buffer->stream_uses);
   buffer->stream_uses.clear();
-  pending_.add(*raw_, uses, buffer);
+  try {
+    pending_.add(*raw_, uses, buffer);
+  } catch (...) {
+    if (buffer->pending_events == 0) {
+      never_reused_.push_back(buffer);
+    }
+    throw;
+  }
 }
 
 void HostBlockPool::record_stream(void* ptr, StreamId stream) {

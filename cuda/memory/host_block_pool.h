@@ -72,6 +72,8 @@ class HostBlockPool {
   std::map<std::size_t, std::vector<Buffer*>> free_;  // by size class
   std::unordered_map<const void*, Buffer*> allocated_;
   PendingFrees<Buffer> pending_;
+  /// Buffers freed whose events could not be recorded: never reused, deleted at the end.
+  std::vector<Buffer*> never_reused_;
   MemoryStats stats_;
 };
 

@@ -130,3 +130,18 @@ TEST_CASE("the pinned pool's statistics and empty_cache track buffers", "[cuda_h
                   ruccl::OutOfMemoryError);
   CHECK(f.pool.stats().num_ooms == 1);
 }
+
+TEST_CASE("a pinned buffer whose copy event cannot be recorded is never handed out again",
+          "[cuda_host]") {
+  Fixture f;
+  void* buffer = f.pool.allocate(4096);
+  f.pool.record_stream(buffer, kCopyStream);
+  f.host->fail_next_record = true;
+  CHECK_THROWS_WITH(f.pool.free(buffer), Catch::Contains("injected"));
+  CHECK(f.pool.pending_buffers() == 0);
+  void* next = f.pool.allocate(4096);
+  CHECK(next != buffer);
+  f.pool.free(next);
+  f.pool.empty_cache();
+  CHECK(f.pool.stats().reserved_bytes == 4096);  // the lost buffer stays pinned
+}
