@@ -2,6 +2,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include <string>
+
 #include "cuda/core/check.h"
 #include "cuda/core/device.h"
 #include "tensor/core/error.h"
@@ -16,13 +18,14 @@ int cached_device_count() {
 void check_device(std::string_view op, int device) {
   const int count = cached_device_count();
   if (count > 0 && device >= 0 && device < count) [[likely]] {
-    return;
+    return;  // the hot path (every current_stream and allocation): no string is built
   }
   // The rare path: let require_device word the reason (it asks the runtime again, for the why).
-  require_device(op, device);
+  const std::string named = str(op, "(cuda:", device, ")");
+  require_device(named, device);
   // The runtime found a device it did not find before (it cannot: the count is fixed at its
   // initialisation); still refuse, with our count.
-  throw DeviceError(str(op, ": expected a CUDA device index in [0, ", count, "), got ", device));
+  throw DeviceError(str(named, ": expected a CUDA device index in [0, ", count, "), got ", device));
 }
 
 int current_device() {
@@ -32,7 +35,7 @@ int current_device() {
 }
 
 DeviceGuard::DeviceGuard(int device) : device_(device), previous_(device) {
-  check_device(str("DeviceGuard(cuda:", device, ")"), device);
+  check_device("DeviceGuard", device);
   previous_ = current_device();
   if (previous_ != device_) {
     RUCCL_CUDA_CHECK(cudaSetDevice(device_));

@@ -10,9 +10,10 @@
 
 namespace ruccl::cuda {
 
-/// Throws DeviceError "<op>: expected a CUDA device, got none (<why>)" on a machine without a
-/// usable GPU, or "<op>: expected a CUDA device index in [0, n), got <device>" for an index this
-/// machine does not have. The device count is asked of the runtime once per process (it does not
+/// Throws DeviceError "<op>(cuda:<device>): expected a CUDA device, got none (<why>)" on a machine
+/// without a usable GPU, or "<op>(cuda:<device>): expected a CUDA device index in [0, n), got
+/// <device>" for an index this machine does not have. Cheap when the device exists (no string is
+/// built). The device count is asked of the runtime once per process (it does not
 /// change while the process runs: CUDA_VISIBLE_DEVICES is read at initialisation).
 void check_device(std::string_view op, int device);
 

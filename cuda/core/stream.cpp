@@ -62,12 +62,12 @@ std::vector<cudaStream_t>& current_streams() {
 }  // namespace
 
 cudaStream_t current_stream(int device) {
-  check_device(str("current_stream(cuda:", device, ")"), device);
+  check_device("current_stream", device);
   return current_streams()[static_cast<std::size_t>(device)];
 }
 
 void set_current_stream(int device, cudaStream_t stream) {
-  check_device(str("set_current_stream(cuda:", device, ")"), device);
+  check_device("set_current_stream", device);
   if (stream != nullptr) {
     const int owner = stream_device(stream);
     RUCCL_CHECK(owner == device, DeviceError,
@@ -78,7 +78,7 @@ void set_current_stream(int device, cudaStream_t stream) {
 }
 
 cudaStream_t new_stream(int device, StreamPriority priority) {
-  check_device(str("new_stream(cuda:", device, ")"), device);
+  check_device("new_stream", device);
   StreamPool& pool = pool_of(device);
   std::call_once(pool.created, create_pool, std::ref(pool), device);
   const auto p = static_cast<std::size_t>(priority == StreamPriority::High);
@@ -111,9 +111,15 @@ void synchronize_stream(cudaStream_t stream) {
   RUCCL_CUDA_CHECK(cudaStreamSynchronize(stream));
 }
 
+void synchronize_device(int device) {
+  check_device("synchronize_device", device);
+  const DeviceGuard guard(device);
+  RUCCL_CUDA_CHECK(cudaDeviceSynchronize());
+}
+
 StreamGuard::StreamGuard(int device, cudaStream_t stream)
     : device_(device), previous_device_(device), stream_(stream) {
-  check_device(str("StreamGuard(cuda:", device, ")"), device);
+  check_device("StreamGuard", device);
   previous_stream_ = current_stream(device);
   previous_device_ = current_device();
   set_current_stream(device, stream);

@@ -52,6 +52,9 @@ int stream_device(cudaStream_t stream);
 /// Blocks until all work queued on `stream` so far is done (cudaStreamSynchronize).
 void synchronize_stream(cudaStream_t stream);
 
+/// Blocks until all work queued on every stream of `device` is done (cudaDeviceSynchronize).
+void synchronize_device(int device);
+
 /// Makes `stream` the current stream of `device` for the guard's lifetime, and `device` the
 /// current device; restores both on destruction. Not copyable, not movable.
 class StreamGuard {

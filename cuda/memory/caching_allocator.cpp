@@ -106,7 +106,7 @@ DeviceAllocator* allocator_if_created(int device, bool create) {
 }
 
 DeviceAllocator& allocator_of(int device, const char* op) {
-  check_device(str(op, "(cuda:", device, ")"), device);
+  check_device(op, device);
   return *allocator_if_created(device, true);
 }
 

@@ -93,7 +93,7 @@ void PinnedBuffer::reset() {
 }
 
 PinnedBuffer allocate_pinned(std::size_t nbytes) {
-  check_device("allocate_pinned (pinned host memory needs a CUDA device)", 0);
+  check_device("allocate_pinned", 0);  // pinned memory needs a CUDA context
   PinnedPool& pool = pinned_pool();
   std::exception_ptr deferred;
   {

@@ -137,14 +137,15 @@ TEST_CASE("recording an event or asking a stream's device without a GPU throws D
   for (const auto& [op, call] : std::vector<std::pair<std::string, std::function<void()>>>{
            {"CudaEvent::record", [] { ruccl::cuda::CudaEvent().record(nullptr); }},
            {"stream_device", [] { (void)ruccl::cuda::stream_device(nullptr); }},
-           {"synchronize_stream", [] { ruccl::cuda::synchronize_stream(nullptr); }}}) {
+           {"synchronize_stream", [] { ruccl::cuda::synchronize_stream(nullptr); }},
+           {"synchronize_device", [] { ruccl::cuda::synchronize_device(0); }}}) {
     try {
       call();
       FAIL(op << " without a GPU did not throw");
     } catch (const ruccl::DeviceError& e) {
       const std::string what = e.what();
       INFO(what);
-      CHECK(what.find(op + ": expected a CUDA device, got none") != std::string::npos);
+      CHECK(what.find(op + "(cuda:0): expected a CUDA device, got none") != std::string::npos);
     }
   }
 }
