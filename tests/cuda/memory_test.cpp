@@ -119,6 +119,9 @@ TEST_CASE("a block recorded on a busy side stream is not reused until that strea
   constexpr std::size_t kBytes = 20 << 20;  // exactly one large segment: never split
   auto storage = ruccl::cuda::allocate_storage(kBytes, ruccl::Device::cuda(0));
   void* const block = storage->data();
+  // A second cached segment, so that the allocation made while the side stream is held back is
+  // served from the cache: cudaMalloc is not asked while a stream is blocked.
+  void* const spare = ruccl::cuda::allocate_storage(kBytes, ruccl::Device::cuda(0))->data();
   std::shared_ptr<ruccl::Storage> meanwhile;
   {
     StreamGate gate(side);
@@ -127,6 +130,7 @@ TEST_CASE("a block recorded on a busy side stream is not reused until that strea
     storage.reset();
     meanwhile = ruccl::cuda::allocate_storage(kBytes, ruccl::Device::cuda(0));
     CHECK(meanwhile->data() != block);  // the side stream may still write it
+    CHECK(meanwhile->data() == spare);
     CHECK_FALSE(stream_idle(side));
     gate.open();
     RUCCL_CUDA_CHECK(cudaStreamSynchronize(side));
@@ -223,6 +227,9 @@ TEST_CASE("a pinned buffer used by a held-back copy is reused only after the cop
   auto device = ruccl::cuda::allocate_storage(kBytes, ruccl::Device::cuda(0));
   ruccl::cuda::PinnedBuffer staging = ruccl::cuda::allocate_pinned(kBytes);
   void* const first = staging.data();
+  // A second cached buffer for the allocation made while the copy stream is held back: no
+  // cudaHostAlloc is asked while a stream is blocked.
+  void* const spare = ruccl::cuda::allocate_pinned(kBytes).data();
   ruccl::cuda::PinnedBuffer meanwhile;
   {
     StreamGate gate(copies);
@@ -234,6 +241,7 @@ TEST_CASE("a pinned buffer used by a held-back copy is reused only after the cop
     CHECK_FALSE(staging);
     meanwhile = ruccl::cuda::allocate_pinned(kBytes);
     CHECK(meanwhile.data() != first);  // the copy may still read it
+    CHECK(meanwhile.data() == spare);
     gate.open();
     RUCCL_CUDA_CHECK(cudaStreamSynchronize(copies));
   }
