@@ -21,4 +21,17 @@ std::string format_bytes(std::size_t bytes) {
   return text.data();
 }
 
+std::string to_string(const MemoryStats& stats) {
+  return "allocated " + format_bytes(stats.allocated_bytes) + " (peak " +
+         format_bytes(stats.peak_allocated_bytes) + "), reserved " +
+         format_bytes(stats.reserved_bytes) + " (peak " + format_bytes(stats.peak_reserved_bytes) +
+         ") in " + std::to_string(stats.segments) + " segments; " +
+         std::to_string(stats.num_allocations) + " allocations, " +
+         std::to_string(stats.num_cache_hits) + " from the cache, " +
+         std::to_string(stats.num_device_allocs) + " device allocations, " +
+         std::to_string(stats.num_device_frees) + " device frees, " +
+         std::to_string(stats.num_alloc_retries) + " retries, " + std::to_string(stats.num_ooms) +
+         " out of memory";
+}
+
 }  // namespace ruccl::cuda

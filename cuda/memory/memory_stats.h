@@ -32,4 +32,9 @@ struct MemoryStats {
 /// "512 B", "1.50 MiB", "20.00 GiB": bytes for people (binary units, two decimals above bytes).
 std::string format_bytes(std::size_t bytes);
 
+/// One line for logs and benchmark reports: "allocated 1.00 MiB (peak 4.00 MiB), reserved
+/// 22.00 MiB (peak 22.00 MiB) in 2 segments; 3 allocations, 1 from the cache, 2 device
+/// allocations, 0 device frees, 0 retries, 0 out of memory".
+std::string to_string(const MemoryStats& stats);
+
 }  // namespace ruccl::cuda
