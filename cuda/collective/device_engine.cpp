@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "cuda/collective/device_streams.h"
+#include "cuda/collective/nccl_group.h"
 #include "cuda/core/check.h"
 
 namespace ruccl::cuda {
@@ -178,6 +179,9 @@ std::unique_ptr<CollectiveEngine> make_device_engine(Transport& transport, Devic
   return std::make_unique<DeviceEngine>(transport, device, options);
 }
 
-void install_collectives() { register_device_engine(DeviceType::CUDA, &make_device_engine); }
+void install_collectives() {
+  register_device_engine(DeviceType::CUDA, &make_device_engine);
+  install_nccl_env_engine();
+}
 
 }  // namespace ruccl::cuda

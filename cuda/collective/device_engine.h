@@ -85,7 +85,8 @@ class DeviceEngine final : public CollectiveEngine {
 std::unique_ptr<CollectiveEngine> make_device_engine(Transport& transport, Device device,
                                                      const CommunicatorOptions& options);
 
-/// Registers DeviceEngine for CUDA ranks (idempotent). The CUDA layer's install() calls it.
+/// Registers DeviceEngine for CUDA ranks and "nccl" for Communicator::from_env (idempotent). The
+/// CUDA layer's install() calls it.
 void install_collectives();
 
 }  // namespace ruccl::cuda
