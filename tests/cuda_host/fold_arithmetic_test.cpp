@@ -7,8 +7,9 @@
 
 TEST_CASE("chunk_of puts every element in the balanced chunk that holds it", "[fold]") {
   for (std::size_t w = 1; w <= 9; ++w) {
-    for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{2}, std::size_t{5},
-                          std::size_t{64}, std::size_t{257}, std::size_t{1000}, std::size_t{1031}}) {
+    for (std::size_t n :
+         {std::size_t{0}, std::size_t{1}, std::size_t{2}, std::size_t{5}, std::size_t{64},
+          std::size_t{257}, std::size_t{1000}, std::size_t{1031}}) {
       for (std::size_t c = 0; c < w; ++c) {
         const std::size_t begin = ruccl::chunk_begin(c, n, w);
         for (std::size_t e = begin; e < begin + ruccl::chunk_size(c, n, w); ++e) {

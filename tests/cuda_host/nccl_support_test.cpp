@@ -72,7 +72,8 @@ TEST_CASE("an NCCL unique id survives its hex encoding and bad text is refused",
   std::string upper = text;
   for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   const ncclUniqueId back_upper = decode_unique_id(upper);
-  CHECK(std::equal(std::begin(id.internal), std::end(id.internal), std::begin(back_upper.internal)));
+  CHECK(
+      std::equal(std::begin(id.internal), std::end(id.internal), std::begin(back_upper.internal)));
   auto kind_of = [](const std::string& bad) {
     try {
       (void)decode_unique_id(bad);
@@ -121,18 +122,16 @@ TEST_CASE("rank 0's unique id reaches every rank through the Store, a fresh one 
     for (auto& t : threads) t.join();
     CHECK(made == group);  // only rank 0 makes one, once per group
     CHECK(std::set<std::string>(seen.begin(), seen.end()).size() == 1);
-    CHECK(seen[0] == store.get_string(unique_id_key(group), Deadline::after(
-                                                                std::chrono::seconds(1), "test")));
+    CHECK(seen[0] ==
+          store.get_string(unique_id_key(group), Deadline::after(std::chrono::seconds(1), "test")));
   }
 }
 
-TEST_CASE("a rank whose rank 0 never publishes the unique id times out naming the key",
-          "[nccl]") {
+TEST_CASE("a rank whose rank 0 never publishes the unique id times out naming the key", "[nccl]") {
   InMemoryStore store;
-  CHECK_THROWS_WITH(
-      exchange_unique_id(store, 1, Deadline::after(std::chrono::milliseconds(50), "test"),
-                         &fake_id),
-      Catch::Contains(unique_id_key(1)));
+  CHECK_THROWS_WITH(exchange_unique_id(
+                        store, 1, Deadline::after(std::chrono::milliseconds(50), "test"), &fake_id),
+                    Catch::Contains(unique_id_key(1)));
 }
 
 TEST_CASE("NcclGroup refuses a CPU device, no devices and an absent GPU", "[nccl]") {
@@ -153,14 +152,13 @@ TEST_CASE("NcclGroup refuses a CPU device, no devices and an absent GPU", "[nccl
   }
 }
 
-TEST_CASE("RUCCL_ENGINE=nccl is refused until the CUDA layer registers it, then chosen",
-          "[nccl]") {
+TEST_CASE("RUCCL_ENGINE=nccl is refused until the CUDA layer registers it, then chosen", "[nccl]") {
   const char* before = std::getenv("RUCCL_ENGINE");
   const std::string saved = before != nullptr ? before : "";
   ::setenv("RUCCL_ENGINE", "nccl", 1);
   register_env_engine("nccl", {});  // as if not installed
-  CHECK_THROWS_WITH(mpi_engine_from_env(), Catch::Contains("got \"nccl\"") &&
-                                               Catch::Contains("-DRUCCL_WITH_CUDA=ON"));
+  CHECK_THROWS_WITH(mpi_engine_from_env(),
+                    Catch::Contains("got \"nccl\"") && Catch::Contains("-DRUCCL_WITH_CUDA=ON"));
   install_collectives();
   CHECK_FALSE(mpi_engine_from_env());  // nccl: neither MPI nor an error
   ::setenv("RUCCL_ENGINE", "nccl2", 1);
