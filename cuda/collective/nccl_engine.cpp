@@ -21,6 +21,18 @@ Shape gathered_shape(const Shape& shape, int world) {
 
 }  // namespace
 
+ncclResult_t NcclEngine::grouped(const std::vector<Transfer>& moves) {
+  ncclResult_t r = ncclGroupStart();
+  if (r != ncclSuccess) return r;
+  for (const Transfer& m : moves) {
+    if (m.nbytes == 0 || r != ncclSuccess) continue;  // an empty block moves nothing
+    r = m.send ? ncclSend(m.data, m.nbytes, ncclUint8, m.peer, comm_->get(), stream_)
+               : ncclRecv(m.data, m.nbytes, ncclUint8, m.peer, comm_->get(), stream_);
+  }
+  const ncclResult_t ended = ncclGroupEnd();
+  return r != ncclSuccess ? r : ended;
+}
+
 NcclEngine::NcclEngine(Transport& control, Device device, const CommunicatorOptions& options,
                        std::shared_ptr<NcclComm> comm)
     : control_(control),
@@ -164,15 +176,27 @@ Tensor NcclEngine::all_gather(const EngineCall& call, const Tensor& t) {
   return out;
 }
 
+// gather, scatter and the all-to-alls are grouped ncclSend/ncclRecv (as c10d does): they work
+// with every NCCL since 2.7, where ncclGather/ncclScatter/ncclAlltoAll need 2.28.
 std::optional<Tensor> NcclEngine::gather(const EngineCall& call, const Tensor& t, int root) {
   const Tensor in = t.contiguous();
+  const int w = control_.world_size();
   const bool is_root = control_.rank() == root;
-  Tensor out = is_root ? Tensor::empty(gathered_shape(in.shape(), control_.world_size()),
-                                       in.dtype(), device_)
-                       : Tensor();
-  run(call, "ncclGather", [&] {
-    return ncclGather(in.data_ptr(), is_root ? out.data_ptr() : nullptr, in.nbytes(), ncclUint8,
-                      root, comm_->get(), stream_);
+  Tensor out =
+      is_root ? Tensor::empty(gathered_shape(in.shape(), w), in.dtype(), device_) : Tensor();
+  const std::size_t block = in.nbytes();
+  run(call, "ncclSend/ncclRecv (gather)", [&]() -> ncclResult_t {
+    std::vector<Transfer> moves;
+    if (is_root) {
+      for (int q = 0; q < w; ++q) {
+        moves.push_back(
+            {q, false,
+             static_cast<unsigned char*>(out.data_ptr()) + static_cast<std::size_t>(q) * block,
+             block});
+      }
+    }
+    moves.push_back({root, true, in.data_ptr(), block});
+    return grouped(moves);
   });
   if (!is_root) return std::nullopt;
   return out;
@@ -180,14 +204,25 @@ std::optional<Tensor> NcclEngine::gather(const EngineCall& call, const Tensor& t
 
 Tensor NcclEngine::scatter(const EngineCall& call, const Tensor& t, int root) {
   const CallRecord& rr = call.records[static_cast<std::size_t>(root)];
-  Shape block = rr.shape();
-  block[0] = block[0] / control_.world_size();
-  Tensor out = Tensor::empty(block, static_cast<DType>(rr.dtype), device_);
+  const int w = control_.world_size();
+  Shape block_shape = rr.shape();
+  block_shape[0] = block_shape[0] / w;
+  Tensor out = Tensor::empty(block_shape, static_cast<DType>(rr.dtype), device_);
   const bool is_root = control_.rank() == root;
   const Tensor in = is_root ? t.contiguous() : Tensor();
-  run(call, "ncclScatter", [&] {
-    return ncclScatter(is_root ? in.data_ptr() : nullptr, out.data_ptr(), out.nbytes(), ncclUint8,
-                       root, comm_->get(), stream_);
+  const std::size_t block = out.nbytes();
+  run(call, "ncclSend/ncclRecv (scatter)", [&]() -> ncclResult_t {
+    std::vector<Transfer> moves;
+    if (is_root) {
+      for (int q = 0; q < w; ++q) {
+        moves.push_back(
+            {q, true,
+             static_cast<unsigned char*>(in.data_ptr()) + static_cast<std::size_t>(q) * block,
+             block});
+      }
+    }
+    moves.push_back({root, false, out.data_ptr(), block});
+    return grouped(moves);
   });
   return out;
 }
@@ -195,9 +230,16 @@ Tensor NcclEngine::scatter(const EngineCall& call, const Tensor& t, int root) {
 Tensor NcclEngine::all_to_all(const EngineCall& call, const Tensor& t) {
   const Tensor in = t.contiguous();
   Tensor out = Tensor::empty(in.shape(), in.dtype(), device_);
-  const std::size_t block = in.nbytes() / static_cast<std::size_t>(control_.world_size());
-  run(call, "ncclAlltoAll", [&] {
-    return ncclAlltoAll(in.data_ptr(), out.data_ptr(), block, ncclUint8, comm_->get(), stream_);
+  const int w = control_.world_size();
+  const std::size_t block = in.nbytes() / static_cast<std::size_t>(w);
+  run(call, "ncclSend/ncclRecv (all_to_all)", [&]() -> ncclResult_t {
+    std::vector<Transfer> moves;
+    for (int q = 0; q < w; ++q) {
+      const std::size_t at = static_cast<std::size_t>(q) * block;
+      moves.push_back({q, true, static_cast<unsigned char*>(in.data_ptr()) + at, block});
+      moves.push_back({q, false, static_cast<unsigned char*>(out.data_ptr()) + at, block});
+    }
+    return grouped(moves);
   });
   return out;
 }
@@ -209,8 +251,17 @@ AllToAllVResult NcclEngine::all_to_all_v(const EngineCall& call, const Tensor& t
   const Tensor sent = Tensor::from_vector<std::int64_t>(
       std::vector<std::int64_t>(send_counts.begin(), send_counts.end()), device_);
   Tensor received = Tensor::empty({static_cast<std::int64_t>(w)}, DType::I64, device_);
-  run(call, "ncclAlltoAll (all_to_all_v counts)", [&] {
-    return ncclAlltoAll(sent.data_ptr(), received.data_ptr(), 1, ncclInt64, comm_->get(), stream_);
+  run(call, "ncclSend/ncclRecv (all_to_all_v counts)", [&]() -> ncclResult_t {
+    std::vector<Transfer> moves;
+    for (std::size_t q = 0; q < w; ++q) {
+      const std::size_t at = q * sizeof(std::int64_t);
+      moves.push_back({static_cast<int>(q), true, static_cast<unsigned char*>(sent.data_ptr()) + at,
+                       sizeof(std::int64_t)});
+      moves.push_back({static_cast<int>(q), false,
+                       static_cast<unsigned char*>(received.data_ptr()) + at,
+                       sizeof(std::int64_t)});
+    }
+    return grouped(moves);
   });
   std::vector<std::int64_t> recv_counts = received.to(Device::cpu()).to_vector<std::int64_t>();
   const Tensor in = t.contiguous();
@@ -220,26 +271,20 @@ AllToAllVResult NcclEngine::all_to_all_v(const EngineCall& call, const Tensor& t
   std::size_t row = dtype_size(in.dtype());
   for (std::int64_t d = 1; d < in.dim(); ++d) row *= static_cast<std::size_t>(in.shape()[d]);
   run(call, "ncclSend/ncclRecv (all_to_all_v)", [&]() -> ncclResult_t {
-    ncclResult_t r = ncclGroupStart();
-    if (r != ncclSuccess) return r;
+    std::vector<Transfer> moves;
     std::size_t s = 0;
     std::size_t q = 0;
-    for (std::size_t j = 0; j < w && r == ncclSuccess; ++j) {
+    for (std::size_t j = 0; j < w; ++j) {
       const std::size_t sb = static_cast<std::size_t>(send_counts[j]) * row;
       const std::size_t rb = static_cast<std::size_t>(recv_counts[j]) * row;
-      if (sb != 0) {
-        r = ncclSend(static_cast<const unsigned char*>(in.data_ptr()) + s, sb, ncclUint8,
-                     static_cast<int>(j), comm_->get(), stream_);
-      }
-      if (r == ncclSuccess && rb != 0) {
-        r = ncclRecv(static_cast<unsigned char*>(out.data_ptr()) + q, rb, ncclUint8,
-                     static_cast<int>(j), comm_->get(), stream_);
-      }
+      moves.push_back(
+          {static_cast<int>(j), true, static_cast<unsigned char*>(in.data_ptr()) + s, sb});
+      moves.push_back(
+          {static_cast<int>(j), false, static_cast<unsigned char*>(out.data_ptr()) + q, rb});
       s += sb;
       q += rb;
     }
-    const ncclResult_t ended = ncclGroupEnd();
-    return r != ncclSuccess ? r : ended;
+    return grouped(moves);
   });
   AllToAllVResult result;
   result.output = out;

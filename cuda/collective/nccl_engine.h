@@ -16,12 +16,15 @@
 // What NCCL runs: every data movement (as bytes, any dtype), and reductions of F16, BF16, F32,
 // F64, I32, I64 with Sum, Prod, Min, Max and Mean (ncclAvg). Bitwise reductions (NCCL has none)
 // run our algorithms over the control channel instead (the fallback, staged on the host).
-// all_to_all_v is grouped ncclSend/ncclRecv after an ncclAlltoAll of the counts. NCCL's reduction
-// order is its own (it depends on the topology and algorithm): bit_identical() is false, unless
-// CommunicatorOptions::require_bit_identical, which sends every reduction to the fallback.
+// gather, scatter, all_to_all and all_to_all_v (after an exchange of the counts) are grouped
+// ncclSend/ncclRecv, so any NCCL since 2.7 serves (ncclGather/ncclScatter/ncclAlltoAll are 2.28's).
+// NCCL's reduction order is its own (it depends on the topology and algorithm): bit_identical() is
+// false, unless CommunicatorOptions::require_bit_identical, which sends every reduction to the
+// fallback.
 #include <cuda_runtime.h>
 
 #include <memory>
+#include <vector>
 
 #include "collective/engine/algorithm_engine.h"
 #include "cuda/collective/nccl_comm.h"
@@ -60,6 +63,15 @@ class NcclEngine final : public CollectiveEngine {
   template <typename Enqueue>
   void run(const EngineCall& call, const char* what, Enqueue&& enqueue);
   [[noreturn]] void fail(ncclResult_t result, const EngineCall& call, const char* what);
+  /// One point-to-point move of a grouped call.
+  struct Transfer {
+    int peer;
+    bool send;
+    void* data;
+    std::size_t nbytes;
+  };
+  /// ncclGroupStart, the moves (empty ones skipped), ncclGroupEnd: the first failure.
+  ncclResult_t grouped(const std::vector<Transfer>& moves);
 
   Transport& control_;
   Device device_;
