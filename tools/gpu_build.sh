@@ -28,15 +28,20 @@ cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DRUCCL_WITH_CU
   -DCMAKE_CUDA_ARCHITECTURES=90 -DRUCCL_MARCH=x86-64-v3 -DBUILD_SHARED_LIBS=ON \
   -DRUCCL_BUILD_TESTS=ON -DRUCCL_BUILD_EXAMPLES=ON -DRUCCL_BUILD_BENCH=ON >/dev/null
 
-# The GPU tests: every CTest test labelled gpu names its executable (ctest's JSON listing).
-mapfile -t gpu_tests < <(ctest --test-dir "$BUILD" -L gpu --show-only=json-v1 | python3 -c '
+# The GPU tests: ruccl_cuda_tests and every other executable a CTest test labelled gpu runs
+# (ctest's JSON listing; a test whose binary is not built yet may list no command).
+gpu_list() {
+  ctest --test-dir "$BUILD" -L gpu --show-only=json-v1 2>/dev/null | python3 -c '
 import json, os, sys
-seen = []
-for t in json.load(sys.stdin)["tests"]:
-    exe = os.path.basename(t["command"][0])
-    if exe not in seen:
+seen = ["ruccl_cuda_tests"]
+for t in json.load(sys.stdin).get("tests", []):
+    command = t.get("command") or []
+    exe = os.path.basename(command[0]) if command else ""
+    if exe.startswith("ruccl_") and exe not in seen:
         seen.append(exe)
-print("\n".join(seen))')
+print("\n".join(seen))'
+}
+mapfile -t gpu_tests < <(gpu_list)
 benches=()
 for src in "$ROOT"/bench/cuda_*.cpp; do
   [[ -e "$src" ]] && benches+=("$(basename "$src" .cpp)")
@@ -44,6 +49,10 @@ done
 programs=(all_reduce collective_training train_fashion_mnist tensor_parallel_mlp)
 targets=()
 for t in "${gpu_tests[@]}" "${programs[@]}" "${benches[@]}"; do targets+=(--target "$t"); done
+cmake --build "$BUILD" -j"$JOBS" "${targets[@]}"
+mapfile -t gpu_tests < <(gpu_list)  # again, now that every test binary exists
+targets=()
+for t in "${gpu_tests[@]}"; do targets+=(--target "$t"); done
 cmake --build "$BUILD" -j"$JOBS" "${targets[@]}"
 
 rm -rf "$CARRY"
