@@ -67,13 +67,24 @@ void StagingTransport::wait_staged(const Deadline& deadline) {
   wait_segments(0, events_.size(), deadline);
 }
 
+SegmentRange covering_segments(std::size_t staged, std::size_t segment, std::ptrdiff_t offset,
+                               std::size_t nbytes) {
+  if (nbytes == 0 || segment == 0) return {};
+  const std::ptrdiff_t end = offset + static_cast<std::ptrdiff_t>(nbytes);
+  if (end <= 0 || offset >= static_cast<std::ptrdiff_t>(staged)) return {};
+  const std::size_t lo = offset < 0 ? 0 : static_cast<std::size_t>(offset);
+  const std::size_t hi = std::min(staged, static_cast<std::size_t>(end));
+  return {lo / segment, (hi + segment - 1) / segment};
+}
+
 void StagingTransport::isend(int peer, std::uint64_t tag, const void* data, std::size_t nbytes,
                              const Deadline& deadline) {
-  const auto* p = static_cast<const unsigned char*>(data);
-  if (base_ != nullptr && nbytes != 0 && p < base_ + nbytes_ && p + nbytes > base_) {
-    const std::size_t lo = p < base_ ? 0 : static_cast<std::size_t>(p - base_);
-    const std::size_t hi = std::min(nbytes_, static_cast<std::size_t>(p + nbytes - base_));
-    wait_segments(lo / segment_, (hi + segment_ - 1) / segment_, deadline);
+  if (base_ != nullptr) {
+    // Pointer difference as integers: `data` need not point into the staged buffer.
+    const auto offset = static_cast<std::ptrdiff_t>(reinterpret_cast<std::uintptr_t>(data) -
+                                                    reinterpret_cast<std::uintptr_t>(base_));
+    const SegmentRange r = covering_segments(nbytes_, segment_, offset, nbytes);
+    if (r.last > r.first) wait_segments(r.first, r.last, deadline);
   }
   inner_.isend(peer, tag, data, nbytes, deadline);
 }

@@ -15,6 +15,16 @@
 
 namespace ruccl::cuda {
 
+/// The staged segments [first, last) that bytes [offset, offset + nbytes) of a `staged`-byte buffer
+/// filled in segments of `segment` bytes fall in ({0, 0} for no bytes or bytes outside it).
+struct SegmentRange {
+  std::size_t first = 0;
+  std::size_t last = 0;
+  friend bool operator==(const SegmentRange&, const SegmentRange&) = default;
+};
+SegmentRange covering_segments(std::size_t staged, std::size_t segment, std::ptrdiff_t offset,
+                               std::size_t nbytes);
+
 class StagingTransport final : public Transport {
  public:
   explicit StagingTransport(Transport& inner) : inner_(inner) {}
