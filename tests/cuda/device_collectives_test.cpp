@@ -4,6 +4,7 @@
 // the reason on a machine without a GPU.
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -214,4 +215,43 @@ TEST_CASE("the NCCL engine runs a one-GPU group and fails with Aborted after abo
   } catch (const CollectiveError& e) {
     CHECK(e.kind() == CollectiveErrorKind::Aborted);
   }
+}
+
+TEST_CASE("two NCCL ranks on one GPU fail on both ranks promptly instead of hanging",
+          "[cuda][nccl]") {
+  require_gpu();
+  // NCCL refuses a communicator with two ranks on one device (ncclInvalidUsage): both ranks must
+  // raise a CollectiveError (the refusal, or PeerLost once the other rank's control channel went
+  // away), within the connect deadline, neither waits forever.
+  auto store = std::make_shared<InMemoryStore>();
+  const SessionId session = random_session_id();
+  std::vector<std::string> errors(2);
+  std::vector<std::thread> threads;
+  const auto start = std::chrono::steady_clock::now();
+  for (int r = 0; r < 2; ++r) {
+    threads.emplace_back([&, r] {
+      TcpTransportOptions transport;
+      transport.listen_host = "127.0.0.1";
+      transport.connect_timeout = std::chrono::seconds(30);
+      try {
+        (void)cuda::NcclGroup::connect(store, r, 2, session, Device::cuda(0), {}, transport);
+        errors[static_cast<std::size_t>(r)] = "no error";
+      } catch (const CollectiveError& e) {
+        errors[static_cast<std::size_t>(r)] = e.what();
+      } catch (const std::exception& e) {
+        errors[static_cast<std::size_t>(r)] = std::string("not a CollectiveError: ") + e.what();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  INFO("rank 0: " << errors[0] << "\nrank 1: " << errors[1] << "\n" << seconds << " s");
+  CHECK(seconds < 45);
+  for (const std::string& e : errors) {
+    CHECK(e != "no error");
+    CHECK(e.rfind("not a CollectiveError", 0) != 0);
+  }
+  CHECK((errors[0].find("ncclInvalidUsage") != std::string::npos ||
+         errors[1].find("ncclInvalidUsage") != std::string::npos));
 }
