@@ -25,6 +25,7 @@
 #include "cuda/collective/device_engine.h"
 #include "cuda/core/check.h"
 #include "cuda/core/device.h"
+#include "cuda/core/stream.h"
 #include "tensor/tensor.h"
 
 namespace {
@@ -58,7 +59,7 @@ double time_all_reduce(std::int64_t count, Algorithm algorithm, int iters) {
           c.barrier();
           const auto start = Clock::now();
           const Tensor out = c.all_reduce(t);
-          RUCCL_CUDA_CHECK(cudaStreamSynchronize(nullptr));
+          RUCCL_CUDA_CHECK(cudaStreamSynchronize(cuda::current_stream(0)));
           seconds[static_cast<std::size_t>(r)][static_cast<std::size_t>(i)] =
               std::chrono::duration<double>(Clock::now() - start).count();
         }

@@ -6,6 +6,7 @@
 #include "cuda/collective/device_streams.h"
 #include "cuda/collective/nccl_group.h"
 #include "cuda/core/check.h"
+#include "cuda/core/device_guard.h"
 
 namespace ruccl::cuda {
 
@@ -41,7 +42,6 @@ AllToAllVResult to_device(AllToAllVResult r, Device device) {
 
 PinnedStage::~PinnedStage() {
   for (cudaEvent_t e : events_) (void)cudaEventDestroy(e);
-  if (data_ != nullptr) (void)cudaFreeHost(data_);
 }
 
 std::vector<cudaEvent_t> PinnedStage::fill(const void* src, std::size_t nbytes, std::size_t segment,
@@ -49,14 +49,10 @@ std::vector<cudaEvent_t> PinnedStage::fill(const void* src, std::size_t nbytes, 
   // The previous fill's copies may still run if its call failed: let them land first.
   for (std::size_t k = 0; k < used_events_; ++k) RUCCL_CUDA_CHECK(cudaEventSynchronize(events_[k]));
   used_events_ = 0;
-  if (nbytes > capacity_) {
-    if (data_ != nullptr) RUCCL_CUDA_CHECK(cudaFreeHost(data_));
-    data_ = nullptr;
-    capacity_ = 0;
-    std::size_t size = std::size_t{1} << 20;
+  if (nbytes > buffer_.size()) {
+    std::size_t size = std::size_t{1} << 20;  // powers of two: a growing tensor reallocates rarely
     while (size < nbytes) size *= 2;
-    RUCCL_CUDA_CHECK(cudaHostAlloc(&data_, size, cudaHostAllocDefault));
-    capacity_ = size;
+    buffer_ = allocate_pinned(size);  // the old buffer goes back to the pool (its copies are done)
   }
   const std::size_t segments = nbytes == 0 ? 0 : (nbytes + segment - 1) / segment;
   while (events_.size() < segments) {
@@ -67,12 +63,13 @@ std::vector<cudaEvent_t> PinnedStage::fill(const void* src, std::size_t nbytes, 
   for (std::size_t k = 0; k < segments; ++k) {
     const std::size_t begin = k * segment;
     const std::size_t length = std::min(segment, nbytes - begin);
-    RUCCL_CUDA_CHECK(cudaMemcpyAsync(static_cast<unsigned char*>(data_) + begin,
+    RUCCL_CUDA_CHECK(cudaMemcpyAsync(static_cast<unsigned char*>(buffer_.data()) + begin,
                                      static_cast<const unsigned char*>(src) + begin, length,
                                      cudaMemcpyDeviceToHost, stream));
     RUCCL_CUDA_CHECK(cudaEventRecord(events_[k], stream));
     used_events_ = k + 1;
   }
+  if (segments != 0) buffer_.record_stream(stream);
   return std::vector<cudaEvent_t>(events_.begin(),
                                   events_.begin() + static_cast<std::ptrdiff_t>(segments));
 }
@@ -92,7 +89,7 @@ bool DeviceEngine::peer_path(const EngineCall& call) {
 
 Tensor DeviceEngine::stage(const EngineCall& call, const Tensor& t, bool overlap) {
   if (!t.defined()) return Tensor();
-  CollectiveDeviceGuard guard(device_);
+  DeviceGuard guard(device_.index);
   const Tensor in = t.contiguous();
   const std::size_t segment = std::max<std::size_t>(options_.segment_bytes, std::size_t{1} << 20);
   std::vector<cudaEvent_t> events =
@@ -100,7 +97,8 @@ Tensor DeviceEngine::stage(const EngineCall& call, const Tensor& t, bool overlap
   staging_.stage(pinned_.data(), in.nbytes(), segment, std::move(events));
   if (!overlap || transport_.world_size() == 1) staging_.wait_staged(call.deadline);
   // A CPU view of the pinned bytes (not owned: the stage outlives the call).
-  auto storage = std::make_shared<Storage>(pinned_.data(), in.nbytes(), Device::cpu(), nullptr);
+  auto storage =
+      std::make_shared<Storage>(pinned_.data(), in.nbytes(), Device::cpu(), nullptr, nullptr);
   return Tensor(std::move(storage), in.shape(), in.shape().contiguous_strides(), 0, in.dtype());
 }
 

@@ -18,10 +18,12 @@
 #include "collective/engine/algorithm_engine.h"
 #include "cuda/collective/peer_collectives.h"
 #include "cuda/collective/staging_transport.h"
+#include "cuda/memory/pinned_pool.h"
 
 namespace ruccl::cuda {
 
-/// A grow-only pinned host buffer with the events of its last fill.
+/// A pinned host buffer (from the pinned pool, cuda/memory/pinned_pool.h), replaced by a larger one
+/// when a call needs more, with the events of its last fill.
 class PinnedStage {
  public:
   PinnedStage() = default;
@@ -33,11 +35,10 @@ class PinnedStage {
   /// `stream`, recording one event per segment (returned). Waits first for the previous fill.
   std::vector<cudaEvent_t> fill(const void* src, std::size_t nbytes, std::size_t segment,
                                 cudaStream_t stream);
-  void* data() const { return data_; }
+  void* data() const { return buffer_.data(); }
 
  private:
-  void* data_ = nullptr;
-  std::size_t capacity_ = 0;
+  PinnedBuffer buffer_;
   std::vector<cudaEvent_t> events_;
   std::size_t used_events_ = 0;
 };

@@ -1,26 +1,12 @@
 #include "cuda/collective/device_streams.h"
 
 #include "cuda/core/check.h"
+#include "cuda/core/stream.h"
 #include "tensor/core/error.h"
 
 namespace ruccl::cuda {
 
-cudaStream_t collective_stream(Device device) {
-  (void)device;
-  // The device's default stream until the Backend seam's current stream lands (s8-mem): every
-  // tensor op of this build is ordered on it too.
-  return nullptr;
-}
-
-CollectiveDeviceGuard::CollectiveDeviceGuard(Device device) {
-  RUCCL_CUDA_CHECK(cudaGetDevice(&previous_));
-  if (previous_ != device.index) RUCCL_CUDA_CHECK(cudaSetDevice(device.index));
-}
-
-CollectiveDeviceGuard::~CollectiveDeviceGuard() {
-  int now = -1;
-  if (cudaGetDevice(&now) == cudaSuccess && now != previous_) (void)cudaSetDevice(previous_);
-}
+cudaStream_t collective_stream(Device device) { return current_stream(device.index); }
 
 fold::Elem fold_elem(DType dtype) {
   switch (dtype) {

@@ -1,6 +1,6 @@
 #pragma once
-// Small helpers every device collective shares: the stream a rank's collectives run on, a device
-// guard, and the mapping of tensor dtypes and reduce operations onto the fold kernels.
+// Small helpers every device collective shares: the stream a rank's collectives run on and the
+// mapping of tensor dtypes and reduce operations onto the fold kernels.
 #include <cuda_runtime.h>
 
 #include "collective/reduce_operation.h"
@@ -14,18 +14,6 @@ namespace ruccl::cuda {
 /// tensor backend orders this thread's work on), so a collective sees the kernels that produced
 /// its input and its result is ready for the next kernel, with no host synchronisation.
 cudaStream_t collective_stream(Device device);
-
-/// Makes `device` current for this thread for its lifetime (and restores the previous one).
-class CollectiveDeviceGuard {
- public:
-  explicit CollectiveDeviceGuard(Device device);
-  ~CollectiveDeviceGuard();
-  CollectiveDeviceGuard(const CollectiveDeviceGuard&) = delete;
-  CollectiveDeviceGuard& operator=(const CollectiveDeviceGuard&) = delete;
-
- private:
-  int previous_ = -1;
-};
 
 /// The fold element type of an accumulation dtype (F32, F64, I32, I64; DTypeError otherwise).
 fold::Elem fold_elem(DType dtype);

@@ -7,6 +7,7 @@
 #include "cuda/collective/nccl_support.h"
 #include "cuda/core/check.h"
 #include "cuda/core/device.h"
+#include "cuda/core/device_guard.h"
 
 namespace ruccl::cuda {
 
@@ -61,7 +62,7 @@ std::shared_ptr<NcclComm> NcclComm::init_rank(int world, const ncclUniqueId& id,
                                               Device device, const Deadline& deadline,
                                               const Transport* control) {
   require_device("NcclComm::init_rank", device.index);
-  CollectiveDeviceGuard guard(device);
+  DeviceGuard guard(device.index);
   ncclConfig_t config = nonblocking_config();
   ncclComm_t raw = nullptr;
   const ncclResult_t started = ncclCommInitRankConfig(&raw, world, id, rank, &config);

@@ -8,6 +8,7 @@
 #include "cuda/collective/device_streams.h"
 #include "cuda/collective/nccl_support.h"
 #include "cuda/core/check.h"
+#include "cuda/core/device_guard.h"
 
 namespace ruccl::cuda {
 
@@ -39,9 +40,8 @@ NcclEngine::NcclEngine(Transport& control, Device device, const CommunicatorOpti
       device_(device),
       options_(options),
       comm_(std::move(comm)),
-      stream_(collective_stream(device)),
       fallback_(control, device, options) {
-  CollectiveDeviceGuard guard(device_);
+  DeviceGuard guard(device_.index);
   RUCCL_CUDA_CHECK(cudaEventCreateWithFlags(&done_, cudaEventDisableTiming));
 }
 
@@ -65,7 +65,8 @@ void NcclEngine::fail(ncclResult_t result, const EngineCall& call, const char* w
 template <typename Enqueue>
 void NcclEngine::run(const EngineCall& call, const char* what, Enqueue&& enqueue) {
   call.agreed();
-  CollectiveDeviceGuard guard(device_);
+  DeviceGuard guard(device_.index);
+  stream_ = collective_stream(device_);  // the calling thread's current stream, read every call
   if (comm_->aborted()) {
     throw CollectiveError(CollectiveErrorKind::Aborted,
                           str(call.label,

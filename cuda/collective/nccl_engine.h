@@ -77,7 +77,7 @@ class NcclEngine final : public CollectiveEngine {
   Device device_;
   CommunicatorOptions options_;
   std::shared_ptr<NcclComm> comm_;
-  cudaStream_t stream_;
+  cudaStream_t stream_ = nullptr;  // set by run() for the call in progress
   cudaEvent_t done_ = nullptr;
   AlgorithmEngine fallback_;
 };

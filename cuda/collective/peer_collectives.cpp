@@ -4,6 +4,7 @@
 #include "collective/algorithms/algorithm.h"
 #include "cuda/collective/device_streams.h"
 #include "cuda/core/check.h"
+#include "cuda/core/device_guard.h"
 
 namespace ruccl::cuda {
 
@@ -64,7 +65,7 @@ struct PeerCollectives::Peers {
 };
 
 PeerCollectives::PeerCollectives(Transport& transport, Device device)
-    : transport_(transport), device_(device), stream_(collective_stream(device)) {}
+    : transport_(transport), device_(device) {}
 
 PeerCollectives::~PeerCollectives() {
   for (cudaEvent_t e : events_) (void)cudaEventDestroy(e);
@@ -92,7 +93,8 @@ auto PeerCollectives::guarded(Body&& body) -> decltype(body()) {
 
 bool PeerCollectives::accessible(const EngineCall& call) {
   if (accessible_) return *accessible_;
-  CollectiveDeviceGuard guard(device_);
+  DeviceGuard guard(device_.index);
+  stream_ = collective_stream(device_);  // the current stream of this call
   const int w = transport_.world_size();
   std::vector<std::uint64_t> devices(static_cast<std::size_t>(w));
   const auto mine = static_cast<std::uint64_t>(device_.index);
@@ -218,7 +220,8 @@ void PeerCollectives::ring_all_reduce(const EngineCall& call, const Tensor& in, 
 }
 
 Tensor PeerCollectives::all_reduce(const EngineCall& call, const Tensor& in, ReduceOperation op) {
-  CollectiveDeviceGuard guard(device_);
+  DeviceGuard guard(device_.index);
+  stream_ = collective_stream(device_);  // the current stream of this call
   Tensor out = Tensor::empty(in.shape(), in.dtype(), device_);
   const int w = transport_.world_size();
   const auto n = static_cast<std::size_t>(in.numel());
@@ -265,7 +268,8 @@ Tensor PeerCollectives::all_reduce(const EngineCall& call, const Tensor& in, Red
 
 std::optional<Tensor> PeerCollectives::reduce(const EngineCall& call, const Tensor& in, int root,
                                               ReduceOperation op) {
-  CollectiveDeviceGuard guard(device_);
+  DeviceGuard guard(device_.index);
+  stream_ = collective_stream(device_);  // the current stream of this call
   const bool is_root = transport_.rank() == root;
   Tensor out = is_root ? Tensor::empty(in.shape(), in.dtype(), device_) : Tensor();
   guarded([&] {
@@ -287,7 +291,8 @@ std::optional<Tensor> PeerCollectives::reduce(const EngineCall& call, const Tens
 
 Tensor PeerCollectives::reduce_scatter(const EngineCall& call, const Tensor& in,
                                        ReduceOperation op) {
-  CollectiveDeviceGuard guard(device_);
+  DeviceGuard guard(device_.index);
+  stream_ = collective_stream(device_);  // the current stream of this call
   const int w = transport_.world_size();
   Shape shard = in.shape();
   shard[0] = shard[0] / w;
@@ -311,7 +316,8 @@ Tensor PeerCollectives::reduce_scatter(const EngineCall& call, const Tensor& in,
 }
 
 Tensor PeerCollectives::broadcast(const EngineCall& call, const Tensor& in, int root) {
-  CollectiveDeviceGuard guard(device_);
+  DeviceGuard guard(device_.index);
+  stream_ = collective_stream(device_);  // the current stream of this call
   const CallRecord& rr = call.records[static_cast<std::size_t>(root)];
   Tensor out = Tensor::empty(rr.shape(), static_cast<DType>(rr.dtype), device_);
   const bool is_root = transport_.rank() == root;
@@ -325,7 +331,8 @@ Tensor PeerCollectives::broadcast(const EngineCall& call, const Tensor& in, int 
 }
 
 Tensor PeerCollectives::all_gather(const EngineCall& call, const Tensor& in) {
-  CollectiveDeviceGuard guard(device_);
+  DeviceGuard guard(device_.index);
+  stream_ = collective_stream(device_);  // the current stream of this call
   const int w = transport_.world_size();
   Shape shape = in.shape().empty() ? Shape{1} : in.shape();
   shape[0] = shape[0] * w;
@@ -342,7 +349,8 @@ Tensor PeerCollectives::all_gather(const EngineCall& call, const Tensor& in) {
 }
 
 std::optional<Tensor> PeerCollectives::gather(const EngineCall& call, const Tensor& in, int root) {
-  CollectiveDeviceGuard guard(device_);
+  DeviceGuard guard(device_.index);
+  stream_ = collective_stream(device_);  // the current stream of this call
   const int w = transport_.world_size();
   const bool is_root = transport_.rank() == root;
   Tensor out;
@@ -367,7 +375,8 @@ std::optional<Tensor> PeerCollectives::gather(const EngineCall& call, const Tens
 }
 
 Tensor PeerCollectives::scatter(const EngineCall& call, const Tensor& in, int root) {
-  CollectiveDeviceGuard guard(device_);
+  DeviceGuard guard(device_.index);
+  stream_ = collective_stream(device_);  // the current stream of this call
   const CallRecord& rr = call.records[static_cast<std::size_t>(root)];
   Shape block = rr.shape();
   block[0] = block[0] / transport_.world_size();
@@ -384,7 +393,8 @@ Tensor PeerCollectives::scatter(const EngineCall& call, const Tensor& in, int ro
 }
 
 Tensor PeerCollectives::all_to_all(const EngineCall& call, const Tensor& in) {
-  CollectiveDeviceGuard guard(device_);
+  DeviceGuard guard(device_.index);
+  stream_ = collective_stream(device_);  // the current stream of this call
   const int w = transport_.world_size();
   Tensor out = Tensor::empty(in.shape(), in.dtype(), device_);
   guarded([&] {

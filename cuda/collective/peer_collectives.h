@@ -75,7 +75,7 @@ class PeerCollectives {
 
   Transport& transport_;
   Device device_;
-  cudaStream_t stream_;
+  cudaStream_t stream_ = nullptr;    // the calling thread's current stream, read by every call
   std::vector<cudaEvent_t> events_;  // 0: start, 1: end, 2..: ring steps
   std::vector<std::uint64_t> tokens_;
   std::optional<bool> accessible_;
