@@ -2,7 +2,10 @@
 // path: device-to-device copies and the fold kernels, cuda/collective/peer_collectives.h) against
 // the device's own copy bandwidth (cudaMemcpy device to device, same run):
 //   - the all_reduce demo's size (257 F32) and 64 MiB, ring and direct, Sum;
-//   - the copy bandwidth of a 64 MiB cudaMemcpyAsync device to device.
+//   - the copy bandwidth of a 64 MiB cudaMemcpyAsync device to device;
+//   - the NCCL engine's cost per call on one GPU: a 1-rank NcclGroup's all_reduce of 4 bytes (the
+//     agreement over the in-process control channel, NCCL, the completion poll) against a bare
+//     ncclAllReduce + cudaStreamSynchronize on a communicator of our own.
 // Method: per iteration every rank runs barrier(), then times one all_reduce and the
 // synchronisation of its stream (the result is on the device); the iteration's time is the max
 // over ranks; the table shows the median. algbw = bytes / time, busbw = algbw * 2(n-1)/n (as
@@ -23,6 +26,7 @@
 
 #include "collective/collective.h"
 #include "cuda/collective/device_engine.h"
+#include "cuda/collective/nccl_group.h"
 #include "cuda/core/check.h"
 #include "cuda/core/device.h"
 #include "cuda/core/stream.h"
@@ -111,6 +115,35 @@ double copy_bandwidth(std::size_t bytes, int iters) {
   return median(rates);
 }
 
+// Median seconds per call: ruCCL's NCCL engine (1 rank) and a bare NCCL call, 4-byte all_reduce.
+std::pair<double, double> nccl_call_cost(int iters) {
+  std::vector<Communicator> comms = cuda::NcclGroup::create({Device::cuda(0)});
+  const Tensor t = Tensor::full({1}, 1.0, DType::F32, Device::cuda(0));
+  std::vector<double> ours;
+  for (int i = 0; i < iters + 5; ++i) {
+    const auto start = Clock::now();
+    const Tensor out = comms[0].all_reduce(t);  // returns once NCCL completed (the watchdog)
+    if (i >= 5) ours.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+  }
+  ncclComm_t comm = nullptr;
+  const int device = 0;
+  RUCCL_NCCL_CHECK(ncclCommInitAll(&comm, 1, &device));
+  void* buf = nullptr;
+  RUCCL_CUDA_CHECK(cudaMalloc(&buf, 8));
+  const cudaStream_t stream = cuda::current_stream(0);
+  std::vector<double> bare;
+  for (int i = 0; i < iters + 5; ++i) {
+    const auto start = Clock::now();
+    RUCCL_NCCL_CHECK(
+        ncclAllReduce(buf, static_cast<char*>(buf) + 4, 1, ncclFloat32, ncclSum, comm, stream));
+    RUCCL_CUDA_CHECK(cudaStreamSynchronize(stream));
+    if (i >= 5) bare.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+  }
+  (void)cudaFree(buf);
+  (void)ncclCommDestroy(comm);
+  return {median(ours), median(bare)};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -154,10 +187,17 @@ int main(int argc, char** argv) {
         if (count == 257 && a == Algorithm::Ring) demo_us = s * 1e6;
       }
     }
+    const auto [ours, bare] = nccl_call_cost(iters * 5);
+    std::printf(
+        "\n| NCCL, 1 rank on cuda:0, all_reduce of 4 bytes | us per call |\n|---|---:|\n"
+        "| ruCCL NcclEngine (agreement + NCCL + completion) | %.1f |\n"
+        "| bare ncclAllReduce + cudaStreamSynchronize | %.1f |\n"
+        "| the engine's cost per call | %.1f |\n",
+        ours * 1e6, bare * 1e6, (ours - bare) * 1e6);
     std::printf(
         "\ncuda_collective_bench: OK: demo ring all_reduce %.1f us; 64 MiB ring busbw %.3f x "
-        "copy bandwidth (%.1f GB/s)\n",
-        demo_us, big_ring_ratio, copy / 1e9);
+        "copy bandwidth (%.1f GB/s); NCCL engine +%.1f us per call\n",
+        demo_us, big_ring_ratio, copy / 1e9, (ours - bare) * 1e6);
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "cuda_collective_bench: FAIL: %s\n", e.what());
