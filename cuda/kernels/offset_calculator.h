@@ -117,13 +117,14 @@ struct OffsetCalculator {
     std::int64_t v[N];
   };
 
-  /// The byte offset of each operand at element `linear` (row-major over sizes).
+  /// The byte offset of each operand at element `linear` (row-major over sizes). The outermost
+  /// coordinate is what remains after the inner divisions: a one-dim geometry costs no division.
   RUCCL_HD Offsets get(Index linear) const {
     Offsets out{};
     RUCCL_UNROLL
     for (int k = 0; k < N; ++k) out.v[k] = 0;
     RUCCL_UNROLL
-    for (int i = kMaxDims - 1; i >= 0; --i) {
+    for (int i = kMaxDims - 1; i >= 1; --i) {
       if (i >= ndim) continue;
       const Index size = sizes[i];
       const Index q = linear / size;
@@ -132,6 +133,8 @@ struct OffsetCalculator {
       RUCCL_UNROLL
       for (int k = 0; k < N; ++k) out.v[k] += static_cast<std::int64_t>(coord) * strides[k][i];
     }
+    RUCCL_UNROLL
+    for (int k = 0; k < N; ++k) out.v[k] += static_cast<std::int64_t>(linear) * strides[k][0];
     return out;
   }
 };

@@ -93,18 +93,23 @@ __global__ void __launch_bounds__(kReduceThreads)
   }
 }
 
-/// Folds each output's partials in split order.
+/// Folds each output's partials: one warp per output, lane l takes partials l, l + 32, ... in
+/// order, then the fixed shuffle tree.
 template <typename A, typename Out, typename R, typename Index>
 __global__ void __launch_bounds__(kReduceThreads)
     reduce_partials_kernel(const A* partial, char* out, OffsetCalculator<2, Index> kept,
                            Index outputs, Index splits, R r, Finish finish) {
-  const std::int64_t o64 = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (o64 >= outputs) return;
+  const std::int64_t o64 = (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  if (o64 >= outputs) return;  // whole warps leave
   const Index o = static_cast<Index>(o64);
+  const A* p = partial + static_cast<std::int64_t>(o) * splits;
   A acc = R::template identity<A>();
-  for (Index s = 0; s < splits; ++s)
-    acc = r(acc, partial[static_cast<std::int64_t>(o) * splits + s]);
-  *reinterpret_cast<Out*>(out + kept.get(o).v[1]) = finish.template operator()<Out>(acc);
+  for (Index s = lane; s < splits; s += 32) acc = r(acc, p[s]);
+  acc = warp_fold(acc, r);
+  if (lane == 0) {
+    *reinterpret_cast<Out*>(out + kept.get(o).v[1]) = finish.template operator()<Out>(acc);
+  }
 }
 
 template <typename T, typename A, typename Out, typename R, typename Index>
@@ -138,7 +143,8 @@ void run_plan(const ReducePlan& p, const TensorRef& x, const TensorRef& out, R r
   }
   RUCCL_CUDA_CHECK(cudaGetLastError());
   if (p.splits > 1) {
-    const auto blocks = static_cast<unsigned>((p.outputs + kReduceThreads - 1) / kReduceThreads);
+    const auto blocks =
+        static_cast<unsigned>((p.outputs * 32 + kReduceThreads - 1) / kReduceThreads);
     reduce_partials_kernel<A, Out, R, Index>
         <<<blocks, kReduceThreads, 0, stream>>>(partial, op, kept, outputs, splits, r, finish);
     RUCCL_CUDA_CHECK(cudaGetLastError());

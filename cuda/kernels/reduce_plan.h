@@ -12,7 +12,8 @@
 //           outer dim), so a warp reads one contiguous row segment per step; each thread folds
 //           its elements in order.
 // With splits > 1 each output's reduced range is cut into `splits` chunks of `chunk` elements
-// whose partial results a second kernel folds in chunk order. Every choice depends on the shape
+// whose partial results a second kernel folds (one warp per output: lanes fold every 32nd
+// partial in order, then the fixed shuffle tree). Every choice depends on the shape
 // alone, never on the device or on timing: the same input gives bit-identical results run after
 // run (no atomics).
 #include <algorithm>
@@ -34,12 +35,12 @@ struct ReducePlan {
 };
 
 /// Warps (row) or threads (column) the plan aims to keep busy before it stops splitting.
-constexpr std::int64_t kTargetWarps = 4096;
+constexpr std::int64_t kTargetWarps = 16384;
 constexpr std::int64_t kTargetThreads = std::int64_t{1} << 17;
 /// Fewest reduced elements one split takes: 32 per lane in a warp, 64 per thread.
 constexpr std::int64_t kMinRowChunk = 1024;
 constexpr std::int64_t kMinColumnChunk = 64;
-constexpr std::int64_t kMaxSplits = 1024;
+constexpr std::int64_t kMaxSplits = 16384;
 
 /// The plan for reducing x over the dims where `reduced[d]` into out (x's shape with those dims
 /// of size 1). x.numel() > 0.
