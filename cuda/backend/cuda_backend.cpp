@@ -127,7 +127,7 @@ void CudaBackend::copy_to_host(const Storage& src, std::size_t offset, void* hos
 }
 
 void CudaBackend::copy(const Tensor& src, const Tensor& dst) {
-  RUCCL_ASSERT(src.shape() == dst.shape());
+  RUCCL_ASSERT(src.shape() == dst.shape() && src.device().is_cuda() && dst.device().is_cuda());
   if (dst.numel() == 0) return;
   const ScopedDevice scope(dst.device());
   const cudaStream_t stream = stream_for(dst.device());

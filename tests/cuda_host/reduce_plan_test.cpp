@@ -52,7 +52,7 @@ TEST_CASE("reducing an outer dim plans one thread per output with splits of the 
   CHECK_FALSE(p.row);
   CHECK(p.outputs == 64);
   CHECK(p.length == 4096);
-  CHECK(p.splits == 4096 / kMinColumnChunk);  // 2^17 threads wanted, 64-element chunks at least
+  CHECK(p.splits == 4096 / kMinColumnChunk);  // 2^17 threads wanted; 64-element chunks at least
   CHECK(p.chunk * p.splits >= p.length);
   CHECK(p.chunk * (p.splits - 1) < p.length);  // no empty split
 }
