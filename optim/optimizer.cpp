@@ -12,9 +12,9 @@ namespace {
 
 DType compute_dtype(DType dtype) { return dtype == DType::F64 ? DType::F64 : DType::F32; }
 
-/// `t` as a contiguous host tensor of `dtype`: `t` itself when it already is one.
-Tensor host_view(const Tensor& t, DType dtype) {
-  Tensor out = t.device().is_cpu() ? t : t.to(Device::cpu());
+/// `t` as a contiguous tensor of `dtype` on `device`: `t` itself when it already is one.
+Tensor operand(const Tensor& t, DType dtype, Device device) {
+  Tensor out = t.device() == device ? t : t.to(device);
   if (out.dtype() != dtype) out = out.to(dtype);
   return out.contiguous();
 }
@@ -49,28 +49,31 @@ void Optimizer::step(double lr, nn::Module& model, const GradientsParams& grads)
     RUCCL_CHECK(grad->shape() == p.shape(), ShapeError, kind(),
                 "::step: expected a gradient of shape ", p.shape(), " for '", path, "' (ParamId ",
                 p.id(), "), got ", grad->shape());
+    // The update runs on the parameter's device, by its backend, with the state kept there.
     const DType dtype = compute_dtype(p.dtype());
     const Tensor& value = p.value();
-    const bool in_place =
-        value.device().is_cpu() && value.dtype() == dtype && value.is_contiguous();
-    const Tensor work = in_place ? value : host_view(value, dtype).clone();
-    const Tensor g = host_view(*grad, dtype);
+    const Device device = value.device();
+    const bool in_place = value.dtype() == dtype && value.is_contiguous();
+    const Tensor work = in_place ? value : operand(value, dtype, device);
+    const Tensor g = operand(*grad, dtype, device);
 
     Slot& slot = slots_[p.id()];
     if (slot.buffers.size() != buffer_count()) {
       slot.buffers.clear();
       for (std::size_t i = 0; i < buffer_count(); ++i) {
-        slot.buffers.push_back(Tensor::zeros(value.shape(), dtype));
+        slot.buffers.push_back(Tensor::zeros(value.shape(), dtype, device));
       }
-    } else if (!slot.buffers.empty() && slot.buffers[0].dtype() != dtype) {
-      // The parameter changed dtype (module.to): its state follows, values kept.
-      for (Tensor& b : slot.buffers) b = b.to(dtype).contiguous();
+    } else if (!slot.buffers.empty() &&
+               (slot.buffers[0].dtype() != dtype || slot.buffers[0].device() != device)) {
+      // The parameter changed dtype or device (module.to, a loaded state): its state follows,
+      // values kept.
+      for (Tensor& b : slot.buffers) b = operand(b, dtype, device);
     }
     update(work, g, slot, lr);
     ++slot.steps;
     if (!in_place) {
       nn::Param target = p;
-      target.set_value(work.to(p.dtype()).to(value.device()));
+      target.set_value(work.to(p.dtype()));
     }
   }
 }

@@ -1,8 +1,7 @@
 #pragma once
-// The elementwise math of the optimizers, written once over host memory and mirroring
-// torch.optim's single-tensor code (torch 1.13) operation by operation, in the parameter's float
-// type, so trajectories match PyTorch to rounding (torch's vectorised CPU kernels use FMA; these
-// loops may or may not, hence the tolerance documented in tests/optim/optimizer_golden_test.cpp).
+// The optimizers' updates: their options, and one update of one parameter, done by the
+// parameter's backend (Backend::sgd_update / adam_update) on its device, mirroring torch.optim's
+// single-tensor code (torch 1.13) operation by operation in the parameter's float type.
 #include <cstdint>
 
 #include "tensor/core/tensor.h"
@@ -38,8 +37,9 @@ struct AdamWOptions {
 };
 
 /// One SGD update in place. `param`, `grad` and (when momentum != 0) `momentum_buffer` are
-/// contiguous CPU tensors of one dtype, F32 or F64, with equal element counts. `first_step` says
-/// the buffer holds nothing yet (torch's `buf is None`): it is then set to the decayed gradient.
+/// contiguous tensors on one device, of one dtype, F32 or F64, with equal element counts.
+/// `first_step` says the buffer holds nothing yet (torch's `buf is None`): it is then set to the
+/// decayed gradient.
 void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& momentum_buffer,
                 bool first_step, double lr, const SgdOptions& options);
 

@@ -62,6 +62,8 @@ Kinds kinds_of(Op op) {
     case Op::LogicalOr:
     case Op::LogicalNot:
       return Kinds::kBool;
+    case Op::SgdUpdate:  // F32 and F64 only: CudaBackend::supports answers them itself
+    case Op::AdamUpdate:
     case Op::kCount:
       break;
   }
@@ -80,6 +82,9 @@ void check_same_device(const char* op, const Tensor& a, const Tensor& b) {
 
 bool CudaBackend::supports(Op op, DType dtype) const {
   if (op == Op::OneHot) return dtype == DType::I32 || dtype == DType::I64;  // the indices' dtype
+  if (op == Op::SgdUpdate || op == Op::AdamUpdate) {
+    return dtype == DType::F32 || dtype == DType::F64;
+  }
   return accepts(kinds_of(op), dtype);
 }
 
@@ -195,6 +200,24 @@ void CudaBackend::binary(Op op, const Tensor& a, const Tensor& b, const Tensor& 
   } else {
     RUCCL_ASSERT(out.dtype() == a.dtype());
     launch_binary(op, ref(a), ref(b), ref(out), stream);
+  }
+}
+
+void CudaBackend::binary_scalar(Op op, const Tensor& a, Scalar b, ScalarSide side,
+                                const Tensor& out) {
+  check_supported(*this, op, a.dtype());
+  RUCCL_ASSERT(a.shape() == out.shape(), "cuda::", op_name(op));
+  check_same_device(op_name(op).data(), a, out);
+  if (out.numel() == 0) return;
+  const ScopedDevice scope(out.device());
+  const cudaStream_t stream = stream_for(out.device());
+  const bool left = side == ScalarSide::Left;
+  if (is_compare(op)) {
+    RUCCL_ASSERT(out.dtype() == DType::Bool);
+    launch_compare_scalar(op, ref(a), scalar_arg(b), left, ref(out), stream);
+  } else {
+    RUCCL_ASSERT(out.dtype() == a.dtype());
+    launch_binary_scalar(op, ref(a), scalar_arg(b), left, ref(out), stream);
   }
 }
 

@@ -10,6 +10,7 @@
 #include "cuda/backend/tensor_refs.h"
 #include "cuda/core/check.h"
 #include "cuda/kernels/index_kernels.h"
+#include "tensor/backend/index_bounds.h"
 
 namespace ruccl::cuda {
 
@@ -54,7 +55,8 @@ std::int64_t index_value_at(const Tensor& index, std::int64_t position) {
   return elem == 8 ? v64 : v32;
 }
 
-/// Raises the CPU frontend's IndexError for a bad index found by the device, if any.
+/// Raises the CPU backend's IndexError (throw_index_out_of_bounds) for the first bad index the
+/// device found, if any.
 void check_flag(const BadIndexFlag& flag, const Tensor& index, const char* op, std::int64_t bound,
                 std::int64_t dim, const Shape& of) {
   const std::int64_t position = flag.first_bad();
@@ -183,11 +185,7 @@ void CudaBackend::one_hot(const Tensor& indices, const Tensor& out) {
   const Tensor idx = indices.contiguous();
   const std::int64_t classes = out.size(-1);
   launch_one_hot(ref(idx), classes, ref(out), flag.data(), stream);
-  const std::int64_t position = flag.first_bad();
-  if (position < 0) return;
-  throw IndexError(str("one_hot: expected every index in [0, ", classes, "), got ",
-                       index_value_at(indices, position), " at position ",
-                       unravel_index(position, indices.shape())));
+  check_flag(flag, indices, "one_hot", classes, -1, out.shape());
 }
 
 }  // namespace ruccl::cuda

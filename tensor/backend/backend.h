@@ -6,11 +6,19 @@
 // Conventions for every method: `out` is already allocated with the right shape and dtype on this
 // backend's device; inputs may have any strides (including 0 for broadcast views) unless a method
 // says otherwise; all tensors passed to one call are on the same device.
+//
+// Execution model: every call is ordered on the current stream of its device (this thread's,
+// set_current_stream) and may return before the work is done; work on one stream runs in the
+// order it was asked. The host sees results after synchronize(device), an Event's synchronize(),
+// or a copy_to_host (which returns with the bytes in host memory). Another stream waits for work
+// through an Event (record_event, then block). The CPU backend has one stream per device, handle
+// 0, and runs everything before returning.
 #include <cstdint>
 #include <memory>
 #include <span>
 #include <string_view>
 
+#include "tensor/backend/optimizer_step.h"
 #include "tensor/core/device.h"
 #include "tensor/core/dtype.h"
 #include "tensor/core/scalar.h"
@@ -19,6 +27,31 @@
 namespace ruccl {
 
 class Tensor;
+
+/// A stream of one device: work asked of it runs in order. `handle` belongs to the backend (a
+/// cudaStream_t on CUDA, 0 being the device's default stream); the CPU's only stream is 0.
+struct Stream {
+  Device device;
+  std::uintptr_t handle = 0;
+  friend bool operator==(const Stream&, const Stream&) = default;
+};
+
+/// A point recorded in a stream's work (Backend::record_event): the host or another stream waits
+/// for everything asked of that stream before it.
+class Event {
+ public:
+  virtual ~Event() = default;
+  /// Blocks the host until the recorded work is done.
+  virtual void synchronize() = 0;
+  /// Whether the recorded work is done; never blocks.
+  virtual bool ready() const = 0;
+  /// Makes work asked of `stream` from now on wait for the recorded work (the host does not wait).
+  virtual void block(const Stream& stream) = 0;
+};
+
+/// Which side of a binary op a scalar operand sits on: Right is op(tensor, scalar), Left is
+/// op(scalar, tensor) (they differ for sub, div, pow and the comparisons).
+enum class ScalarSide : std::uint8_t { Right, Left };
 
 /// Every op a backend may be asked for; `supports(op, dtype)` answers per dtype.
 enum class Op : std::uint16_t {
@@ -75,6 +108,9 @@ enum class Op : std::uint16_t {
   ScatterAdd,
   IndexAdd,
   OneHot,
+  // optimizer updates (in place on the parameter and its state)
+  SgdUpdate,
+  AdamUpdate,
   kCount
 };
 
@@ -92,13 +128,29 @@ class Backend {
   /// Whether `op` is implemented for `dtype` (the dtype of the op's main input).
   virtual bool supports(Op op, DType dtype) const = 0;
 
-  /// `nbytes` of memory on `device`, aligned for any element type.
+  /// `nbytes` of memory on `device`, aligned for any element type, usable on the current stream.
   virtual std::shared_ptr<Storage> allocate(std::size_t nbytes, Device device) = 0;
+
+  /// The stream this thread's calls on `device` are ordered on.
+  virtual Stream current_stream(Device device) = 0;
+  /// Orders this thread's later calls on `stream.device` on `stream`.
+  virtual void set_current_stream(const Stream& stream) = 0;
+  /// A stream of `device` that runs independently of the others (the backend owns it).
+  virtual Stream create_stream(Device device) = 0;
+  /// Blocks the host until all work asked of `device`, on every stream, is done.
+  virtual void synchronize(Device device) = 0;
+  /// Records the work asked of `stream` so far.
+  virtual std::unique_ptr<Event> record_event(const Stream& stream) = 0;
   /// Host <-> device transfers of `nbytes` into/out of a storage at byte offset `offset`.
   virtual void copy_from_host(const void* host, Storage& dst, std::size_t offset,
                               std::size_t nbytes) = 0;
   virtual void copy_to_host(const Storage& src, std::size_t offset, void* host,
                             std::size_t nbytes) = 0;
+
+  /// `nbytes` from `src` at `src_offset` to `dst` at `dst_offset`; both storages of this backend's
+  /// device type, on one device or on two (a peer copy), ordered on dst's device's current stream.
+  virtual void copy_bytes(const Storage& src, std::size_t src_offset, Storage& dst,
+                          std::size_t dst_offset, std::size_t nbytes) = 0;
 
   /// dst = src (same shape), converting dtype; any strides on both sides.
   virtual void copy(const Tensor& src, const Tensor& dst) = 0;
@@ -106,6 +158,10 @@ class Backend {
 
   virtual void unary(Op op, const Tensor& x, const Tensor& out) = 0;
   virtual void binary(Op op, const Tensor& a, const Tensor& b, const Tensor& out) = 0;
+  /// out = op(a, b) (side Right) or op(b, a) (side Left) with `b` read as a's dtype; out has a's
+  /// shape (Bool for comparisons). No device memory holds `b`: it travels with the call.
+  virtual void binary_scalar(Op op, const Tensor& a, Scalar b, ScalarSide side,
+                             const Tensor& out) = 0;
   virtual void where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out) = 0;
   /// Reduces `x` over `dims` (sorted, unique, non-negative) into `out`, whose shape is x's with
   /// those dims set to 1. Argmax/Argmin take exactly one dim and write I64 (first index on ties).
@@ -116,7 +172,10 @@ class Backend {
   virtual void matmul(const Tensor& a, const Tensor& b, const Tensor& out) = 0;
   /// Softmax or LogSoftmax along `dim`, numerically stable (max subtracted).
   virtual void softmax(Op op, const Tensor& x, std::int64_t dim, const Tensor& out) = 0;
-  /// out = x.index_select(dim, index) (index: 1-d I64/I32, validated by the frontend).
+  // The index ops check every index against its bound themselves (IndexError through
+  // throw_index_out_of_bounds, tensor/backend/index_bounds.h), so no host check syncs a device.
+  /// out = x.index_select(dim, index) (index: 1-d I64/I32; its dtype and rank checked by the
+  /// frontend).
   virtual void index_select(const Tensor& x, std::int64_t dim, const Tensor& index,
                             const Tensor& out) = 0;
   /// out[..i..] = x[..index[..i..]..] along dim (index has out's shape).
@@ -130,6 +189,14 @@ class Backend {
                          const Tensor& src) = 0;
   /// out[..., c] = (indices[...] == c); out is zero-filled by the backend.
   virtual void one_hot(const Tensor& indices, const Tensor& out) = 0;
+
+  /// One SGD step in place on `param` and `momentum_buffer` (tensor/backend/optimizer_step.h);
+  /// param, grad and buffer contiguous, of one floating dtype (F32 or F64), equal element counts.
+  virtual void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& momentum_buffer,
+                          const SgdStep& step) = 0;
+  /// One Adam or AdamW step in place on `param`, `exp_avg` and `exp_avg_sq` (same requirements).
+  virtual void adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
+                           const Tensor& exp_avg_sq, const AdamStep& step) = 0;
 };
 
 /// The backend that owns memory of `device`'s type. Throws DeviceError when none is available

@@ -36,13 +36,14 @@ void register_backend(DeviceType type, Backend* backend) {
 
 std::string_view op_name(Op op) {
   static constexpr std::array<std::string_view, static_cast<std::size_t>(Op::kCount)> kNames = {
-      "copy",      "fill",    "neg",     "exp",         "log",          "sqrt",       "abs",
-      "tanh",      "sigmoid", "relu",    "gelu",        "sign",         "add",        "sub",
-      "mul",       "div",     "pow",     "maximum",     "minimum",      "eq",         "ne",
-      "lt",        "le",      "gt",      "ge",          "logical_and",  "logical_or", "logical_not",
-      "where",     "sum",     "mean",    "prod",        "max",          "min",        "argmax",
-      "argmin",    "matmul",  "softmax", "log_softmax", "index_select", "gather",     "scatter_add",
-      "index_add", "one_hot"};
+      "copy",      "fill",        "neg",         "exp",          "log",    "sqrt",
+      "abs",       "tanh",        "sigmoid",     "relu",         "gelu",   "sign",
+      "add",       "sub",         "mul",         "div",          "pow",    "maximum",
+      "minimum",   "eq",          "ne",          "lt",           "le",     "gt",
+      "ge",        "logical_and", "logical_or",  "logical_not",  "where",  "sum",
+      "mean",      "prod",        "max",         "min",          "argmax", "argmin",
+      "matmul",    "softmax",     "log_softmax", "index_select", "gather", "scatter_add",
+      "index_add", "one_hot",     "sgd_update",  "adam_update"};
   const auto i = static_cast<std::size_t>(op);
   return i < kNames.size() ? kNames[i] : "unknown";
 }

@@ -9,14 +9,16 @@
 
 namespace ruccl {
 
-/// Owns `nbytes` bytes on `device`; frees them with the deleter its backend gave it.
+/// Owns `nbytes` bytes on `device`; frees them with the deleter its backend gave it, which also
+/// receives `context` (an allocator's own state: a caching allocator returns the block to its
+/// pool and stream).
 class Storage {
  public:
-  using Deleter = void (*)(void*);
-  Storage(void* data, std::size_t nbytes, Device device, Deleter deleter)
-      : data_(data), nbytes_(nbytes), device_(device), deleter_(deleter) {}
+  using Deleter = void (*)(void* data, void* context);
+  Storage(void* data, std::size_t nbytes, Device device, Deleter deleter, void* context = nullptr)
+      : data_(data), nbytes_(nbytes), device_(device), deleter_(deleter), context_(context) {}
   ~Storage() {
-    if (deleter_ != nullptr && data_ != nullptr) deleter_(data_);
+    if (deleter_ != nullptr && data_ != nullptr) deleter_(data_, context_);
   }
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
@@ -24,12 +26,15 @@ class Storage {
   void* data() const { return data_; }
   std::size_t nbytes() const { return nbytes_; }
   Device device() const { return device_; }
+  /// What the allocator passed with its deleter (nullptr for the plain ones).
+  void* context() const { return context_; }
 
  private:
   void* data_;
   std::size_t nbytes_;
   Device device_;
   Deleter deleter_;
+  void* context_;
 };
 
 }  // namespace ruccl

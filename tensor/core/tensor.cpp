@@ -165,15 +165,16 @@ Tensor Tensor::to(Device target) const {
   const Tensor c = contiguous();
   Tensor out = empty(shape_, dtype_, target, "Tensor::to");
   if (numel_ == 0) return out;
-  // Host-staged: device -> host -> device. Direct peer copies are the CUDA backend's business.
+  const auto offset = static_cast<std::size_t>(c.offset_) * element_size();
   if (c.device().is_cpu()) {
     backend_for(target).copy_from_host(c.data_ptr(), *out.storage_, 0, c.nbytes());
   } else if (target.is_cpu()) {
-    backend_for(c.device())
-        .copy_to_host(*c.storage_, static_cast<std::size_t>(c.offset_) * element_size(),
-                      out.data_ptr(), c.nbytes());
+    backend_for(c.device()).copy_to_host(*c.storage_, offset, out.data_ptr(), c.nbytes());
+  } else if (c.device().type == target.type) {
+    // Between two devices of one backend (cuda:0 -> cuda:1): the backend's peer copy.
+    backend_for(target).copy_bytes(*c.storage_, offset, *out.storage_, 0, c.nbytes());
   } else {
-    return c.to(Device::cpu()).to(target);
+    return c.to(Device::cpu()).to(target);  // two kinds of device: through the host
   }
   return out;
 }

@@ -79,11 +79,10 @@ Tensor unary(Op op, const char* name, const Tensor& x, Allowed allowed) {
   return out;
 }
 
-// The 0-d tensor a scalar operand becomes next to `t`: t's dtype, except that a non-integral
-// scalar with an integer or Bool tensor is F32 and an integral one with a Bool tensor is I64
-// (PyTorch's result types for tensor-scalar ops).
-Tensor scalar_like(const Tensor& t, Scalar value, const char* op) {
-  check_defined(t, op);
+// The dtype a scalar operand takes next to `t`: t's dtype, except that a non-integral scalar with
+// an integer or Bool tensor is F32 and an integral one with a Bool tensor is I64 (PyTorch's result
+// types for tensor-scalar ops).
+DType scalar_dtype(const Tensor& t, Scalar value) {
   DType dtype = t.dtype();
   if (!is_floating(dtype)) {
     if (!value.is_integral()) {
@@ -92,7 +91,22 @@ Tensor scalar_like(const Tensor& t, Scalar value, const char* op) {
       dtype = DType::I64;
     }
   }
-  return Tensor::scalar(value, dtype, t.device());
+  return dtype;
+}
+
+// The common part of every tensor-scalar op: the scalar travels with the call (no device tensor
+// holds it), on the side `side` of the op.
+Tensor binary_scalar(Op op, const char* name, const Tensor& a, Scalar b, ScalarSide side,
+                     Allowed allowed, bool bool_out) {
+  check_defined(a, name);
+  const DType dtype = scalar_dtype(a, b);
+  check_dtype(allowed, dtype, name);
+  Backend& backend = backend_for(a.device());
+  check_supported(backend, op, dtype, a.device(), name);
+  Tensor out = Tensor::empty(a.shape(), bool_out ? DType::Bool : dtype, a.device(), name);
+  Tensor ha;
+  backend.binary_scalar(op, prepare(a, dtype, a.shape(), ha), b, side, out);
+  return out;
 }
 
 }  // namespace
@@ -112,7 +126,9 @@ Tensor div(const Tensor& a, const Tensor& b) {
 Tensor pow(const Tensor& a, const Tensor& b) {
   return binary(Op::Pow, "pow", a, b, Allowed::kFloating, false);
 }
-Tensor pow(const Tensor& a, Scalar exponent) { return pow(a, scalar_like(a, exponent, "pow")); }
+Tensor pow(const Tensor& a, Scalar exponent) {
+  return binary_scalar(Op::Pow, "pow", a, exponent, ScalarSide::Right, Allowed::kFloating, false);
+}
 Tensor maximum(const Tensor& a, const Tensor& b) {
   return binary(Op::Maximum, "maximum", a, b, Allowed::kNumeric, false);
 }
@@ -120,10 +136,18 @@ Tensor minimum(const Tensor& a, const Tensor& b) {
   return binary(Op::Minimum, "minimum", a, b, Allowed::kNumeric, false);
 }
 
-Tensor add(const Tensor& a, Scalar b) { return add(a, scalar_like(a, b, "add")); }
-Tensor sub(const Tensor& a, Scalar b) { return sub(a, scalar_like(a, b, "sub")); }
-Tensor mul(const Tensor& a, Scalar b) { return mul(a, scalar_like(a, b, "mul")); }
-Tensor div(const Tensor& a, Scalar b) { return div(a, scalar_like(a, b, "div")); }
+Tensor add(const Tensor& a, Scalar b) {
+  return binary_scalar(Op::Add, "add", a, b, ScalarSide::Right, Allowed::kNumeric, false);
+}
+Tensor sub(const Tensor& a, Scalar b) {
+  return binary_scalar(Op::Sub, "sub", a, b, ScalarSide::Right, Allowed::kNumeric, false);
+}
+Tensor mul(const Tensor& a, Scalar b) {
+  return binary_scalar(Op::Mul, "mul", a, b, ScalarSide::Right, Allowed::kNumeric, false);
+}
+Tensor div(const Tensor& a, Scalar b) {
+  return binary_scalar(Op::Div, "div", a, b, ScalarSide::Right, Allowed::kFloating, false);
+}
 
 Tensor neg(const Tensor& x) { return unary(Op::Neg, "neg", x, Allowed::kNumeric); }
 Tensor exp(const Tensor& x) { return unary(Op::Exp, "exp", x, Allowed::kFloating); }
@@ -154,12 +178,24 @@ Tensor gt(const Tensor& a, const Tensor& b) {
 Tensor ge(const Tensor& a, const Tensor& b) {
   return binary(Op::Ge, "ge", a, b, Allowed::kAny, true);
 }
-Tensor eq(const Tensor& a, Scalar b) { return eq(a, scalar_like(a, b, "eq")); }
-Tensor ne(const Tensor& a, Scalar b) { return ne(a, scalar_like(a, b, "ne")); }
-Tensor lt(const Tensor& a, Scalar b) { return lt(a, scalar_like(a, b, "lt")); }
-Tensor le(const Tensor& a, Scalar b) { return le(a, scalar_like(a, b, "le")); }
-Tensor gt(const Tensor& a, Scalar b) { return gt(a, scalar_like(a, b, "gt")); }
-Tensor ge(const Tensor& a, Scalar b) { return ge(a, scalar_like(a, b, "ge")); }
+Tensor eq(const Tensor& a, Scalar b) {
+  return binary_scalar(Op::Eq, "eq", a, b, ScalarSide::Right, Allowed::kAny, true);
+}
+Tensor ne(const Tensor& a, Scalar b) {
+  return binary_scalar(Op::Ne, "ne", a, b, ScalarSide::Right, Allowed::kAny, true);
+}
+Tensor lt(const Tensor& a, Scalar b) {
+  return binary_scalar(Op::Lt, "lt", a, b, ScalarSide::Right, Allowed::kAny, true);
+}
+Tensor le(const Tensor& a, Scalar b) {
+  return binary_scalar(Op::Le, "le", a, b, ScalarSide::Right, Allowed::kAny, true);
+}
+Tensor gt(const Tensor& a, Scalar b) {
+  return binary_scalar(Op::Gt, "gt", a, b, ScalarSide::Right, Allowed::kAny, true);
+}
+Tensor ge(const Tensor& a, Scalar b) {
+  return binary_scalar(Op::Ge, "ge", a, b, ScalarSide::Right, Allowed::kAny, true);
+}
 
 // Logical ops read any dtype as "nonzero is true" (torch.logical_and); operands become Bool.
 Tensor logical_and(const Tensor& a, const Tensor& b) {
@@ -227,9 +263,17 @@ Tensor operator+(const Tensor& a, Scalar b) { return add(a, b); }
 Tensor operator-(const Tensor& a, Scalar b) { return sub(a, b); }
 Tensor operator*(const Tensor& a, Scalar b) { return mul(a, b); }
 Tensor operator/(const Tensor& a, Scalar b) { return div(a, b); }
-Tensor operator+(Scalar a, const Tensor& b) { return add(scalar_like(b, a, "add"), b); }
-Tensor operator-(Scalar a, const Tensor& b) { return sub(scalar_like(b, a, "sub"), b); }
-Tensor operator*(Scalar a, const Tensor& b) { return mul(scalar_like(b, a, "mul"), b); }
-Tensor operator/(Scalar a, const Tensor& b) { return div(scalar_like(b, a, "div"), b); }
+Tensor operator+(Scalar a, const Tensor& b) {
+  return binary_scalar(Op::Add, "add", b, a, ScalarSide::Left, Allowed::kNumeric, false);
+}
+Tensor operator-(Scalar a, const Tensor& b) {
+  return binary_scalar(Op::Sub, "sub", b, a, ScalarSide::Left, Allowed::kNumeric, false);
+}
+Tensor operator*(Scalar a, const Tensor& b) {
+  return binary_scalar(Op::Mul, "mul", b, a, ScalarSide::Left, Allowed::kNumeric, false);
+}
+Tensor operator/(Scalar a, const Tensor& b) {
+  return binary_scalar(Op::Div, "div", b, a, ScalarSide::Left, Allowed::kFloating, false);
+}
 
 }  // namespace ruccl

@@ -1,5 +1,6 @@
-// Frontends of the index ops: shape and dtype checks, a bounds check of every index (negative
-// indices are errors, not counted from the end), output allocation, dispatch.
+// Frontends of the index ops: shape and dtype checks, output allocation, dispatch. The backend
+// checks every index against its bound (negative indices are errors, not counted from the end)
+// while it runs, so a device is never synced for a host check.
 #include "tensor/ops/index.h"
 
 #include <algorithm>
@@ -39,16 +40,6 @@ void for_each_index(const Tensor& index, Fn&& fn) {
   }
 }
 
-// Every index must lie in [0, bound): IndexError naming the value and its position otherwise.
-void check_bounds(const Tensor& index, std::int64_t bound, const char* op, std::int64_t dim,
-                  const Shape& of) {
-  for_each_index(index, [&](std::int64_t v, std::int64_t i) {
-    RUCCL_CHECK(v >= 0 && v < bound, IndexError, op, ": expected every index in [0, ", bound,
-                ") for dim ", dim, " of shape ", of, ", got ", v, " at position ",
-                unravel_index(i, index.shape()));
-  });
-}
-
 // A 0-d index acts as a 1-d index of one element.
 Tensor as_1d_index(const Tensor& index, const char* op) {
   RUCCL_CHECK(index.dim() <= 1, ShapeError, op, ": expected a 1-d index, got shape ",
@@ -64,7 +55,6 @@ Tensor index_select(const Tensor& x, std::int64_t dim, const Tensor& index) {
               "got shape ", x.shape());
   dim = normalize_dim(dim, x.dim(), "index_select");
   const Tensor idx = as_1d_index(index, "index_select");
-  check_bounds(idx, x.size(dim), "index_select", dim, x.shape());
   Shape shape = x.shape();
   shape[dim] = idx.size(0);
   Tensor out = Tensor::empty(shape, x.dtype(), x.device(), "index_select");
@@ -83,7 +73,6 @@ Tensor gather(const Tensor& x, std::int64_t dim, const Tensor& index) {
                 d, "] <= input.shape[", d, "] (dims other than ", dim, "), got index ",
                 index.shape(), " and input ", x.shape());
   }
-  check_bounds(index, x.size(dim), "gather", dim, x.shape());
   Tensor out = Tensor::empty(index.shape(), x.dtype(), x.device(), "gather");
   backend_for(x.device()).gather(x, dim, index, out);
   return out;
@@ -115,7 +104,6 @@ Tensor scatter_add(const Tensor& x, std::int64_t dim, const Tensor& index, const
                 x.shape());
     src_part = src_part.narrow(d, 0, index.size(d));
   }
-  check_bounds(index, x.size(dim), "scatter_add", dim, x.shape());
   Tensor out = x.clone();
   backend_for(x.device()).scatter_add(out, dim, index, src_part);
   return out;
@@ -138,7 +126,6 @@ Tensor index_add(const Tensor& x, std::int64_t dim, const Tensor& index, const T
   expected[dim] = idx.size(0);
   RUCCL_CHECK(src.shape() == expected, ShapeError, "index_add: expected src of shape ", expected,
               " (the input's with dim ", dim, " the index length), got ", src.shape());
-  check_bounds(idx, x.size(dim), "index_add", dim, x.shape());
   Tensor out = x.clone();
   backend_for(x.device()).index_add(out, dim, idx, src);
   return out;
@@ -153,6 +140,8 @@ Tensor one_hot(const Tensor& indices, std::int64_t num_classes) {
   if (num_classes == -1) {
     RUCCL_CHECK(indices.numel() > 0, ValueError,
                 "one_hot: expected indices to infer num_classes from, got an empty tensor");
+    // Inferring the class count reads the indices on the host (as torch's one_hot does): pass
+    // num_classes to keep a device from syncing.
     std::int64_t largest = 0;
     for_each_index(indices, [&](std::int64_t v, std::int64_t) { largest = std::max(largest, v); });
     RUCCL_CHECK(largest < std::numeric_limits<std::int64_t>::max(), ValueError,
@@ -160,10 +149,6 @@ Tensor one_hot(const Tensor& indices, std::int64_t num_classes) {
                 largest);
     num_classes = largest + 1;
   }
-  for_each_index(indices, [&](std::int64_t v, std::int64_t i) {
-    RUCCL_CHECK(v >= 0 && v < num_classes, IndexError, "one_hot: expected every index in [0, ",
-                num_classes, "), got ", v, " at position ", unravel_index(i, indices.shape()));
-  });
   Shape shape = indices.shape();
   shape.push_back(num_classes);
   Tensor out = Tensor::empty(shape, DType::I64, indices.device(), "one_hot");

@@ -15,6 +15,7 @@
 #include "optim/sgd.h"
 #include "tensor/ops/elementwise.h"
 #include "tests/optim/golden_data.h"
+#include "tests/support/host_device_backend.h"
 #include "tests/support/tensor_matchers.h"
 
 using namespace ruccl;
@@ -384,5 +385,42 @@ TEST_CASE("an optimizer's state follows its parameters to another dtype, values 
     adamw.to(DType::BF16);
     CHECK(adamw.state().slots.at(1).buffers[0].dtype_value() == DType::F32);
     CHECK_THROWS_WITH(adamw.to(DType::I64), "adamw::to: expected a floating dtype, got I64");
+  }
+}
+
+TEST_CASE("step updates a device parameter on its own backend with its state kept there",
+          "[optim]") {
+  // A stand-in device (host memory behind a counting backend) registered for CUDA: the update and
+  // the optimizer state stay on the device, and the values equal the CPU run's bits.
+  testing::HostDeviceBackend device;
+  testing::BackendRegistration registration(DeviceType::CUDA, &device);
+  const Tensor a0 = Tensor::from_vector<float>({0.5f, -1.25f, 2.0f});
+  const Tensor b0 = Tensor::from_vector<double>({0.75, -0.5}, {2, 1});
+  TwoParams on_cpu(nn::Param(1, a0.clone()), nn::Param(2, b0.clone()));
+  TwoParams on_device(nn::Param(1, a0.to(Device::cuda(0))), nn::Param(2, b0.to(Device::cuda(0))));
+  AdamW cpu_opt;
+  AdamW device_opt;
+  Sgd cpu_sgd({.momentum = 0.9, .nesterov = true});
+  Sgd device_sgd({.momentum = 0.9, .nesterov = true});
+  const Tensor a_storage = on_device.parameters()[0].value();
+  const int transfers = device.to_host + device.from_host;
+  for (int step = 0; step < 3; ++step) {
+    cpu_opt.step(0.1, on_cpu, cubic_grads(on_cpu));
+    device_opt.step(0.1, on_device, cubic_grads(on_device));
+    cpu_sgd.step(0.05, on_cpu, cubic_grads(on_cpu));
+    device_sgd.step(0.05, on_device, cubic_grads(on_device));
+  }
+  REQUIRE(device.to_host + device.from_host == transfers);  // nothing crossed to the host
+  REQUIRE(device.optimizer_updates == 12);                  // 2 params x 2 optimizers x 3 steps
+  REQUIRE(on_device.parameters()[0].value().storage() == a_storage.storage());  // in place
+  // Saving reads the state from the device: exp_avg and exp_avg_sq of both parameters.
+  const int read_before = device.to_host;
+  const OptimizerState saved = device_opt.state();
+  REQUIRE(device.to_host - read_before == 4);
+  const auto p = on_cpu.parameters();
+  const auto q = on_device.parameters();
+  for (std::size_t i = 0; i < p.size(); ++i) {
+    REQUIRE(q[i].value().device() == Device::cuda(0));
+    REQUIRE_THAT(q[i].value().to(Device::cpu()), TensorEqual(p[i].value()));
   }
 }

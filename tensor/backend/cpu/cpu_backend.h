@@ -2,7 +2,8 @@
 // The CPU backend: our AVX-512 sgemm and Eigen for GEMM, hand-written strided loops (vectorised by
 // the compiler for contiguous runs) for elementwise ops and reductions. One file per op family:
 // cpu_memory.cpp (with cpu_block_cache.cpp), cpu_elementwise.cpp, cpu_reduce.cpp, cpu_matmul.cpp
-// (with cpu_sgemm.cpp), cpu_index.cpp.
+// (with cpu_sgemm.cpp), cpu_index.cpp, cpu_optimizer.cpp, cpu_streams.cpp (one synchronous
+// stream per device).
 #include <cstddef>
 
 #include "tensor/backend/backend.h"
@@ -15,6 +16,13 @@ class CpuBackend final : public Backend {
   bool supports(Op op, DType dtype) const override;
 
   std::shared_ptr<Storage> allocate(std::size_t nbytes, Device device) override;
+  Stream current_stream(Device device) override;
+  void set_current_stream(const Stream& stream) override;
+  Stream create_stream(Device device) override;
+  void synchronize(Device device) override;
+  std::unique_ptr<Event> record_event(const Stream& stream) override;
+  void copy_bytes(const Storage& src, std::size_t src_offset, Storage& dst, std::size_t dst_offset,
+                  std::size_t nbytes) override;
   void copy_from_host(const void* host, Storage& dst, std::size_t offset,
                       std::size_t nbytes) override;
   void copy_to_host(const Storage& src, std::size_t offset, void* host,
@@ -24,6 +32,7 @@ class CpuBackend final : public Backend {
 
   void unary(Op op, const Tensor& x, const Tensor& out) override;
   void binary(Op op, const Tensor& a, const Tensor& b, const Tensor& out) override;
+  void binary_scalar(Op op, const Tensor& a, Scalar b, ScalarSide side, const Tensor& out) override;
   void where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out) override;
   void reduce(Op op, const Tensor& x, std::span<const std::int64_t> dims,
               const Tensor& out) override;
@@ -37,6 +46,10 @@ class CpuBackend final : public Backend {
   void index_add(const Tensor& out, std::int64_t dim, const Tensor& index,
                  const Tensor& src) override;
   void one_hot(const Tensor& indices, const Tensor& out) override;
+  void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& momentum_buffer,
+                  const SgdStep& step) override;
+  void adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
+                   const Tensor& exp_avg_sq, const AdamStep& step) override;
 };
 
 /// Number of threads CPU kernels (GEMM included) may use; defaults to the hardware's cores.

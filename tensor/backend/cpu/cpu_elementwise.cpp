@@ -92,6 +92,8 @@ Kinds kinds_of(Op op) {
     case Op::LogicalOr:
     case Op::LogicalNot:
       return Kinds::kBool;
+    case Op::SgdUpdate:  // F32 and F64 only: CpuBackend::supports answers them itself
+    case Op::AdamUpdate:
     case Op::kCount:
       break;
   }
@@ -160,7 +162,12 @@ void check_supported(const CpuBackend& backend, Op op, DType dtype) {
 
 }  // namespace
 
-bool CpuBackend::supports(Op op, DType dtype) const { return accepts(kinds_of(op), dtype); }
+bool CpuBackend::supports(Op op, DType dtype) const {
+  if (op == Op::SgdUpdate || op == Op::AdamUpdate) {
+    return dtype == DType::F32 || dtype == DType::F64;
+  }
+  return accepts(kinds_of(op), dtype);
+}
 
 void CpuBackend::unary(Op op, const Tensor& x, const Tensor& out) {
   check_supported(*this, op, x.dtype());
@@ -233,6 +240,17 @@ void CpuBackend::binary(Op op, const Tensor& a, const Tensor& b, const Tensor& o
       break;
   }
   throw NotImplementedError(str("not implemented: cpu::binary for op ", op_name(op)));
+}
+
+void CpuBackend::binary_scalar(Op op, const Tensor& a, Scalar b, ScalarSide side,
+                               const Tensor& out) {
+  // Host memory is as near as the scalar itself: a broadcast 0-d tensor runs the binary kernels.
+  const Tensor s = Tensor::scalar(b, a.dtype(), a.device()).expand(a.shape());
+  if (side == ScalarSide::Right) {
+    binary(op, a, s, out);
+  } else {
+    binary(op, s, a, out);
+  }
 }
 
 void CpuBackend::where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out) {

@@ -4,7 +4,8 @@
 // walked with for_each_run over the index's shape. The x (or out) operand is passed as a view
 // whose stride along `dim` is 0, so a run's pointer lands on the row the index then offsets by
 // index * stride(dim). index_select and index_add are the same kernels with the 1-d index
-// broadcast (stride 0) over every other dim. Indices were bounds-checked by the frontend.
+// broadcast (stride 0) over every other dim. Every index is bounds-checked here first (the
+// frontend leaves it to the backend: a GPU checks in its kernels).
 // Scatter runs on one thread in row-major order, so repeated indices add in a fixed order.
 #include <cstring>
 #include <type_traits>
@@ -12,6 +13,7 @@
 #include "tensor/backend/cpu/cpu_backend.h"
 #include "tensor/backend/cpu/cpu_parallel.h"
 #include "tensor/backend/cpu/strided_loop.h"
+#include "tensor/backend/index_bounds.h"
 #include "tensor/core/tensor.h"
 
 namespace ruccl::cpu {
@@ -133,28 +135,52 @@ void scatter_any(const Tensor& out_pinned, const Tensor& src, const Tensor& inde
   });
 }
 
+// Every index of `index` (I32/I64, any strides) must lie in [0, bound).
+void check_bounds(const Tensor& index, std::int64_t bound, std::string_view op, std::int64_t dim,
+                  const Shape& of) {
+  const Tensor idx = index.contiguous();
+  visit_dtype(idx.dtype(), [&](auto tag) {
+    using I = decltype(tag);
+    if constexpr (std::is_same_v<I, std::int32_t> || std::is_same_v<I, std::int64_t>) {
+      const I* p = idx.data<I>();
+      for (std::int64_t i = 0; i < idx.numel(); ++i) {
+        const auto v = static_cast<std::int64_t>(p[i]);
+        if (v < 0 || v >= bound) [[unlikely]] {
+          throw_index_out_of_bounds(op, v, i, idx.shape(), bound, dim, of);
+        }
+      }
+    } else {
+      RUCCL_ASSERT(false, "index dtype ", idx.dtype(), " passed the frontend");
+    }
+  });
+}
+
 }  // namespace
 
 void CpuBackend::index_select(const Tensor& x, std::int64_t dim, const Tensor& index,
                               const Tensor& out) {
+  check_bounds(index, x.size(dim), "index_select", dim, x.shape());
   if (out.numel() == 0) return;
   gather_any(out, pinned_view(x, out.shape(), dim), broadcast_index(index, out.shape(), dim),
              x.strides()[dim]);
 }
 
 void CpuBackend::gather(const Tensor& x, std::int64_t dim, const Tensor& index, const Tensor& out) {
+  check_bounds(index, x.size(dim), "gather", dim, x.shape());
   if (out.numel() == 0) return;
   gather_any(out, pinned_view(x, index.shape(), dim), index, x.strides()[dim]);
 }
 
 void CpuBackend::scatter_add(const Tensor& out, std::int64_t dim, const Tensor& index,
                              const Tensor& src) {
+  check_bounds(index, out.size(dim), "scatter_add", dim, out.shape());
   if (index.numel() == 0) return;
   scatter_any(pinned_view(out, index.shape(), dim), src, index, out.strides()[dim]);
 }
 
 void CpuBackend::index_add(const Tensor& out, std::int64_t dim, const Tensor& index,
                            const Tensor& src) {
+  check_bounds(index, out.size(dim), "index_add", dim, out.shape());
   if (src.numel() == 0) return;
   scatter_any(pinned_view(out, src.shape(), dim), src, broadcast_index(index, src.shape(), dim),
               out.strides()[dim]);
@@ -162,6 +188,7 @@ void CpuBackend::index_add(const Tensor& out, std::int64_t dim, const Tensor& in
 
 void CpuBackend::one_hot(const Tensor& indices, const Tensor& out) {
   RUCCL_ASSERT(out.dtype() == DType::I64 && out.is_contiguous());
+  check_bounds(indices, out.size(-1), "one_hot", -1, out.shape());
   fill(out, 0);
   if (out.numel() == 0) return;
   const std::int64_t classes = out.size(-1);

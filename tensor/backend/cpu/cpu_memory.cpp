@@ -1,5 +1,5 @@
-// CpuBackend: allocation (large blocks through cpu_block_cache.h), host transfers, strided copy
-// with dtype conversion, fill.
+// CpuBackend: allocation (large blocks through cpu_block_cache.h), host transfers, byte copies,
+// strided copy with dtype conversion, fill.
 #include <cstdlib>
 #include <cstring>
 
@@ -15,7 +15,8 @@ namespace {
 
 constexpr std::size_t kAlignment = 64;  // a cache line, and enough for AVX-512 loads
 
-void free_aligned(void* p) { std::free(p); }
+void free_aligned(void* p, void* /*context*/) { std::free(p); }
+void release_cached(void* p, void* /*context*/) { release_block(p); }
 
 // Element conversion that goes through float for Half/BFloat16 and never hits UB for integers.
 template <typename To, typename From>
@@ -49,7 +50,16 @@ std::shared_ptr<Storage> CpuBackend::allocate(std::size_t nbytes, Device device)
   RUCCL_CHECK(fits && (rounded == 0 || p != nullptr), OutOfMemoryError,
               "CpuBackend::allocate: out of memory: the system could not provide ", nbytes,
               " bytes", fits ? "" : " (no block can be that large)");
-  return std::make_shared<Storage>(p, nbytes, device, cached ? &release_block : &free_aligned);
+  return std::make_shared<Storage>(p, nbytes, device, cached ? &release_cached : &free_aligned);
+}
+
+void CpuBackend::copy_bytes(const Storage& src, std::size_t src_offset, Storage& dst,
+                            std::size_t dst_offset, std::size_t nbytes) {
+  RUCCL_ASSERT(src_offset + nbytes <= src.nbytes() && dst_offset + nbytes <= dst.nbytes());
+  if (nbytes > 0) {
+    std::memmove(static_cast<char*>(dst.data()) + dst_offset,
+                 static_cast<const char*>(src.data()) + src_offset, nbytes);
+  }
 }
 
 void CpuBackend::copy_from_host(const void* host, Storage& dst, std::size_t offset,

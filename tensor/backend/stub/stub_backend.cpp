@@ -12,6 +12,14 @@ void StubBackend::fail(std::string_view op) const {
 bool StubBackend::supports(Op, DType) const { return false; }
 
 std::shared_ptr<Storage> StubBackend::allocate(std::size_t, Device) { fail("allocate"); }
+Stream StubBackend::current_stream(Device) { fail("current_stream"); }
+void StubBackend::set_current_stream(const Stream&) { fail("set_current_stream"); }
+Stream StubBackend::create_stream(Device) { fail("create_stream"); }
+void StubBackend::synchronize(Device) { fail("synchronize"); }
+std::unique_ptr<Event> StubBackend::record_event(const Stream&) { fail("record_event"); }
+void StubBackend::copy_bytes(const Storage&, std::size_t, Storage&, std::size_t, std::size_t) {
+  fail("copy_bytes");
+}
 void StubBackend::copy_from_host(const void*, Storage&, std::size_t, std::size_t) {
   fail("copy_from_host");
 }
@@ -22,6 +30,9 @@ void StubBackend::copy(const Tensor&, const Tensor&) { fail(op_name(Op::Copy)); 
 void StubBackend::fill(const Tensor&, Scalar) { fail(op_name(Op::Fill)); }
 void StubBackend::unary(Op op, const Tensor&, const Tensor&) { fail(op_name(op)); }
 void StubBackend::binary(Op op, const Tensor&, const Tensor&, const Tensor&) { fail(op_name(op)); }
+void StubBackend::binary_scalar(Op op, const Tensor&, Scalar, ScalarSide, const Tensor&) {
+  fail(op_name(op));
+}
 void StubBackend::where(const Tensor&, const Tensor&, const Tensor&, const Tensor&) {
   fail(op_name(Op::Where));
 }
@@ -43,5 +54,12 @@ void StubBackend::index_add(const Tensor&, std::int64_t, const Tensor&, const Te
   fail(op_name(Op::IndexAdd));
 }
 void StubBackend::one_hot(const Tensor&, const Tensor&) { fail(op_name(Op::OneHot)); }
+void StubBackend::sgd_update(const Tensor&, const Tensor&, const Tensor&, const SgdStep&) {
+  fail(op_name(Op::SgdUpdate));
+}
+void StubBackend::adam_update(const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                              const AdamStep&) {
+  fail(op_name(Op::AdamUpdate));
+}
 
 }  // namespace ruccl
