@@ -6,6 +6,12 @@ namespace ruccl {
 
 std::vector<Communicator> InProcessGroup::create(int world_size, std::vector<Device> devices,
                                                  CommunicatorOptions options) {
+  return create(world_size, std::move(devices), std::move(options), EngineFactory{});
+}
+
+std::vector<Communicator> InProcessGroup::create(int world_size, std::vector<Device> devices,
+                                                 CommunicatorOptions options,
+                                                 const EngineFactory& engine) {
   auto invalid = [](const std::string& message) {
     return CollectiveError(CollectiveErrorKind::InvalidConfig,
                            str("InProcessGroup::create: ", message));
@@ -26,8 +32,13 @@ std::vector<Communicator> InProcessGroup::create(int world_size, std::vector<Dev
   std::vector<Communicator> comms;
   comms.reserve(static_cast<std::size_t>(world_size));
   for (int r = 0; r < world_size; ++r) {
-    comms.emplace_back(std::make_unique<InProcessTransport>(hub, r),
-                       devices[static_cast<std::size_t>(r)], options);
+    auto transport = std::make_unique<InProcessTransport>(hub, r);
+    const Device device = devices[static_cast<std::size_t>(r)];
+    if (engine) {
+      comms.emplace_back(std::move(transport), device, options, engine);
+    } else {
+      comms.emplace_back(std::move(transport), device, options);
+    }
   }
   return comms;
 }

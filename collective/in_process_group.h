@@ -21,6 +21,9 @@ class InProcessGroup {
   ///   std::vector<Communicator> comms = InProcessGroup::create(4);
   static std::vector<Communicator> create(int world_size, std::vector<Device> devices = {},
                                           CommunicatorOptions options = {});
+  /// The same with the engine `engine` makes for each rank (NCCL's: cuda/collective/nccl_group.h).
+  static std::vector<Communicator> create(int world_size, std::vector<Device> devices,
+                                          CommunicatorOptions options, const EngineFactory& engine);
 };
 
 }  // namespace ruccl

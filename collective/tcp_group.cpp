@@ -2,6 +2,8 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <map>
+#include <mutex>
 #include <optional>
 
 #include "collective/launch/launch_env.h"
@@ -80,7 +82,7 @@ SessionId session_id_from_seed(std::string_view seed) {
 
 Communicator TcpGroup::connect(std::shared_ptr<Store> store, int rank, int world_size,
                                const SessionId& session, Device device, CommunicatorOptions options,
-                               TcpTransportOptions transport) {
+                               TcpTransportOptions transport, const StoreEngineFactory& engine) {
   validate_communicator_options(options, "TcpGroup::connect");
   if (!options.rank_names.ids().empty() &&
       static_cast<int>(options.rank_names.ids().size()) != world_size) {
@@ -90,14 +92,20 @@ Communicator TcpGroup::connect(std::shared_ptr<Store> store, int rank, int world
             options.rank_names.ids().size()));
   }
   if (transport.names == RankNames{}) transport.names = options.rank_names;
+  const Deadline deadline = Deadline::after(transport.connect_timeout, "TcpGroup::connect");
   std::unique_ptr<TcpTransport> link =
       TcpTransport::connect(*store, rank, world_size, session, std::move(transport));
+  if (engine) {
+    const EngineFactory make = engine(*store, *link, rank, world_size, device, deadline);
+    link->keep_alive(std::move(store));
+    return Communicator(std::move(link), device, std::move(options), make);
+  }
   link->keep_alive(std::move(store));
   return Communicator(std::move(link), device, std::move(options));
 }
 
 Communicator TcpGroup::from_env(Device device, CommunicatorOptions options,
-                                TcpTransportOptions transport) {
+                                TcpTransportOptions transport, const StoreEngineFactory& engine) {
   const LaunchEnv env = read_launch_env();
   read_ms("RUCCL_HEARTBEAT_INTERVAL_MS", transport.control.heartbeat_interval);
   read_ms("RUCCL_HEARTBEAT_TIMEOUT_MS", transport.control.heartbeat_timeout);
@@ -114,14 +122,42 @@ Communicator TcpGroup::from_env(Device device, CommunicatorOptions options,
       make_tcp_store(master, session, env.rank == 0,
                      Deadline::after(transport.connect_timeout, "Communicator::from_env"));
   Communicator comm = connect(std::move(store), env.rank, env.world_size, session, device,
-                              std::move(options), std::move(transport));
+                              std::move(options), std::move(transport), engine);
   comm.barrier(CallOptions().with_label("Communicator::from_env"));
   return comm;
+}
+
+namespace {
+
+std::mutex env_engines_mutex;
+std::map<std::string, StoreEngineFactory>& env_engines() {
+  static std::map<std::string, StoreEngineFactory> engines;
+  return engines;
+}
+
+StoreEngineFactory env_engine(const std::string& name) {
+  std::lock_guard<std::mutex> lock(env_engines_mutex);
+  const auto it = env_engines().find(name);
+  return it == env_engines().end() ? StoreEngineFactory{} : it->second;
+}
+
+}  // namespace
+
+void register_env_engine(const std::string& name, StoreEngineFactory engine) {
+  std::lock_guard<std::mutex> lock(env_engines_mutex);
+  env_engines()[name] = std::move(engine);
 }
 
 bool mpi_engine_from_env() {
   const char* engine = std::getenv("RUCCL_ENGINE");
   const std::string asked = engine != nullptr ? engine : "";
+  if (!asked.empty() && asked != "mpi" && asked != "tcp" && env_engine(asked)) return false;
+  if (asked == "nccl") {
+    throw CollectiveError(CollectiveErrorKind::InvalidConfig,
+                          "RUCCL_ENGINE: expected \"tcp\" or \"mpi\" in this build, got "
+                          "\"nccl\" (ruCCL was built without CUDA, or the CUDA layer is not "
+                          "installed: configure with -DRUCCL_WITH_CUDA=ON)");
+  }
   if (!asked.empty() && asked != "mpi" && asked != "tcp") {
     throw CollectiveError(CollectiveErrorKind::InvalidConfig,
                           str("RUCCL_ENGINE: expected \"mpi\" or \"tcp\", got \"", asked, "\""));
@@ -144,6 +180,12 @@ Communicator Communicator::from_env(Device device, CommunicatorOptions options) 
 #else
   (void)mpi_engine_from_env();  // a bad RUCCL_ENGINE is an error here too
 #endif
+  const char* asked = std::getenv("RUCCL_ENGINE");
+  if (asked != nullptr) {
+    if (StoreEngineFactory engine = env_engine(asked)) {
+      return TcpGroup::from_env(device, std::move(options), {}, engine);
+    }
+  }
   return TcpGroup::from_env(device, std::move(options));
 }
 

@@ -15,6 +15,12 @@
 
 namespace ruccl {
 
+/// Makes the engine of a TCP group's ranks once the control channel is up, from the group's
+/// Store: the NCCL engine (cuda/collective/nccl_group.h) passes its unique id through it.
+using StoreEngineFactory =
+    std::function<EngineFactory(Store& store, Transport& control, int rank, int world_size,
+                                Device device, const Deadline& deadline)>;
+
 class TcpGroup {
  public:
   /// Rank `rank` of a `world_size`-rank group that meets in `store` (every rank must use the
@@ -23,15 +29,19 @@ class TcpGroup {
   /// (bad rank, world size or options), Timeout naming the ranks that never came, PeerLost.
   static Communicator connect(std::shared_ptr<Store> store, int rank, int world_size,
                               const SessionId& session, Device device = Device::cpu(),
-                              CommunicatorOptions options = {}, TcpTransportOptions transport = {});
+                              CommunicatorOptions options = {}, TcpTransportOptions transport = {},
+                              const StoreEngineFactory& engine = {});
 
   /// The rank of the job the environment describes (read_launch_env: ruccl-run, torchrun,
   /// Slurm or OpenMPI variables): rank 0 serves a TcpStore at the master address and port, every
   /// rank connects to it, then the mesh is built. The session id is RUCCL_SESSION_ID, else one
   /// derived from the launcher's job identity. Returns after a first barrier, so every rank
   /// knows the whole group is up.
+  /// With `engine`, the ranks' collectives run on the engine it makes (over the TCP control
+  /// channel, which still agrees on every call).
   static Communicator from_env(Device device = Device::cpu(), CommunicatorOptions options = {},
-                               TcpTransportOptions transport = {});
+                               TcpTransportOptions transport = {},
+                               const StoreEngineFactory& engine = {});
 };
 
 /// Whether Communicator::from_env joins an MPI job (MpiGroup::world) rather than a TCP one: this
@@ -40,6 +50,9 @@ class TcpGroup {
 /// RUCCL_ENGINE=tcp forces TCP. Throws CollectiveError(InvalidConfig) naming a RUCCL_ENGINE that
 /// is neither, or "mpi" in a build without MPI.
 bool mpi_engine_from_env();
+/// Registers the engine Communicator::from_env uses over TCP for RUCCL_ENGINE=`name` (the CUDA
+/// layer registers "nccl": cuda/collective/nccl_group.h). An unregistered name stays an error.
+void register_env_engine(const std::string& name, StoreEngineFactory engine);
 
 /// The 128-bit session id derived from a job identity both sides can compute (LaunchEnv's
 /// session_seed), for launchers that do not pass RUCCL_SESSION_ID. Not secret: it keeps other

@@ -6,9 +6,11 @@
 //
 //   all_reduce [--device cpu|cuda]
 //
-// The default device is cuda, but no CUDA tensor backend exists yet (cuda/ has the device query,
-// the checked calls and a self-test): on cuda the demo says so and exits 1, on every machine, with
-// or without a GPU. --device cpu runs it (a CTest test, label example).
+// The default device is cuda (GPU 0) in a build with CUDA: the four ranks are threads sharing the
+// GPU, and their ring all-reduce moves device memory device to device with the fold kernels, in
+// the CPU's reduction order (docs/cuda.md, "Collectives on GPUs"). On a machine without a GPU (or
+// a build without CUDA) it says so and exits 1. --device cpu runs it on the CPU (a CTest test,
+// label example).
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -17,7 +19,11 @@
 #include <vector>
 
 #include "collective/collective.h"
+#include "ruccl/config.h"
 #include "tensor/tensor.h"
+#if RUCCL_WITH_CUDA
+#include "cuda/core/device.h"
+#endif
 
 namespace {
 
@@ -51,7 +57,7 @@ std::string check(int r, const Tensor& v, const Tensor& t, const Tensor& sum, co
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string device_name = "cuda";
+  std::string device_name = RUCCL_WITH_CUDA ? "cuda" : "cpu";
   for (int a = 1; a < argc; ++a) {
     if (std::strcmp(argv[a], "--device") == 0 && a + 1 < argc) {
       device_name = argv[++a];
@@ -68,20 +74,17 @@ int main(int argc, char** argv) {
     return 2;
   }
   const Device device = device_name == "cpu" ? Device::cpu() : Device::cuda(0);
-  if (device.is_cuda() && !has_backend(DeviceType::CUDA)) {
-    std::printf(
-        "all_reduce: this build has no CUDA tensor backend (not written yet: ruCCL's CUDA layer "
-        "has "
-        "only the device query and self-test), so the demo cannot run on a GPU; run with --device "
-        "cpu\n");
-    return 1;
-  }
-  if (device.is_cuda()) {  // a CUDA backend is installed: is there a device?
-    try {
-      backend_for(device);
-      (void)Tensor::zeros({1}, DType::F32, device);
-    } catch (const std::exception& e) {
-      std::printf("all_reduce: no CUDA device: %s; run with --device cpu\n", e.what());
+  if (device.is_cuda()) {
+#if RUCCL_WITH_CUDA
+    if (!cuda::cuda_available()) {
+      std::printf("all_reduce: %s; run with --device cpu\n", cuda::device_status().c_str());
+      return 1;
+    }
+#endif
+    if (!has_backend(DeviceType::CUDA)) {
+      std::printf(
+          "all_reduce: this build has no CUDA tensor backend (configure with "
+          "-DRUCCL_WITH_CUDA=ON), so the demo cannot run on a GPU; run with --device cpu\n");
       return 1;
     }
   }

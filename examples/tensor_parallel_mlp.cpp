@@ -2,7 +2,9 @@
 // collectives (tensor parallelism), trained with plain SGD and checked against the same model
 // trained on one rank.
 //
-//   tensor_parallel_mlp [--ranks N] [--steps S]        (defaults: 2 ranks, 5 steps)
+//   tensor_parallel_mlp [--ranks N] [--steps S] [--device cpu|cuda]
+//                                         (defaults: 2 ranks, 5 steps, cpu; cuda: every rank on
+//                                          GPU 0, the collectives device to device)
 //
 // Layer 1 is column-parallel (each rank holds H/N output rows of W1) and its activations are
 // gathered with all_gather_dim; layer 2 is column-parallel and stays split; layer 3 is
@@ -23,7 +25,11 @@
 #include "autodiff/autodiff.h"
 #include "autodiff/collective/collective.h"
 #include "collective/collective.h"
+#include "ruccl/config.h"
 #include "tensor/tensor.h"
+#if RUCCL_WITH_CUDA
+#include "cuda/core/device.h"
+#endif
 
 using namespace ruccl;
 using namespace ruccl::autodiff;
@@ -103,7 +109,7 @@ RankRun train_rank(Communicator& comm, const Params& init, const Tensor& x, cons
     (loss / static_cast<double>(world)).backward();  // the loss is replicated: see the top
     p[5].set_grad(comm.all_reduce(p[5].grad(), ReduceOperation::Sum));
     sgd_step(p);
-    run.losses.push_back(loss.value().item<float>());
+    run.losses.push_back(loss.value().to(Device::cpu()).item<float>());
   }
   NoGradGuard no_grad;
   run.gathered = {dc::all_gather(p[0], comm).value(),        dc::all_gather(p[1], comm).value(),
@@ -116,8 +122,8 @@ bool close(double a, double b) { return std::fabs(a - b) <= kAtol + kRtol * std:
 
 // Largest |a - b| / (atol + rtol |b|) over the elements (<= 1: within tolerance).
 double worst_ratio(const Tensor& a, const Tensor& b) {
-  const std::vector<float> av = a.to_vector<float>();
-  const std::vector<float> bv = b.to_vector<float>();
+  const std::vector<float> av = a.to(Device::cpu()).to_vector<float>();
+  const std::vector<float> bv = b.to(Device::cpu()).to_vector<float>();
   double worst = 0.0;
   for (std::size_t i = 0; i < av.size(); ++i) {
     worst = std::max(worst, std::fabs(double(av[i]) - bv[i]) / (kAtol + kRtol * std::fabs(bv[i])));
@@ -132,20 +138,47 @@ int parse_int(int argc, char** argv, const char* flag, int fallback) {
   return fallback;
 }
 
+const char* parse_text(int argc, char** argv, const char* flag, const char* fallback) {
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (std::strcmp(argv[i], flag) == 0) return argv[i + 1];
+  }
+  return fallback;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const int world = parse_int(argc, argv, "--ranks", 2);
   const int steps = parse_int(argc, argv, "--steps", 5);
-  if (world < 1 || world > 64 || steps < 1) {
-    std::fprintf(stderr, "usage: tensor_parallel_mlp [--ranks N (1..64)] [--steps S (>= 1)]\n");
+  const std::string device_name = parse_text(argc, argv, "--device", "cpu");
+  if (world < 1 || world > 64 || steps < 1 || (device_name != "cpu" && device_name != "cuda")) {
+    std::fprintf(stderr,
+                 "usage: tensor_parallel_mlp [--ranks N (1..64)] [--steps S (>= 1)] "
+                 "[--device cpu|cuda]\n");
     return 1;
+  }
+  const Device device = device_name == "cuda" ? Device::cuda(0) : Device::cpu();
+  if (device.is_cuda()) {
+#if RUCCL_WITH_CUDA
+    const bool usable = cuda::cuda_available() && has_backend(DeviceType::CUDA);
+    const std::string why = cuda::cuda_available() ? std::string("this build has no CUDA backend")
+                                                   : cuda::device_status();
+#else
+    const bool usable = false;
+    const std::string why = "this build has no CUDA (configure with -DRUCCL_WITH_CUDA=ON)";
+#endif
+    if (!usable) {
+      std::printf("FAIL: --device cuda: %s\n", why.c_str());
+      return 1;
+    }
   }
   const std::int64_t hidden = 8 * world;  // divisible by the number of ranks
   Generator gen(2024);
-  const Params init = init_params(hidden, gen);
-  const Tensor x = Tensor::randn({kBatch, kIn}, gen);
-  const Tensor y = ruccl::tanh(matmul(x, Tensor::randn({kIn, kOut}, gen)));
+  Params init = init_params(hidden, gen);  // drawn on the CPU (the same values on every device)
+  for (Tensor& p : init) p = p.to(device);
+  const Tensor x_cpu = Tensor::randn({kBatch, kIn}, gen);
+  const Tensor y = ruccl::tanh(matmul(x_cpu, Tensor::randn({kIn, kOut}, gen))).to(device);
+  const Tensor x = x_cpu.to(device);
 
   // Reference: the whole model on one rank.
   std::vector<Var> ref = leaves(init);
@@ -154,11 +187,12 @@ int main(int argc, char** argv) {
     Var loss = mse_loss(full_forward(Var(x), ref), Var(y));
     loss.backward();
     sgd_step(ref);
-    ref_losses.push_back(loss.value().item<float>());
+    ref_losses.push_back(loss.value().to(Device::cpu()).item<float>());
   }
 
   // Tensor-parallel: one thread per rank.
-  std::vector<Communicator> comms = InProcessGroup::create(world);
+  std::vector<Communicator> comms =
+      InProcessGroup::create(world, std::vector<Device>(static_cast<std::size_t>(world), device));
   std::vector<RankRun> runs(static_cast<std::size_t>(world));
   std::vector<std::string> errors(static_cast<std::size_t>(world));
   std::vector<std::thread> threads;
@@ -182,9 +216,10 @@ int main(int argc, char** argv) {
   }
 
   bool ok = true;
-  std::printf("tensor-parallel MLP %lld -> %lld -> %lld -> %lld on %d ranks, SGD lr %.2f\n",
+  std::printf("tensor-parallel MLP %lld -> %lld -> %lld -> %lld on %d ranks (%s), SGD lr %.2f\n",
               static_cast<long long>(kIn), static_cast<long long>(hidden),
-              static_cast<long long>(hidden), static_cast<long long>(kOut), world, kLr);
+              static_cast<long long>(hidden), static_cast<long long>(kOut), world,
+              device.to_string().c_str(), kLr);
   std::printf("| step | loss (%d ranks) | loss (1 rank) |\n|---:|---:|---:|\n", world);
   for (int step = 0; step < steps; ++step) {
     const auto su = static_cast<std::size_t>(step);

@@ -2,6 +2,8 @@
 // algorithm_engine_moves.cpp.
 #include "collective/engine/algorithm_engine.h"
 
+#include <atomic>
+
 #include "collective/algorithms/algorithm.h"
 
 namespace ruccl {
@@ -29,11 +31,22 @@ Tensor to_device(const Tensor& host, Device device) {
   return device.is_cpu() ? host : host.to(device);
 }
 
+std::atomic<DeviceEngineFactory> device_engine_factories[2];  // index: DeviceType
+
 }  // namespace
 
+void register_device_engine(DeviceType type, DeviceEngineFactory factory) {
+  device_engine_factories[static_cast<std::size_t>(type)].store(factory);
+}
+
 AlgorithmEngine::AlgorithmEngine(Transport& transport, Device device,
-                                 const CommunicatorOptions& options)
-    : transport_(transport), device_(device), options_(options) {}
+                                 const CommunicatorOptions& options, bool host_only)
+    : transport_(transport), device_(device), options_(options) {
+  if (host_only || device.is_cpu()) return;
+  const DeviceEngineFactory factory =
+      device_engine_factories[static_cast<std::size_t>(device.type)].load();
+  if (factory != nullptr) device_engine_ = factory(transport, device, options);
+}
 
 std::string AlgorithmEngine::name() const { return "algorithms"; }
 
@@ -42,10 +55,12 @@ bool AlgorithmEngine::supports(OpKind, DType, Device) const {
 }
 
 bool AlgorithmEngine::sends_with_agreement(OpKind kind, Algorithm algorithm) const {
+  if (device_engine_) return device_engine_->sends_with_agreement(kind, algorithm);
   return kind == OpKind::AllReduce && algorithm == Algorithm::Direct;
 }
 
 Tensor AlgorithmEngine::all_reduce(const EngineCall& call, const Tensor& t, ReduceOperation op) {
+  if (device_engine_) return device_engine_->all_reduce(call, t, op);
   const AlgorithmContext ctx = context_of(transport_, call);
   const Tensor in = reduction_input(t);
   Tensor out = Tensor::empty(in.shape(), in.dtype());
@@ -70,6 +85,7 @@ Tensor AlgorithmEngine::all_reduce(const EngineCall& call, const Tensor& t, Redu
 
 std::optional<Tensor> AlgorithmEngine::reduce(const EngineCall& call, const Tensor& t, int root,
                                               ReduceOperation op) {
+  if (device_engine_) return device_engine_->reduce(call, t, root, op);
   const AlgorithmContext ctx = context_of(transport_, call);
   const Tensor in = reduction_input(t);
   const bool is_root = transport_.rank() == root;
@@ -93,6 +109,7 @@ std::optional<Tensor> AlgorithmEngine::reduce(const EngineCall& call, const Tens
 
 Tensor AlgorithmEngine::reduce_scatter(const EngineCall& call, const Tensor& t,
                                        ReduceOperation op) {
+  if (device_engine_) return device_engine_->reduce_scatter(call, t, op);
   const Tensor in = reduction_input(t);
   Shape shard = in.shape();
   shard[0] = shard[0] / transport_.world_size();
@@ -104,6 +121,7 @@ Tensor AlgorithmEngine::reduce_scatter(const EngineCall& call, const Tensor& t,
 }
 
 Tensor AlgorithmEngine::broadcast(const EngineCall& call, const Tensor& t, int root) {
+  if (device_engine_) return device_engine_->broadcast(call, t, root);
   const AlgorithmContext ctx = context_of(transport_, call);
   const CallRecord& root_record = call.records[static_cast<std::size_t>(root)];
   const bool is_root = transport_.rank() == root;

@@ -5,6 +5,12 @@
 // reduction), runs the algorithm the call agreed on, and brings the result back to the rank's
 // device. Reductions follow the canonical order (algorithm.h): results are bit-identical on every
 // rank, every run, whatever the algorithm.
+//
+// A rank on a device whose library registered a device engine (register_device_engine: the CUDA
+// layer registers one, cuda/collective/device_engine.h) hands every call to that engine instead:
+// it moves device memory itself (device to device in process; pinned, segmented host staging over
+// a copying transport) and keeps the same reduction order. Without one, device tensors are staged
+// on the host here.
 #include <memory>
 
 #include "collective/engine/collective_engine.h"
@@ -13,7 +19,9 @@ namespace ruccl {
 
 class AlgorithmEngine final : public CollectiveEngine {
  public:
-  AlgorithmEngine(Transport& transport, Device device, const CommunicatorOptions& options);
+  /// `host_only`: never hand calls to a registered device engine (that engine's own fallback).
+  AlgorithmEngine(Transport& transport, Device device, const CommunicatorOptions& options,
+                  bool host_only = false);
 
   std::string name() const override;
   bool supports(OpKind kind, DType dtype, Device device) const override;
@@ -37,7 +45,15 @@ class AlgorithmEngine final : public CollectiveEngine {
   Transport& transport_;
   Device device_;
   CommunicatorOptions options_;
+  std::unique_ptr<CollectiveEngine> device_engine_;  // null: host staging here
 };
+
+/// Makes the engine of a rank on a device of one type (the device library's collectives).
+using DeviceEngineFactory = std::unique_ptr<CollectiveEngine> (*)(
+    Transport& transport, Device device, const CommunicatorOptions& options);
+/// Registers (or, with nullptr, removes) the device engine AlgorithmEngines of ranks on `type`
+/// make from now on. Safe from any thread; engines made before keep theirs.
+void register_device_engine(DeviceType type, DeviceEngineFactory factory);
 
 /// The EngineFactory of AlgorithmEngine: what every group uses unless told otherwise.
 std::unique_ptr<CollectiveEngine> make_algorithm_engine(Transport& transport, Device device,

@@ -23,6 +23,7 @@ Shape gathered_shape(const Shape& shape, int world) {
 }  // namespace
 
 Tensor AlgorithmEngine::all_gather(const EngineCall& call, const Tensor& t) {
+  if (device_engine_) return device_engine_->all_gather(call, t);
   const Tensor in = host_contiguous(t);
   Tensor out = Tensor::empty(gathered_shape(in.shape(), transport_.world_size()), in.dtype());
   direct_all_gather(AlgorithmContext{transport_, call.tag, call.deadline}, in.data_ptr(),
@@ -31,6 +32,7 @@ Tensor AlgorithmEngine::all_gather(const EngineCall& call, const Tensor& t) {
 }
 
 std::optional<Tensor> AlgorithmEngine::gather(const EngineCall& call, const Tensor& t, int root) {
+  if (device_engine_) return device_engine_->gather(call, t, root);
   const Tensor in = host_contiguous(t);
   const bool is_root = transport_.rank() == root;
   Tensor out = is_root
@@ -43,6 +45,7 @@ std::optional<Tensor> AlgorithmEngine::gather(const EngineCall& call, const Tens
 }
 
 Tensor AlgorithmEngine::scatter(const EngineCall& call, const Tensor& t, int root) {
+  if (device_engine_) return device_engine_->scatter(call, t, root);
   const CallRecord& rec = call.records[static_cast<std::size_t>(root)];
   Shape block = rec.shape();
   block[0] = block[0] / transport_.world_size();
@@ -54,6 +57,7 @@ Tensor AlgorithmEngine::scatter(const EngineCall& call, const Tensor& t, int roo
 }
 
 Tensor AlgorithmEngine::all_to_all(const EngineCall& call, const Tensor& t) {
+  if (device_engine_) return device_engine_->all_to_all(call, t);
   const Tensor in = host_contiguous(t);
   Tensor out = Tensor::empty(in.shape(), in.dtype());
   direct_all_to_all(AlgorithmContext{transport_, call.tag, call.deadline}, in.data_ptr(),
@@ -64,6 +68,7 @@ Tensor AlgorithmEngine::all_to_all(const EngineCall& call, const Tensor& t) {
 
 AllToAllVResult AlgorithmEngine::all_to_all_v(const EngineCall& call, const Tensor& t,
                                               std::span<const std::int64_t> send_counts) {
+  if (device_engine_) return device_engine_->all_to_all_v(call, t, send_counts);
   const auto w = static_cast<std::size_t>(transport_.world_size());
   std::vector<std::int64_t> recv_counts(w);
   exchange_counts(AlgorithmContext{transport_, call.tag, call.deadline}, send_counts, recv_counts);

@@ -4,6 +4,7 @@
 // (`resume`).
 #include <cstring>
 #include <iostream>
+#include <string>
 
 #include "collective/communicator.h"
 #include "examples/collective_training/two_rank_training.h"
@@ -21,21 +22,45 @@ namespace {
 int usage() {
   std::cerr << "usage: collective_training run DIR      train step 1, save every rank's model "
                "and optimizer in DIR (which must not exist), train step 2\n"
-               "       collective_training resume DIR   restore step 1 from DIR, train step 2\n";
+               "       collective_training resume DIR   restore step 1 from DIR, train step 2\n"
+               "       either with --device cpu|cuda    (default: cuda:0 when a GPU and the "
+               "CUDA backend are there, else cpu)\n";
   return 2;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 3 || (std::strcmp(argv[1], "run") != 0 && std::strcmp(argv[1], "resume") != 0)) {
+  std::string asked;  // --device: "", "cpu" or "cuda"
+  if (argc == 5 && std::strcmp(argv[3], "--device") == 0) {
+    asked = argv[4];
+    if (asked != "cpu" && asked != "cuda") return usage();
+  } else if (argc != 3) {
     return usage();
   }
+  if (std::strcmp(argv[1], "run") != 0 && std::strcmp(argv[1], "resume") != 0) return usage();
   const ct::Mode mode = std::strcmp(argv[1], "run") == 0 ? ct::Mode::Run : ct::Mode::Resume;
   ruccl::Device device = ruccl::Device::cpu();
+  if (asked == "cuda") {
+#if RUCCL_WITH_CUDA
+    if (!ruccl::cuda::cuda_available() || !ruccl::has_backend(ruccl::DeviceType::CUDA)) {
+      std::cerr << "collective_training: --device cuda: "
+                << (ruccl::cuda::cuda_available() ? std::string("this build has no CUDA tensor "
+                                                                "backend")
+                                                  : ruccl::cuda::device_status())
+                << "\n";
+      return 1;
+    }
+    device = ruccl::Device::cuda(0);
+#else
+    std::cerr << "collective_training: --device cuda: this build has no CUDA (configure with "
+                 "-DRUCCL_WITH_CUDA=ON)\n";
+    return 1;
+#endif
+  }
 #if RUCCL_WITH_CUDA
   // Both ranks on the default CUDA device once a GPU and the CUDA tensor backend are there.
-  if (ruccl::cuda::cuda_available()) {
+  if (asked.empty() && ruccl::cuda::cuda_available()) {
     if (ruccl::has_backend(ruccl::DeviceType::CUDA)) {
       device = ruccl::Device::cuda(0);
     } else {

@@ -70,6 +70,9 @@ struct TrainOptions {
   int kill_rank = 1;
   int attempt = 0;               ///< how many times the job was restarted (RUCCL_RESTART_COUNT)
   bool rank_is_process = false;  ///< set by train_rank_in_process (what cpu_seconds counts)
+  /// Where every rank's model, batches and collectives live (--device cuda: cuda:0, the ranks
+  /// that are threads sharing it; batches are made on the host and copied over).
+  Device device = Device::cpu();
 };
 
 /// One finished epoch.
@@ -160,13 +163,15 @@ inline double evaluate(Communicator& comm, nn::Module& model, const Dataset& dat
   std::int64_t correct = 0;
   constexpr std::int64_t kChunk = 1000;
   for (std::int64_t start = lo; start < hi; start += kChunk) {
-    const auto [x, y] = make_batch(data, identity, start, std::min(hi, start + kChunk));
+    const auto [hx, hy] = make_batch(data, identity, start, std::min(hi, start + kChunk));
+    const Tensor x = hx.to(comm.device());
+    const Tensor y = hy.to(comm.device());
     const Tensor predicted = argmax(model.forward(autodiff::Var(x)).value(), 1);
-    correct += sum(eq(predicted, y)).item<std::int64_t>();
+    correct += sum(eq(predicted, y)).to(Device::cpu()).item<std::int64_t>();
   }
-  const Tensor totals =
-      comm.all_reduce(Tensor::from_vector<std::int64_t>({correct, hi - lo}), ReduceOperation::Sum);
-  const std::vector<std::int64_t> t = totals.to_vector<std::int64_t>();
+  const Tensor totals = comm.all_reduce(
+      Tensor::from_vector<std::int64_t>({correct, hi - lo}, comm.device()), ReduceOperation::Sum);
+  const std::vector<std::int64_t> t = totals.to(Device::cpu()).to_vector<std::int64_t>();
   return t[1] > 0 ? static_cast<double>(t[0]) / static_cast<double>(t[1]) : 0.0;
 }
 
@@ -219,6 +224,7 @@ inline TrainResult train_rank(Communicator& comm, const Dataset& train, const Da
   const int world = comm.world_size();
   TrainObserver* report = rank == 0 ? observer : nullptr;
   auto model = make_mlp(train.features, options.hidden, train.classes, options.seed);
+  if (!comm.device().is_cpu()) model->to(comm.device());  // initialised on the host: same values
   std::unique_ptr<optim::Optimizer> opt;
   if (options.optimizer == "sgd") {
     opt = std::make_unique<optim::Sgd>(optim::SgdOptions{.momentum = 0.9});
@@ -286,7 +292,9 @@ inline TrainResult train_rank(Communicator& comm, const Dataset& train, const Da
       std::optional<TraceSpan> step_span(std::in_place, comm.trace(), "step", steps + 1);
       optim::GradientsParams grads;
       if (hi > lo) {
-        const auto [x, y] = make_batch(train, order, lo, hi);
+        const auto [hx, hy] = make_batch(train, order, lo, hi);
+        const Tensor x = hx.to(comm.device());
+        const Tensor y = hy.to(comm.device());
         model->zero_grad();
         std::optional<TraceSpan> phase(std::in_place, comm.trace(), "forward");
         autodiff::Var loss =
@@ -294,7 +302,7 @@ inline TrainResult train_rank(Communicator& comm, const Dataset& train, const Da
         phase.emplace(comm.trace(), "backward");
         loss.backward();
         phase.reset();
-        pending_loss += static_cast<double>(loss.value().item<float>());
+        pending_loss += static_cast<double>(loss.value().to(Device::cpu()).item<float>());
         grads = optim::GradientsParams::from_module(*model);
       }
       pending_count += size;
@@ -329,7 +337,9 @@ inline TrainResult train_rank(Communicator& comm, const Dataset& train, const Da
       }
       if ((b + 1) % report_every == 0 || epoch_end) {
         const double global_loss =
-            comm.all_reduce(Tensor::from_vector<double>({pending_loss}), ReduceOperation::Sum)
+            comm.all_reduce(Tensor::from_vector<double>({pending_loss}, comm.device()),
+                            ReduceOperation::Sum)
+                .to(Device::cpu())
                 .item<double>();
         epoch_loss += global_loss;
         epoch_samples += pending_count;
@@ -357,9 +367,10 @@ inline TrainResult train_rank(Communicator& comm, const Dataset& train, const Da
     er.steps = steps;
     er.train_seconds = seconds_since(epoch_start);
     er.cpu_seconds =
-        comm.all_reduce(
-                Tensor::from_vector<double>({cpu_now(options.rank_is_process) - epoch_cpu_start}),
-                ReduceOperation::Sum)
+        comm.all_reduce(Tensor::from_vector<double>(
+                            {cpu_now(options.rank_is_process) - epoch_cpu_start}, comm.device()),
+                        ReduceOperation::Sum)
+            .to(Device::cpu())
             .item<double>();
     er.train_loss = epoch_loss / static_cast<double>(std::max<std::int64_t>(epoch_samples, 1));
     er.samples_per_second = static_cast<double>(epoch_samples) / er.train_seconds;
@@ -387,7 +398,8 @@ inline TrainResult train(const Dataset& train, const Dataset& test, const TrainO
                            ? options.threads_per_rank
                            : std::max(1, static_cast<int>(cores) / options.ranks));
   std::vector<TrainResult> results(static_cast<std::size_t>(options.ranks));
-  run_ranks(InProcessGroup::create(options.ranks), [&](Communicator& comm) {
+  const std::vector<Device> devices(static_cast<std::size_t>(options.ranks), options.device);
+  run_ranks(InProcessGroup::create(options.ranks, devices), [&](Communicator& comm) {
     const auto r = static_cast<std::size_t>(comm.rank());
     results[r] = detail::train_rank(comm, train, test, options, observer);
   });

@@ -4,6 +4,7 @@
 //   train_fashion_mnist [--ranks 2] [--epochs 10] [--batch 128] [--lr 0.001] [--optimizer adam]
 //                       [--hidden 512,512] [--seed 0] [--data DIR] [--metrics FILE]
 //                       [--checkpoint-dir DIR] [--checkpoint-every N] [--resume] [--threads N]
+//                       [--device cpu|cuda]
 //   ruccl-run --nproc-per-node 2 [--max-restarts 1] train_fashion_mnist [options]
 //
 // Data: Debian's dataset-fashion-mnist (/usr/share/datasets/fashion-mnist/*-idx?-ubyte.gz).
@@ -24,6 +25,11 @@
 #include "examples/job_environment.h"
 #include "examples/train_fashion_mnist/data_parallel_trainer.h"
 #include "optim/rank_agreement.h"
+#include "ruccl/config.h"
+#include "tensor/backend/backend.h"
+#if RUCCL_WITH_CUDA
+#include "cuda/core/device.h"
+#endif
 
 namespace fm = ruccl::examples::fashion_mnist;
 
@@ -41,6 +47,8 @@ constexpr const char* kUsage =
     "  --hidden A,B,...     hidden layer sizes, default 512,512\n"
     "  --seed N             initialisation and shuffling seed, default 0\n"
     "  --threads N          CPU threads per rank, default cores / ranks\n"
+    "  --device cpu|cuda    where the ranks train, default cpu (cuda: GPU 0, or under a\n"
+    "                       launcher the GPU of the local rank)\n"
     "  --data DIR           the four *-idx?-ubyte.gz files, default "
     "/usr/share/datasets/fashion-mnist\n"
     "  --metrics FILE       write a CSV line per epoch\n"
@@ -127,6 +135,10 @@ Cli parse(int argc, char** argv) {
       cli.options.max_batches_per_epoch = to_int(flag, value);
     } else if (flag == "--save-parameters") {
       cli.save_parameters = value;
+    } else if (flag == "--device") {
+      if (value != "cpu" && value != "cuda")
+        usage_error("--device expects cpu or cuda, got '" + value + "'");
+      cli.options.device = value == "cuda" ? ruccl::Device::cuda(0) : ruccl::Device::cpu();
     } else if (flag == "--kill-after-step") {
       cli.options.kill_after_step = to_int(flag, value);
     } else if (flag == "--kill-rank") {
@@ -225,6 +237,21 @@ std::uint64_t save_parameters(const std::vector<ruccl::Tensor>& parameters,
 
 int main(int argc, char** argv) {
   Cli cli = parse(argc, argv);
+  if (cli.options.device.is_cuda()) {
+#if RUCCL_WITH_CUDA
+    if (!ruccl::cuda::cuda_available() || !ruccl::has_backend(ruccl::DeviceType::CUDA)) {
+      std::cerr << "train_fashion_mnist: --device cuda: "
+                << (ruccl::cuda::cuda_available() ? std::string("this build has no CUDA backend")
+                                                  : ruccl::cuda::device_status())
+                << "\n";
+      return 1;
+    }
+#else
+    std::cerr << "train_fashion_mnist: --device cuda: this build has no CUDA (configure with "
+                 "-DRUCCL_WITH_CUDA=ON)\n";
+    return 1;
+#endif
+  }
   try {
     // Processes when a launcher describes a job, threads of this process otherwise.
     std::optional<ruccl::Communicator> comm;
@@ -259,7 +286,12 @@ int main(int argc, char** argv) {
       // A restarted job continues from its checkpoints (or starts afresh when there is none).
       cli.options.resume_if_any = job.restart_count > 0 && !cli.options.checkpoint_dir.empty();
       local_ranks = job.local_world_size;
-      if (!comm) comm = ruccl::Communicator::from_env();
+#if RUCCL_WITH_CUDA
+      if (cli.options.device.is_cuda()) {  // one GPU per local rank, as far as there are GPUs
+        cli.options.device = ruccl::Device::cuda(job.local_rank % ruccl::cuda::device_count());
+      }
+#endif
+      if (!comm) comm = ruccl::Communicator::from_env(cli.options.device);
       launch = ruccl::str(ruccl::describe(job), "; engine ", comm->engine_name());
     } else if (cli.options.kill_after_step >= 0) {
       usage_error("--kill-after-step needs ranks that are processes (start under ruccl-run)");
@@ -279,8 +311,8 @@ int main(int argc, char** argv) {
       for (std::int64_t h : o.hidden) std::cout << "-" << h;
       std::cout << "-" << train.classes << ", " << o.optimizer << " lr " << std::defaultfloat
                 << o.lr << ", global batch " << o.batch << " over " << o.ranks
-                << " data-parallel rank(s) (" << (comm ? "processes" : "threads") << "), "
-                << o.epochs << " epochs\n";
+                << " data-parallel rank(s) (" << (comm ? "processes" : "threads") << ", "
+                << o.device.to_string() << "), " << o.epochs << " epochs\n";
     }
     std::optional<ConsoleObserver> observer;
     if (lead) observer.emplace(cli.metrics, o.resume || o.resume_if_any);
