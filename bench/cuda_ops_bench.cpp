@@ -6,7 +6,9 @@
 //     memcpy 2 x 256 MiB, add 3 x 256 MiB, sum 1 x 256 MiB;
 //   - matmul (backend call) in F32 and BF16 against a bare cublasGemmEx of the same shape and
 //     types on the same handle settings (target >= 0.95x of its TFLOP/s).
-// Median of `reps` timed calls after warm-up. Without a GPU it says why and exits 1.
+// Median of `reps` timed calls after warm-up. The last line, "cuda_ops_bench: OK: ..." or
+// "cuda_ops_bench: FAIL: ...", says whether every row met its target (tools/gpu_check.sh reads
+// it). Without a GPU it says why and exits 1.
 // Usage: cuda_ops_bench [reps]
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -15,6 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "cuda/cuda.h"
@@ -66,7 +69,7 @@ void print(const Row& r) {
 int main(int argc, char** argv) {
   const int reps = argc > 1 ? std::max(3, std::atoi(argv[1])) : 20;
   if (!cuda::cuda_available()) {
-    std::fprintf(stderr, "cuda_ops_bench: needs a GPU: %s\n", cuda::device_status().c_str());
+    std::printf("cuda_ops_bench: FAIL: needs a GPU: %s\n", cuda::device_status().c_str());
     return 1;
   }
   const Device gpu = Device::cuda(0);
@@ -118,14 +121,22 @@ int main(int argc, char** argv) {
     rows.push_back({dt == DType::F32 ? "matmul F32 8192^3 (no TF32)" : "matmul BF16 8192^3",
                     flops / (ours_ms * 1e9), flops / (bare_ms * 1e9), 0.95, "TFLOP/s"});
   }
+  std::string verdict;
+  bool met = true;
   for (Row& r : rows) {
     if (r.unit[0] == 'T') {
       r.ours /= 1e3;
       r.peer /= 1e3;
     }
     print(r);
+    const double ratio = r.ours / r.peer;
+    met = met && ratio >= r.target;
+    verdict +=
+        str(verdict.empty() ? "" : ", ", r.name, " ", static_cast<int>(ratio * 100 + 0.5), "%");
   }
   std::printf("\nmemcpy device-to-device: %.1f GB/s (%.3f ms for 256 MiB)\n", memcpy_gbs,
               memcpy_ms);
+  // One line for tools/gpu_check.sh: OK when every row met its target.
+  std::printf("cuda_ops_bench: %s: %s of the peer\n", met ? "OK" : "FAIL", verdict.c_str());
   return 0;
 }

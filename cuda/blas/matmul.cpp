@@ -12,6 +12,7 @@
 #include "cuda/backend/cuda_backend.h"
 #include "cuda/backend/tensor_refs.h"
 #include "cuda/blas/cublas_handle.h"
+#include "cuda/blas/gemm_layout.h"
 #include "cuda/core/check.h"
 
 namespace ruccl::cuda {
@@ -19,25 +20,6 @@ namespace ruccl::cuda {
 namespace {
 
 std::atomic<bool> g_allow_tf32{false};
-
-/// A matrix (rows x cols, element strides rs, cs) as cuBLAS takes its transpose: column-major
-/// cols x rows is the row-major matrix itself (op N, ld = rs); a column-major matrix is op T with
-/// ld = cs.
-struct Operand {
-  bool ok = false;
-  cublasOperation_t op = CUBLAS_OP_N;
-  std::int64_t ld = 1;
-};
-
-Operand as_transposed(std::int64_t rows, std::int64_t cols, std::int64_t rs, std::int64_t cs) {
-  const std::int64_t c1 = std::max<std::int64_t>(cols, 1);
-  const std::int64_t r1 = std::max<std::int64_t>(rows, 1);
-  if ((cs == 1 || cols == 1) && (rows == 1 || rs >= c1))
-    return {true, CUBLAS_OP_N, rows == 1 ? c1 : rs};
-  if ((rs == 1 || rows == 1) && (cols == 1 || cs >= r1))
-    return {true, CUBLAS_OP_T, cols == 1 ? r1 : cs};
-  return {};
-}
 
 cudaDataType_t cuda_type(DType dtype) {
   switch (dtype) {
@@ -79,21 +61,21 @@ void CudaBackend::matmul(const Tensor& a_in, const Tensor& b_in, const Tensor& o
   const cudaStream_t stream = stream_for(out.device());
   Tensor a = a_in;
   Tensor b = b_in;
-  Operand oa = as_transposed(m, k, a.strides()[1], a.strides()[2]);
+  GemmOperand oa = gemm_operand(m, k, a.strides()[1], a.strides()[2]);
   if (!oa.ok) {
     a = a.contiguous();
-    oa = as_transposed(m, k, a.strides()[1], a.strides()[2]);
+    oa = gemm_operand(m, k, a.strides()[1], a.strides()[2]);
   }
-  Operand ob = as_transposed(k, n, b.strides()[1], b.strides()[2]);
+  GemmOperand ob = gemm_operand(k, n, b.strides()[1], b.strides()[2]);
   if (!ob.ok) {
     b = b.contiguous();
-    ob = as_transposed(k, n, b.strides()[1], b.strides()[2]);
+    ob = gemm_operand(k, n, b.strides()[1], b.strides()[2]);
   }
-  const bool out_ok = (out.strides()[2] == 1 || n == 1) &&
-                      (m == 1 || out.strides()[1] >= std::max<std::int64_t>(n, 1)) &&
-                      (batch == 1 || out.strides()[0] >= 0);
+  GemmOperand oc = gemm_output(m, n, out.strides()[1], out.strides()[2]);
+  const bool out_ok = oc.ok;
   const Tensor c = out_ok ? out : Tensor::empty(out.shape(), out.dtype(), out.device(), "matmul");
-  const std::int64_t ldc = m == 1 ? std::max<std::int64_t>(n, 1) : c.strides()[1];
+  if (!out_ok) oc = gemm_output(m, n, c.strides()[1], c.strides()[2]);
+  const std::int64_t ldc = oc.ld;
   const std::int64_t stride_a = batch == 1 ? 0 : a.strides()[0];
   const std::int64_t stride_b = batch == 1 ? 0 : b.strides()[0];
   const std::int64_t stride_c = batch == 1 ? 0 : c.strides()[0];
@@ -112,8 +94,9 @@ void CudaBackend::matmul(const Tensor& a_in, const Tensor& b_in, const Tensor& o
   const void* beta = out.dtype() == DType::F64 ? static_cast<const void*>(&beta64) : &beta32;
   cublasHandle_t handle = handle_for(stream);
   RUCCL_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
-      handle, ob.op, oa.op, to_int(n, "N"), to_int(m, "M"), to_int(k, "K"), alpha, b.data_ptr(),
-      type, to_int(ob.ld, "a leading dimension"), stride_b, a.data_ptr(), type,
+      handle, ob.transpose ? CUBLAS_OP_T : CUBLAS_OP_N, oa.transpose ? CUBLAS_OP_T : CUBLAS_OP_N,
+      to_int(n, "N"), to_int(m, "M"), to_int(k, "K"), alpha, b.data_ptr(), type,
+      to_int(ob.ld, "a leading dimension"), stride_b, a.data_ptr(), type,
       to_int(oa.ld, "a leading dimension"), stride_a, beta, c.data_ptr(), type,
       to_int(ldc, "a leading dimension"), stride_c, to_int(batch, "the batch"), compute,
       CUBLAS_GEMM_DEFAULT));

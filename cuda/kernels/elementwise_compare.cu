@@ -1,4 +1,5 @@
-// Comparisons and logical ops (out is Bool), with a tensor or a scalar operand, and where.
+// Comparisons and logical ops (out is Bool), with a tensor or a scalar operand, and where. The six
+// comparisons share one functor (CompareFn) and so one kernel per dtype: nvcc time, not speed.
 #include "cuda/kernels/elementwise.cuh"
 #include "cuda/kernels/elementwise_ops.cuh"
 #include "cuda/kernels/kernels.h"
@@ -11,21 +12,16 @@ template <typename Visit>
 void by_op(Op op, Visit&& visit) {
   switch (op) {
     case Op::Eq:
-      return visit.template run<Kinds::kAll>(EqFn{});
     case Op::Ne:
-      return visit.template run<Kinds::kAll>(NeFn{});
     case Op::Lt:
-      return visit.template run<Kinds::kAll>(LtFn{});
     case Op::Le:
-      return visit.template run<Kinds::kAll>(LeFn{});
     case Op::Gt:
-      return visit.template run<Kinds::kAll>(GtFn{});
     case Op::Ge:
-      return visit.template run<Kinds::kAll>(GeFn{});
+      return visit.template run<Kinds::kAll>(CompareFn{op});
     case Op::LogicalAnd:
-      return visit.template run<Kinds::kBool>(LogicalAndFn{});
+      return visit.template run<Kinds::kBool>(LogicalFn{true});
     case Op::LogicalOr:
-      return visit.template run<Kinds::kBool>(LogicalOrFn{});
+      return visit.template run<Kinds::kBool>(LogicalFn{false});
     default:
       break;
   }
@@ -58,13 +54,8 @@ struct ScalarOperand {
       using T = decltype(tag);
       using C = Compute<T>;
       const C value = to_compute(from_compute<T>(s.as<C>()));
-      if (left) {
-        launch_elementwise<bool, T>(WithScalar<F, C, true>{fn, value}, out, a, nullptr, nullptr,
-                                    stream);
-      } else {
-        launch_elementwise<bool, T>(WithScalar<F, C, false>{fn, value}, out, a, nullptr, nullptr,
-                                    stream);
-      }
+      launch_elementwise<bool, T>(WithScalar<F, C>{fn, value, left}, out, a, nullptr, nullptr,
+                                  stream);
     });
   }
 };

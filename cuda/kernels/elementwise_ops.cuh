@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "cuda/kernels/device_types.cuh"
+#include "tensor/backend/backend.h"
 
 namespace ruccl::cuda {
 
@@ -64,12 +65,54 @@ struct AbsFn {  // abs(-0.0) is +0.0
   }
 };
 
-/// A binary functor with its right (or, when kLeft, left) operand fixed: the scalar-operand ops.
-template <typename F, typename C, bool kLeft>
+/// maximum or minimum (one instantiation for both: a uniform branch per element).
+struct MinMaxFn {
+  bool max;
+  template <typename C>
+  __device__ __forceinline__ C operator()(C a, C b) const {
+    return max ? MaximumFn{}(a, b) : MinimumFn{}(a, b);
+  }
+};
+
+/// The six comparisons behind one functor: nvcc compiles one kernel per dtype for all of them
+/// (comparisons are memory-bound; the op is uniform across the grid).
+struct CompareFn {
+  Op op;
+  template <typename C>
+  __device__ __forceinline__ bool operator()(C a, C b) const {
+    switch (op) {
+      case Op::Eq:
+        return a == b;
+      case Op::Ne:
+        return a != b;
+      case Op::Lt:
+        return a < b;
+      case Op::Le:
+        return a <= b;
+      case Op::Gt:
+        return a > b;
+      default:
+        return a >= b;
+    }
+  }
+};
+
+/// LogicalAnd (is_and) or LogicalOr.
+struct LogicalFn {
+  bool is_and;
+  __device__ __forceinline__ bool operator()(bool a, bool b) const {
+    return is_and ? (a && b) : (a || b);
+  }
+};
+
+/// A binary functor with one operand fixed: fn(x, s), or fn(s, x) when `left` (the scalar-operand
+/// ops; the side is a runtime flag so both sides share one kernel).
+template <typename F, typename C>
 struct WithScalar {
   F fn;
   C s;
-  __device__ __forceinline__ auto operator()(C x) const { return kLeft ? fn(s, x) : fn(x, s); }
+  bool left;
+  __device__ __forceinline__ auto operator()(C x) const { return left ? fn(s, x) : fn(x, s); }
 };
 
 #undef RUCCL_BINARY_FN

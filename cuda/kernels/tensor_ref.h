@@ -39,9 +39,9 @@ struct ScalarArg {
 
   template <typename C>
   C as() const {
-    if constexpr (std::is_same_v<C, bool>) {
-      return is_int ? i != 0 : f != 0.0;
-    } else if constexpr (std::is_integral_v<C>) {
+    // Scalar::to<T>'s conversions: integers (bool included) from a double truncate toward zero
+    // first (0.5 as bool is false), floating types take the double.
+    if constexpr (std::is_integral_v<C>) {
       return static_cast<C>(is_int ? i : static_cast<std::int64_t>(f));
     } else {
       return static_cast<C>(is_int ? static_cast<double>(i) : f);

@@ -27,7 +27,9 @@ TEST_CASE("matmul matches the CPU in F32, F64, F16 and BF16 with transposed and 
   for (DType dt : dtypes_for(Op::Matmul)) {
     const Tensor a = randn({3, 65, 130}, dt, 101);
     const Tensor b = randn({3, 130, 47}, dt, 102);
-    const double tol = dt == DType::F64 ? 1e-12 : dt == DType::F32 ? 1e-5 : 2e-2;
+    // F32: |error| <= K * eps * sum |a b| ~ 130 * 6e-8 * 15 per element for either order of the
+    // K products (CPU and cuBLAS block differently); a wrong layout is off by O(1).
+    const double tol = dt == DType::F64 ? 1e-12 : dt == DType::F32 ? 1e-4 : 2e-2;
     const std::string name = str("matmul ", dt);
     check_op(
         name, {a, b}, [](auto& in) { return matmul(in[0], in[1]); }, tol);
@@ -63,7 +65,7 @@ TEST_CASE("TF32 is off by default and used only when asked", "[cuda][parity]") {
   const Tensor a = Tensor::from_vector(av, {64, 64});
   const Tensor b = Tensor::from_vector(bv, {64, 64});
   const Tensor cpu = matmul(a, b);
-  require_match(cpu, matmul(a.to(kGpu), b.to(kGpu)), "F32 matmul without TF32", 1e-6);
+  require_match(cpu, matmul(a.to(kGpu), b.to(kGpu)), "F32 matmul without TF32", 1e-5);
   cuda::set_allow_tf32(true);
   const Tensor tf32 = matmul(a.to(kGpu), b.to(kGpu)).to(Device::cpu());
   cuda::set_allow_tf32(false);

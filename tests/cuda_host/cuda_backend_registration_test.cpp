@@ -49,3 +49,22 @@ TEST_CASE("Tensor::to(cuda) says there is no GPU on a machine without one, and r
   REQUIRE_THROWS_WITH(x.to(Device::cuda(cuda::device_count())),
                       Contains("expected a CUDA device index"));
 }
+
+TEST_CASE("without a GPU every CUDA backend entry point that needs a device says there is none",
+          "[cuda_host]") {
+  if (cuda::cuda_available()) return;  // the GPU suite (tests/cuda) covers these with a device
+  Backend& gpu = backend_for(Device::cuda(0));
+// (Catch2's combined matchers keep references to their parts: spelled out at each use.)
+#define says_no_gpu Contains("expected a CUDA device, got none") && Contains("no CUDA GPU")
+  REQUIRE_THROWS_AS(gpu.allocate(64, Device::cuda(0)), DeviceError);
+  REQUIRE_THROWS_WITH(gpu.allocate(64, Device::cuda(0)), says_no_gpu);
+  REQUIRE_THROWS_WITH(gpu.current_stream(Device::cuda(0)), says_no_gpu);
+  REQUIRE_THROWS_WITH(gpu.create_stream(Device::cuda(0)), says_no_gpu);
+  REQUIRE_THROWS_WITH(gpu.synchronize(Device::cuda(0)), says_no_gpu);
+  REQUIRE_THROWS_WITH(gpu.record_event(Stream{Device::cuda(0), 0}), says_no_gpu);
+  REQUIRE_THROWS_WITH(gpu.set_current_stream(Stream{Device::cuda(0), 0}), says_no_gpu);
+  // Answering what it supports needs no device.
+  CHECK(gpu.supports(Op::Matmul, DType::BF16));
+  CHECK_FALSE(gpu.supports(Op::Matmul, DType::I32));
+#undef says_no_gpu
+}
