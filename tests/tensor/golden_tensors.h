@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tensor/core/tensor.h"
+#include "tests/support/test_data_dir.h"
 
 namespace ruccl::testing {
 
@@ -17,7 +18,7 @@ using GoldenCase = std::map<std::string, Tensor>;
 
 /// Every case of a golden file, by case name. Throws std::runtime_error on a malformed file.
 inline std::map<std::string, GoldenCase> load_golden(const std::string& file) {
-  const std::string path = std::string(RUCCL_TEST_DATA_DIR) + "/" + file;
+  const std::string path = test_data_path(file);
   std::ifstream in(path);
   if (!in) throw std::runtime_error("cannot open golden data " + path);
   std::map<std::string, GoldenCase> cases;
