@@ -1,11 +1,21 @@
 #pragma once
 // Tensor -> TensorRef for the kernel launchers, and the checks every CudaBackend call makes.
+//
+// A TensorRef (and the Geometry and reduction plans built from it) holds kMaxDims dims in fixed
+// arrays. No tensor has more: Shape refuses more than Shape::kMaxDims dims with ShapeError
+// ("Shape: expected at most 8 dimensions, got 9") before any backend sees it, and the
+// static_assert below keeps the two limits together, so ref() and ref_as() cannot overflow.
+// Should Shape ever take more dims, this fails to compile until the kernels take as many (or
+// merge contiguous dims down first, as make_geometry does).
 #include "cuda/backend/runtime.h"
 #include "cuda/kernels/tensor_ref.h"
 #include "tensor/backend/backend.h"
 #include "tensor/core/tensor.h"
 
 namespace ruccl::cuda {
+
+static_assert(kMaxDims >= Shape::kMaxDims,
+              "cuda::TensorRef must hold every dim a Shape can have (see the note above)");
 
 inline TensorRef ref(const Tensor& t) {
   TensorRef r;
