@@ -22,6 +22,11 @@ void CudaBackend::reduce(Op op, const Tensor& x, std::span<const std::int64_t> d
                  out.shape(), " for x ", x.shape());
   }
   if (out.numel() == 0) return;
+  // Max/Min of nothing has no value: the frontend (tensor/ops/reduce.cpp, check_non_empty)
+  // refuses it with IndexError before any backend call; reaching here is a caller's bug.
+  RUCCL_ASSERT(x.numel() > 0 || (op != Op::Max && op != Op::Min), "cuda::", op_name(op),
+               " of an empty input ", x.shape(), " into ", out.shape(),
+               " (the frontend raises IndexError for it)");
   const ScopedDevice scope(out.device());
   const cudaStream_t stream = stream_for(out.device());
   if (op == Op::Argmax || op == Op::Argmin) {
@@ -31,7 +36,7 @@ void CudaBackend::reduce(Op op, const Tensor& x, std::span<const std::int64_t> d
     launch_arg_reduce(op, ref(x), dims[0], ref(out), stream);
     return;
   }
-  if (x.numel() == 0) {  // the identity (Mean: 0 / 0)
+  if (x.numel() == 0) {  // Sum and Prod: the identity (Mean: 0 / 0)
     if (op == Op::Mean) return fill(out, std::numeric_limits<double>::quiet_NaN());
     return fill(out, op == Op::Prod ? 1 : 0);
   }
