@@ -134,18 +134,25 @@ void CudaBackend::copy_to_host(const Storage& src, std::size_t offset, void* hos
 void CudaBackend::copy(const Tensor& src, const Tensor& dst) {
   RUCCL_ASSERT(src.shape() == dst.shape() && src.device().is_cuda() && dst.device().is_cuda());
   if (dst.numel() == 0) return;
-  const ScopedDevice scope(dst.device());
-  const cudaStream_t stream = stream_for(dst.device());
-  if (src.dtype() == dst.dtype() && src.is_contiguous() && dst.is_contiguous()) {
-    // Same device or a peer: the driver picks the path (cudaMemcpyDefault, unified addressing).
-    RUCCL_CUDA_CHECK(
-        cudaMemcpyAsync(dst.data_ptr(), src.data_ptr(), dst.nbytes(), cudaMemcpyDefault, stream));
-    return;
-  }
-  if (src.device() != dst.device()) {  // strided peer copy: contiguous on dst's device first
+  const bool same_layout = src.dtype() == dst.dtype() && src.is_contiguous() && dst.is_contiguous();
+  if (src.device() != dst.device()) {
+    // Between two GPUs: one peer copy of contiguous bytes, ordered with both devices' streams
+    // (copy_between_devices). Another layout or dtype: made contiguous on src's device, copied,
+    // then converted on dst's device.
+    if (same_layout) {
+      return copy_between_devices(src.device(), src.data_ptr(), dst.device(), dst.data_ptr(),
+                                  dst.nbytes());
+    }
     Tensor staged = Tensor::empty(src.shape(), src.dtype(), dst.device(), "CudaBackend::copy");
     copy(src.contiguous(), staged);
     return copy(staged, dst);
+  }
+  const ScopedDevice scope(dst.device());
+  const cudaStream_t stream = stream_for(dst.device());
+  if (same_layout) {
+    RUCCL_CUDA_CHECK(cudaMemcpyAsync(dst.data_ptr(), src.data_ptr(), dst.nbytes(),
+                                     cudaMemcpyDeviceToDevice, stream));
+    return;
   }
   launch_copy(ref(src), ref(dst), stream);
 }

@@ -61,21 +61,11 @@ std::unique_ptr<Event> CudaBackend::record_event(const Stream& stream) {
   return std::make_unique<CudaBackendEvent>(stream);
 }
 
-void CudaBackend::copy_bytes(const Storage& src, std::size_t src_offset, Storage& dst,
-                             std::size_t dst_offset, std::size_t nbytes) {
-  RUCCL_ASSERT(src_offset + nbytes <= src.nbytes() && dst_offset + nbytes <= dst.nbytes());
-  RUCCL_ASSERT(src.device().is_cuda() && dst.device().is_cuda());
+void copy_between_devices(Device from, const void* src, Device to, void* dst, std::size_t nbytes) {
+  RUCCL_ASSERT(from != to && from.is_cuda() && to.is_cuda());
   if (nbytes == 0) return;
-  const Device to = dst.device();
-  const Device from = src.device();
   const ScopedDevice scope(to);
   const cudaStream_t stream = stream_for(to);
-  const char* s = static_cast<const char*>(src.data()) + src_offset;
-  char* d = static_cast<char*>(dst.data()) + dst_offset;
-  if (from == to) {
-    RUCCL_CUDA_CHECK(cudaMemcpyAsync(d, s, nbytes, cudaMemcpyDeviceToDevice, stream));
-    return;
-  }
   // A peer copy on the destination's stream, ordered both ways with the source device's current
   // stream: the copy waits for the work queued there so far (which wrote src), and later work
   // there, the allocator's reuse of src's block included, waits for the copy (as PyTorch orders
@@ -86,11 +76,25 @@ void CudaBackend::copy_bytes(const Storage& src, std::size_t src_offset, Storage
     written.record(stream_for(from));
   }
   written.block(stream);
-  RUCCL_CUDA_CHECK(cudaMemcpyPeerAsync(d, to.index, s, from.index, nbytes, stream));
+  RUCCL_CUDA_CHECK(cudaMemcpyPeerAsync(dst, to.index, src, from.index, nbytes, stream));
   CudaEvent copied;
   copied.record(stream);
   const ScopedDevice source(from);
   copied.block(stream_for(from));
+}
+
+void CudaBackend::copy_bytes(const Storage& src, std::size_t src_offset, Storage& dst,
+                             std::size_t dst_offset, std::size_t nbytes) {
+  RUCCL_ASSERT(src_offset + nbytes <= src.nbytes() && dst_offset + nbytes <= dst.nbytes());
+  RUCCL_ASSERT(src.device().is_cuda() && dst.device().is_cuda());
+  if (nbytes == 0) return;
+  const Device to = dst.device();
+  const Device from = src.device();
+  const char* s = static_cast<const char*>(src.data()) + src_offset;
+  char* d = static_cast<char*>(dst.data()) + dst_offset;
+  if (from != to) return copy_between_devices(from, s, to, d, nbytes);
+  const ScopedDevice scope(to);
+  RUCCL_CUDA_CHECK(cudaMemcpyAsync(d, s, nbytes, cudaMemcpyDeviceToDevice, stream_for(to)));
 }
 
 }  // namespace ruccl::cuda

@@ -32,6 +32,12 @@ class ScopedDevice {
 /// The stream this thread's backend calls on `device` are ordered on (its current stream).
 cudaStream_t stream_for(Device device);
 
+/// Copies `nbytes` from `src` on device `from` to `dst` on another device `to`, on to's current
+/// stream, ordered both ways with from's current stream (events recorded and waited on by the
+/// streams, never by the host): the copy follows the work queued on `from` that wrote src, and
+/// work queued on `from` later (the allocator's reuse of src's block included) follows the copy.
+void copy_between_devices(Device from, const void* src, Device to, void* dst, std::size_t nbytes);
+
 /// `nbytes` of device memory on `device` for a Storage, from the caching allocator on the
 /// device's current stream.
 std::shared_ptr<Storage> device_storage(std::size_t nbytes, Device device);
