@@ -5,6 +5,7 @@
 
 #include <cuda_runtime.h>
 
+#include "cuda/backend/index_errors.h"
 #include "cuda/backend/tensor_refs.h"
 #include "cuda/core/check.h"
 #include "cuda/kernels/dtype_kinds.h"
@@ -129,6 +130,7 @@ void CudaBackend::copy_to_host(const Storage& src, std::size_t offset, void* hos
   RUCCL_CUDA_CHECK(cudaMemcpyAsync(host, static_cast<const char*>(src.data()) + offset, nbytes,
                                    cudaMemcpyDeviceToHost, stream));
   RUCCL_CUDA_CHECK(cudaStreamSynchronize(stream));  // the caller reads `host` next
+  raise_index_error(device);  // a bad index of an earlier index op surfaces here
 }
 
 void CudaBackend::copy(const Tensor& src, const Tensor& dst) {

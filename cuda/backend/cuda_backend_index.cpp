@@ -1,12 +1,14 @@
 // CudaBackend index ops: views and arguments here, kernels (with the device-side bounds checks)
-// in cuda/kernels/index.cu. After each kernel the first bad position, if any, is read back and
-// raised as IndexError in the CPU frontend's words.
+// in cuda/kernels/index.cu. After each kernel a report kernel records the first bad index, if
+// any, in the device's record (cuda/kernels/index_report.h); the IndexError, in the CPU backend's
+// words, is raised at the next synchronising call (index_errors.h), not here.
 #include <cuda_runtime.h>
 
 #include <cstdint>
 #include <limits>
 
 #include "cuda/backend/cuda_backend.h"
+#include "cuda/backend/index_errors.h"
 #include "cuda/backend/tensor_refs.h"
 #include "cuda/core/check.h"
 #include "cuda/kernels/index_kernels.h"
@@ -16,54 +18,32 @@ namespace ruccl::cuda {
 
 namespace {
 
-/// A device word holding the first bad position (UINT64_MAX: none yet).
+/// A device word holding the first bad position (UINT64_MAX: none yet), scratch for one op.
 class BadIndexFlag {
  public:
-  BadIndexFlag(Device device, cudaStream_t stream)
-      : ws_(sizeof(unsigned long long), device), stream_(stream) {
+  BadIndexFlag(Device device, cudaStream_t stream) : ws_(sizeof(unsigned long long), device) {
     RUCCL_CUDA_CHECK(cudaMemsetAsync(ws_.data(), 0xff, sizeof(unsigned long long), stream));
   }
   unsigned long long* data() const { return static_cast<unsigned long long*>(ws_.data()); }
-  /// Waits for the kernels queued so far; the first bad position, or -1 when there is none.
-  std::int64_t first_bad() const {
-    unsigned long long host = 0;
-    RUCCL_CUDA_CHECK(
-        cudaMemcpyAsync(&host, ws_.data(), sizeof(host), cudaMemcpyDeviceToHost, stream_));
-    RUCCL_CUDA_CHECK(cudaStreamSynchronize(stream_));
-    return host == std::numeric_limits<unsigned long long>::max() ? -1
-                                                                  : static_cast<std::int64_t>(host);
-  }
 
  private:
   Workspace ws_;
-  cudaStream_t stream_;
 };
 
-/// The value of `index` at row-major position `position` (read from the device).
-std::int64_t index_value_at(const Tensor& index, std::int64_t position) {
-  std::int64_t offset = index.offset();
-  for (std::int64_t d = index.dim() - 1; d >= 0; --d) {
-    const std::int64_t size = index.shape()[d];
-    offset += (position % size) * index.strides()[d];
-    position /= size;
-  }
-  const std::size_t elem = index.element_size();
-  std::int64_t v64 = 0;
-  std::int32_t v32 = 0;
-  void* host = elem == 8 ? static_cast<void*>(&v64) : static_cast<void*>(&v32);
-  backend().copy_to_host(*index.storage(), static_cast<std::size_t>(offset) * elem, host, elem);
-  return elem == 8 ? v64 : v32;
-}
-
-/// Raises the CPU backend's IndexError (throw_index_out_of_bounds) for the first bad index the
-/// device found, if any.
-void check_flag(const BadIndexFlag& flag, const Tensor& index, const char* op, std::int64_t bound,
-                std::int64_t dim, const Shape& of) {
-  const std::int64_t position = flag.first_bad();
-  if (position < 0) return;
-  const std::int64_t v = index_value_at(index, position);
-  throw IndexError(str(op, ": expected every index in [0, ", bound, ") for dim ", dim, " of shape ",
-                       of, ", got ", v, " at position ", unravel_index(position, index.shape())));
+/// Queues the report of the op's first bad index, if any, into the device's record
+/// (index_errors.h): no host wait; the IndexError (the CPU backend's words,
+/// throw_index_out_of_bounds) is raised at the next synchronising call. The flag's scratch word
+/// goes back to the allocator after this, in stream order (the report reads it first).
+void report_flag(const BadIndexFlag& flag, const Tensor& index, IndexOpCode op, std::int64_t bound,
+                 std::int64_t dim, const Shape& of, Device device, cudaStream_t stream) {
+  IndexErrorInfo info;
+  info.op = op;
+  info.index = ref(index);
+  info.bound = bound;
+  info.dim = dim;
+  info.of_ndim = static_cast<int>(of.size());
+  for (int d = 0; d < info.of_ndim; ++d) info.of_sizes[d] = of[d];
+  launch_index_report(flag.data(), info, index_error_record(device), stream);
 }
 
 /// The bounds check when no kernel runs (an empty output with a non-empty index: the CPU backend
@@ -127,7 +107,8 @@ void gather_common(const Tensor& x, std::int64_t dim, const Tensor& index, const
   }
   a.first_bad = flag.data();
   launch_gather(a, stream);
-  check_flag(flag, index, op, x.shape()[dim], dim, x.shape());
+  report_flag(flag, index, select ? IndexOpCode::kIndexSelect : IndexOpCode::kGather,
+              x.shape()[dim], dim, x.shape(), out.device(), stream);
 }
 
 void scatter_common(const Tensor& out, std::int64_t dim, const Tensor& index, const Tensor& src,
@@ -162,7 +143,8 @@ void scatter_common(const Tensor& out, std::int64_t dim, const Tensor& index, co
   a.index_1d = index_1d;
   a.first_bad = flag.data();
   launch_scatter_add(a, stream);
-  check_flag(flag, index, op, out.shape()[dim], dim, out.shape());
+  report_flag(flag, index, index_1d ? IndexOpCode::kIndexAdd : IndexOpCode::kScatterAdd,
+              out.shape()[dim], dim, out.shape(), out.device(), stream);
 }
 
 }  // namespace
@@ -199,7 +181,7 @@ void CudaBackend::one_hot(const Tensor& indices, const Tensor& out) {
   const Tensor idx = indices.contiguous();
   const std::int64_t classes = out.size(-1);
   launch_one_hot(ref(idx), classes, ref(out), flag.data(), stream);
-  check_flag(flag, indices, "one_hot", classes, -1, out.shape());
+  report_flag(flag, idx, IndexOpCode::kOneHot, classes, -1, out.shape(), out.device(), stream);
 }
 
 }  // namespace ruccl::cuda

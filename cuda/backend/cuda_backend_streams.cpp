@@ -2,6 +2,7 @@
 #include <cuda_runtime.h>
 
 #include "cuda/backend/cuda_backend.h"
+#include "cuda/backend/index_errors.h"
 #include "cuda/backend/tensor_refs.h"
 #include "cuda/core/check.h"
 #include "cuda/core/stream.h"
@@ -19,11 +20,14 @@ Stream to_stream(Device device, cudaStream_t s) {
 /// Backend Event over a CudaEvent (cuda/core/stream.h).
 class CudaBackendEvent final : public Event {
  public:
-  explicit CudaBackendEvent(const Stream& stream) {
+  explicit CudaBackendEvent(const Stream& stream) : device_(stream.device) {
     const ScopedDevice scope(stream.device);
     event_.record(to_cuda(stream));
   }
-  void synchronize() override { event_.synchronize(); }
+  void synchronize() override {
+    event_.synchronize();
+    raise_index_error(device_);  // a bad index of an index op before the event surfaces here
+  }
   bool ready() const override { return event_.ready(); }
   void block(const Stream& stream) override {
     const ScopedDevice scope(stream.device);
@@ -31,6 +35,7 @@ class CudaBackendEvent final : public Event {
   }
 
  private:
+  Device device_;
   CudaEvent event_;
 };
 
@@ -54,6 +59,7 @@ Stream CudaBackend::create_stream(Device device) {
 void CudaBackend::synchronize(Device device) {
   require_usable("CudaBackend::synchronize", device);
   synchronize_device(device.index);
+  raise_index_error(device);
 }
 
 std::unique_ptr<Event> CudaBackend::record_event(const Stream& stream) {

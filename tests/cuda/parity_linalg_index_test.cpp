@@ -127,25 +127,50 @@ TEST_CASE("index ops match the CPU for every dtype and index dtype, repeated ind
   check_op("one_hot", {labels}, [](auto& in) { return one_hot(in[0], 11); });
 }
 
-TEST_CASE("an out-of-range index raises the CPU's IndexError on the GPU", "[cuda][parity]") {
+TEST_CASE("an out-of-range index raises the CPU's IndexError at the next sync on the GPU",
+          "[cuda][parity]") {
   require_gpu();
   const Tensor x = Tensor::zeros({4, 5}, DType::F32, kGpu);
   const Tensor bad = Tensor::from_vector<std::int64_t>({0, 2, 5, 1, 7}).to(kGpu);
   const Tensor neg = Tensor::from_vector<std::int64_t>({0, -1}).to(kGpu);
-  REQUIRE_THROWS_AS(index_select(x, 1, bad), IndexError);
-  REQUIRE_THROWS_WITH(index_select(x, 1, bad),
+  // The op queues its kernel and returns (no host wait); the reading of its result raises.
+  const auto host = [](const Tensor& t) { return t.to(Device::cpu()); };
+  REQUIRE_THROWS_AS(host(index_select(x, 1, bad)), IndexError);
+  REQUIRE_THROWS_WITH(host(index_select(x, 1, bad)),
                       Contains("index_select: expected every index in [0, 5) for dim 1 of shape "
                                "[4, 5], got 5 at position [2]"));
-  REQUIRE_THROWS_WITH(index_select(x, 0, neg), Contains("got -1 at position [1]"));
+  REQUIRE_THROWS_WITH(host(index_select(x, 0, neg)), Contains("got -1 at position [1]"));
   const Tensor g =
       Tensor::from_vector<std::int64_t>({0, 1, 2, 3, 4, 9, 0, 0, 0, 0}, {2, 5}).to(kGpu);
-  REQUIRE_THROWS_WITH(gather(x, 1, g), Contains("got 9 at position [1, 0]"));
-  REQUIRE_THROWS_WITH(scatter_add(x, 1, g, Tensor::ones({2, 5}, DType::F32, kGpu)),
+  REQUIRE_THROWS_WITH(host(gather(x, 1, g)), Contains("got 9 at position [1, 0]"));
+  REQUIRE_THROWS_WITH(host(scatter_add(x, 1, g, Tensor::ones({2, 5}, DType::F32, kGpu))),
                       Contains("scatter_add: expected every index in [0, 5)"));
-  REQUIRE_THROWS_WITH(index_add(x, 1, bad, Tensor::ones({4, 5}, DType::F32, kGpu)),
+  REQUIRE_THROWS_WITH(host(index_add(x, 1, bad, Tensor::ones({4, 5}, DType::F32, kGpu))),
                       Contains("got 5 at position [2]"));
-  REQUIRE_THROWS_WITH(one_hot(bad, 6), Contains("one_hot: expected every index in [0, 6), got 7"));
+  REQUIRE_THROWS_WITH(host(one_hot(bad, 6)),
+                      Contains("one_hot: expected every index in [0, 6), got 7"));
   // The CPU frontend says the same for the same inputs.
   REQUIRE_THROWS_WITH(index_select(x.to(Device::cpu()), 1, bad.to(Device::cpu())),
                       Contains("got 5 at position [2]"));
+}
+
+TEST_CASE("a bad index surfaces once at synchronize or an event's wait and the first one wins",
+          "[cuda][parity]") {
+  require_gpu();
+  Backend& backend = backend_for(kGpu);
+  const Tensor x = Tensor::zeros({4, 5}, DType::F32, kGpu);
+  const Tensor bad = Tensor::from_vector<std::int64_t>({0, 6}).to(kGpu);
+  const Tensor worse = Tensor::from_vector<std::int64_t>({9, 0}).to(kGpu);
+  Tensor y;
+  REQUIRE_NOTHROW(y = index_select(x, 1, bad));      // queued, not waited for
+  REQUIRE_NOTHROW((void)index_select(x, 1, worse));  // a second error: the first is kept
+  REQUIRE_THROWS_WITH(backend.synchronize(kGpu), Contains("got 6 at position [1]"));
+  REQUIRE_NOTHROW(backend.synchronize(kGpu));  // raised once: the record is empty again
+  CHECK(y.to(Device::cpu()).to_vector<float>().size() == 8);
+  REQUIRE_NOTHROW((void)index_select(x, 0, Tensor::from_vector<std::int64_t>({4}).to(kGpu)));
+  const auto event = backend.record_event(backend.current_stream(kGpu));
+  REQUIRE_THROWS_WITH(event->synchronize(), Contains("got 4 at position [0]"));
+  // Good indices afterwards run and read back normally.
+  const Tensor ok = index_select(x, 1, Tensor::from_vector<std::int64_t>({1, 4}).to(kGpu));
+  CHECK(ok.to(Device::cpu()).to_vector<float>() == std::vector<float>(8, 0.0f));
 }
