@@ -11,6 +11,7 @@
 #include "autodiff/autodiff.h"
 #include "tensor/tensor.h"
 #include "tests/support/tensor_matchers.h"
+#include "tests/support/test_data_dir.h"
 
 using namespace ruccl;
 using namespace ruccl::autodiff;
@@ -23,7 +24,7 @@ constexpr double kAtol = 1e-12;
 
 // Reads "<case>.<name> <dtype> <ndim> <sizes...> <values...>" lines.
 std::map<std::string, Tensor> load_golden() {
-  std::ifstream in(std::string(RUCCL_TEST_DATA_DIR) + "/autodiff_golden.txt");
+  std::ifstream in(ruccl::testing::test_data_path("autodiff_golden.txt"));
   REQUIRE(in.good());
   std::map<std::string, Tensor> out;
   std::string line;

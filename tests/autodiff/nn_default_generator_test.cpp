@@ -12,6 +12,7 @@
 #include "autodiff/autodiff.h"
 #include "tensor/tensor.h"
 #include "tests/support/tensor_matchers.h"
+#include "tests/support/test_data_dir.h"
 
 using namespace ruccl;
 using namespace ruccl::autodiff;
@@ -23,7 +24,7 @@ namespace {
 /// The weight [2, 4] and bias [2] of Linear(4, 2) after manual_seed(seed), from
 /// tools/golden/nn_init_golden.py (an independent Philox; hex floats, exact).
 std::pair<Tensor, Tensor> golden_linear(std::uint64_t seed) {
-  std::ifstream in(std::string(RUCCL_TEST_DATA_DIR) + "/nn_init_golden.txt");
+  std::ifstream in(ruccl::testing::test_data_path("nn_init_golden.txt"));
   REQUIRE(in.good());
   std::string line;
   while (std::getline(in, line)) {

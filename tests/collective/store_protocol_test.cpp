@@ -9,13 +9,14 @@
 #include <random>
 
 #include "collective/store/store_protocol.h"
+#include "tests/support/test_data_dir.h"
 
 using namespace ruccl;
 
 namespace {
 
-const std::filesystem::path kCorpus =
-    std::filesystem::path(RUCCL_TEST_DATA_DIR) / ".." / ".." / "fuzz" / "corpus" / "store_request";
+const std::filesystem::path kCorpus = std::filesystem::path(ruccl::testing::test_data_dir()) /
+                                      ".." / ".." / "fuzz" / "corpus" / "store_request";
 
 SessionId counting_session() {
   SessionId s{};

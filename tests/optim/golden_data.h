@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
+#include "tests/support/test_data_dir.h"
 
 namespace ruccl::optim::test_support {
 
@@ -23,9 +24,9 @@ struct GoldenLine {
   }
 };
 
-/// Every non-comment line of `RUCCL_TEST_DATA_DIR/name`.
+/// Every non-comment line of golden file `name` (tests/support/test_data_dir.h).
 inline std::vector<GoldenLine> read_golden(const std::string& name) {
-  const std::string path = std::string(RUCCL_TEST_DATA_DIR) + "/" + name;
+  const std::string path = ruccl::testing::test_data_path(name);
   std::ifstream in(path);
   if (!in) throw std::runtime_error("cannot open golden file " + path);
   std::vector<GoldenLine> lines;

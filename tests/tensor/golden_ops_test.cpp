@@ -19,6 +19,7 @@
 
 #include "tensor/tensor.h"
 #include "tests/support/tensor_matchers.h"
+#include "tests/support/test_data_dir.h"
 
 using namespace ruccl;
 using ruccl::testing::TensorNear;
@@ -68,7 +69,7 @@ Tensor parse_tensor(std::istringstream& in) {
 }
 
 std::vector<GoldenCase> load_cases() {
-  const std::string path = std::string(RUCCL_TEST_DATA_DIR) + "/tensor_ops_golden.txt";
+  const std::string path = ruccl::testing::test_data_path("tensor_ops_golden.txt");
   std::ifstream file(path);
   if (!file) throw std::runtime_error("cannot open " + path);
   std::vector<GoldenCase> cases;
