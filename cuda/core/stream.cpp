@@ -1,5 +1,6 @@
 #include "cuda/core/stream.h"
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdint>
@@ -124,7 +125,11 @@ StreamGuard::StreamGuard(int device, cudaStream_t stream)
   previous_device_ = current_device();
   set_current_stream(device, stream);
   if (previous_device_ != device_) {
-    RUCCL_CUDA_CHECK(cudaSetDevice(device_));
+    const cudaError_t status = cudaSetDevice(device_);
+    if (status != cudaSuccess) {
+      current_streams()[static_cast<std::size_t>(device_)] = previous_stream_;  // no half guard
+      RUCCL_CUDA_CHECK(status);
+    }
   }
 }
 

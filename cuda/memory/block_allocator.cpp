@@ -283,12 +283,20 @@ void BlockAllocator::throw_out_of_memory(std::size_t nbytes, std::size_t segment
   }
   const std::string segment_part =
       segment == 0 ? std::string() : str(", a segment of ", format_bytes(segment));
+  // What is reserved but not allocated after the cache went back lies in segments partly in use:
+  // free space the request did not fit in (or that belongs to other streams).
+  const std::size_t stranded = stats_.reserved_bytes - stats_.allocated_bytes;
+  const std::string stranded_part =
+      stranded == 0 ? std::string()
+                    : str(" (", format_bytes(stranded),
+                          " of it free in segments partly in use: fragmentation, or other "
+                          "streams' blocks)");
   throw OutOfMemoryError(
       str("CUDA out of memory on ", device_, ": tried to allocate ", format_bytes(nbytes), " (",
           nbytes, " bytes", segment_part, "); ruCCL's caching allocator has ",
           format_bytes(stats_.allocated_bytes), " allocated (", stats_.allocated_bytes,
           " bytes) and ", format_bytes(stats_.reserved_bytes), " reserved (", stats_.reserved_bytes,
-          " bytes) after giving its free cache back", device_part,
+          " bytes) after giving its free cache back", stranded_part, device_part,
           ". Free tensors no longer needed, or use smaller batches"));
 }
 

@@ -3,7 +3,6 @@
 #include <atomic>
 #include <exception>
 #include <mutex>
-#include <type_traits>
 #include <vector>
 
 #include "cuda/core/check.h"
@@ -123,30 +122,6 @@ void give_back(void* data, void* context) noexcept {
   }
 }
 
-/// Until the Storage seam has deleters with context, the deleter finds the allocator by the
-/// device the block came from, which the pointer's attributes give.
-void give_back_without_context(void* data) noexcept {
-  cudaPointerAttributes attributes{};
-  if (cudaPointerGetAttributes(&attributes, data) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return;  // the device is gone: nothing to give back to
-  }
-  if (DeviceAllocator* allocator = allocator_if_created(attributes.device, false)) {
-    give_back(data, allocator);
-  }
-}
-
-template <typename S>
-std::shared_ptr<S> make_storage(void* data, std::size_t nbytes, Device device,
-                                DeviceAllocator* allocator) {
-  using ContextDeleter = void (*)(void*, void*);
-  if constexpr (std::is_constructible_v<S, void*, std::size_t, Device, ContextDeleter, void*>) {
-    return std::make_shared<S>(data, nbytes, device, &give_back, allocator);
-  } else {
-    return std::make_shared<S>(data, nbytes, device, &give_back_without_context);
-  }
-}
-
 }  // namespace
 
 std::shared_ptr<Storage> allocate_storage(std::size_t nbytes, Device device) {
@@ -157,7 +132,8 @@ std::shared_ptr<Storage> allocate_storage(std::size_t nbytes, Device device) {
   const auto stream = reinterpret_cast<StreamId>(current_stream(device.index));
   void* data = allocator.blocks.allocate(nbytes, stream);
   try {
-    return make_storage<Storage>(data, nbytes, device, &allocator);
+    // The deleter gets the allocator as its context: no lookup of the device at free time.
+    return std::make_shared<Storage>(data, nbytes, device, &give_back, &allocator);
   } catch (...) {
     if (data != nullptr) {
       allocator.blocks.free(data);

@@ -4,7 +4,12 @@
 #include <catch2/catch.hpp>
 
 #include <limits>
+#include <mutex>
+#include <random>
+#include <set>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "tensor/core/error.h"
 #include "tests/cuda_host/fake_raw_memory.h"
@@ -144,4 +149,62 @@ TEST_CASE("a pinned buffer whose copy event cannot be recorded is never handed o
   f.pool.free(next);
   f.pool.empty_cache();
   CHECK(f.pool.stats().reserved_bytes == 4096);  // the lost buffer stays pinned
+}
+
+TEST_CASE("concurrent pinned allocations and frees never hand out one buffer twice",
+          "[cuda_host]") {
+  Fixture f;
+  std::mutex mutex;
+  std::set<void*> live;
+  std::vector<std::string> failures;
+  auto worker = [&](int id) {
+    std::mt19937 random(static_cast<unsigned>(id) + 7);
+    std::uniform_int_distribution<std::size_t> size(1, 256 * 1024);
+    const StreamId own = kCopyStream + static_cast<StreamId>(id);
+    std::vector<void*> mine;
+    for (int step = 0; step < 1500; ++step) {
+      if (mine.size() < 6 && (random() % 3 != 0 || mine.empty())) {
+        void* p = f.pool.allocate(size(random));
+        const std::lock_guard<std::mutex> lock(mutex);
+        if (!live.insert(p).second) {
+          failures.push_back("buffer handed out twice at step " + std::to_string(step));
+        }
+        mine.push_back(p);
+      } else {
+        void* p = mine.back();
+        mine.pop_back();
+        if (random() % 3 == 0) {
+          f.pool.record_stream(p, own);
+        }
+        {
+          const std::lock_guard<std::mutex> lock(mutex);
+          live.erase(p);
+        }
+        f.pool.free(p);
+        if (random() % 8 == 0) {
+          f.host->complete(own);
+        }
+      }
+    }
+    for (void* p : mine) {
+      {
+        const std::lock_guard<std::mutex> lock(mutex);
+        live.erase(p);
+      }
+      f.pool.free(p);
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int id = 0; id < 4; ++id) {
+    threads.emplace_back(worker, id);
+  }
+  for (auto& thread : threads) {
+    thread.join();
+  }
+  CHECK(failures.empty());
+  CHECK(f.pool.stats().allocated_bytes == 0);
+  f.pool.empty_cache();
+  CHECK(f.pool.stats().reserved_bytes == 0);
+  CHECK(f.host->live_segments() == 0);
+  CHECK(f.host->live_events() == 0);
 }

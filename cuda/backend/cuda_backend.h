@@ -1,0 +1,74 @@
+#pragma once
+// The CUDA tensor backend. Every call runs on the current stream of its tensors' device (see
+// cuda/core/stream.h) with that device made current for the call; kernels live in cuda/kernels
+// (one .cu per op family), matmul in cuda/blas (cuBLAS). supports(op, dtype) answers as the CPU
+// backend does, op by op and dtype by dtype.
+//
+// The backend registers itself for DeviceType::CUDA when the library is loaded (a binary that
+// links ruccl::ruccl needs no call; the umbrella target forces the registering object into static
+// links). With no usable GPU the registration still happens and every call that needs a device
+// throws DeviceError "<op>: expected a CUDA device, got none (no CUDA GPU: ...)".
+#include <cstddef>
+
+#include "tensor/backend/backend.h"
+
+namespace ruccl::cuda {
+
+class CudaBackend final : public Backend {
+ public:
+  std::string_view name() const override { return "cuda"; }
+  bool supports(Op op, DType dtype) const override;
+
+  std::shared_ptr<Storage> allocate(std::size_t nbytes, Device device) override;
+
+  Stream current_stream(Device device) override;
+  void set_current_stream(const Stream& stream) override;
+  Stream create_stream(Device device) override;
+  void synchronize(Device device) override;
+  std::unique_ptr<Event> record_event(const Stream& stream) override;
+
+  void copy_from_host(const void* host, Storage& dst, std::size_t offset,
+                      std::size_t nbytes) override;
+  void copy_to_host(const Storage& src, std::size_t offset, void* host,
+                    std::size_t nbytes) override;
+  void copy_bytes(const Storage& src, std::size_t src_offset, Storage& dst, std::size_t dst_offset,
+                  std::size_t nbytes) override;
+  void copy(const Tensor& src, const Tensor& dst) override;
+  void fill(const Tensor& dst, Scalar value) override;
+
+  void unary(Op op, const Tensor& x, const Tensor& out) override;
+  void binary(Op op, const Tensor& a, const Tensor& b, const Tensor& out) override;
+  void binary_scalar(Op op, const Tensor& a, Scalar b, ScalarSide side, const Tensor& out) override;
+  void where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out) override;
+  void reduce(Op op, const Tensor& x, std::span<const std::int64_t> dims,
+              const Tensor& out) override;
+  void matmul(const Tensor& a, const Tensor& b, const Tensor& out) override;
+  void softmax(Op op, const Tensor& x, std::int64_t dim, const Tensor& out) override;
+  void index_select(const Tensor& x, std::int64_t dim, const Tensor& index,
+                    const Tensor& out) override;
+  void gather(const Tensor& x, std::int64_t dim, const Tensor& index, const Tensor& out) override;
+  void scatter_add(const Tensor& out, std::int64_t dim, const Tensor& index,
+                   const Tensor& src) override;
+  void index_add(const Tensor& out, std::int64_t dim, const Tensor& index,
+                 const Tensor& src) override;
+  void one_hot(const Tensor& indices, const Tensor& out) override;
+
+  void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& momentum_buffer,
+                  const SgdStep& step) override;
+  void adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
+                   const Tensor& exp_avg_sq, const AdamStep& step) override;
+};
+
+/// The process's CUDA backend (the one registered for DeviceType::CUDA).
+CudaBackend& backend();
+
+/// Registers the CUDA backend for DeviceType::CUDA (idempotent). Loading the library already does
+/// it; call this where a program wants to say so explicitly. Never throws, GPU or not.
+void install();
+
+/// Whether F32 matmuls may use TF32 tensor cores (10-bit mantissa products, F32 accumulation).
+/// Off by default: F32 matmuls are full F32 unless asked (torch's allow_tf32 = False).
+void set_allow_tf32(bool allow);
+bool allow_tf32();
+
+}  // namespace ruccl::cuda
