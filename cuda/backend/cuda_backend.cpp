@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include "cuda/backend/tensor_refs.h"
+#include "cuda/collective/device_engine.h"
 #include "cuda/core/check.h"
 #include "cuda/kernels/dtype_kinds.h"
 #include "cuda/kernels/kernels.h"
@@ -240,7 +241,10 @@ CudaBackend& backend() {
   return instance;
 }
 
-void install() { register_backend(DeviceType::CUDA, &backend()); }
+void install() {
+  register_backend(DeviceType::CUDA, &backend());
+  install_collectives();  // the device collectives and RUCCL_ENGINE=nccl (cuda/collective/)
+}
 
 }  // namespace ruccl::cuda
 
