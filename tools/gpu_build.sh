@@ -6,7 +6,8 @@
 #
 # Configures build/gpu with -DRUCCL_WITH_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 (the H200) and
 # -DRUCCL_MARCH=x86-64-v3 (a CPU the GPU machine surely has), as shared libraries (one copy of the
-# device code for every program instead of one per executable), builds the GPU test binaries
+# device code for every program instead of one per executable), without MPI (the GPU machine has
+# no OpenMPI libraries; the MPI engine is checked on the CPU), builds the GPU test binaries
 # (CTest label gpu), the programs and the GPU benchmarks (bench/cuda_*), then copies only what the
 # check runs into CARRY_DIR, stripped:
 #   CARRY_DIR/bin/            the executables        CARRY_DIR/lib/   our shared libraries
@@ -25,7 +26,7 @@ export CCACHE_BASEDIR="$ROOT"
 
 cd "$ROOT"
 cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DRUCCL_WITH_CUDA=ON \
-  -DCMAKE_CUDA_ARCHITECTURES=90 -DRUCCL_MARCH=x86-64-v3 -DBUILD_SHARED_LIBS=ON \
+  -DCMAKE_CUDA_ARCHITECTURES=90 -DRUCCL_MARCH=x86-64-v3 -DBUILD_SHARED_LIBS=ON -DRUCCL_WITH_MPI=OFF \
   -DRUCCL_BUILD_TESTS=ON -DRUCCL_BUILD_EXAMPLES=ON -DRUCCL_BUILD_BENCH=ON >/dev/null
 
 # The GPU tests: ruccl_cuda_tests and every other executable a CTest test labelled gpu runs
@@ -63,6 +64,9 @@ for t in "${gpu_tests[@]}" "${programs[@]}" "${benches[@]}"; do
   cp "$exe" "$CARRY/bin/"
 done
 find "$BUILD" -name 'libruccl*.so*' -exec cp -P {} "$CARRY/lib/" \;
+# The GNU OpenMP runtime our CPU kernels use (-fopenmp): not every image has it.
+gomp="$(ldd "$CARRY/bin/all_reduce" | awk '/libgomp/ {print $3}')"
+[[ -n "$gomp" ]] && cp -L "$gomp" "$CARRY/lib/"
 strip --strip-unneeded "$CARRY"/bin/* "$CARRY"/lib/*.so* 2>/dev/null || true
 cp "$DATA_SRC"/*-ubyte.gz "$CARRY/data/fashion-mnist/"
 printf '%s\n' "${gpu_tests[@]}" >"$CARRY/gpu_tests.txt"

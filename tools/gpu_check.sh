@@ -61,7 +61,9 @@ step() {
     [[ $rc -ge 124 ]] && number="timed out after ${limit} s; $number"
     [[ $rc -ne 0 && $rc -lt 124 ]] && number="exit $rc; $number"
   fi
-  rows+=("| $name | $verdict | $seconds | ${number//|//} |")
+  number="${number//|//}"
+  ((${#number} > 200)) && number="${number:0:197}..."
+  rows+=("| $name | $verdict | $seconds | $number |")
   echo "gpu_check: $name: $verdict (${seconds} s) $number" >&2
 }
 
@@ -75,10 +77,18 @@ grep_key() {  # the last line matching $PATTERN
   line=$(grep -E "$PATTERN" "$1" | tail -n 1)
   [[ -n "$line" ]] && echo "$line" || echo "FAIL: no line matching /$PATTERN/"
 }
-demo_key() { PATTERN='^all_reduce: (OK|FAIL)' grep_key "$@"; }
+demo_key() {  # the demo's one-line verdict; anything but OK is a failure
+  local line
+  line=$(grep -E '^all_reduce: ' "$1" | tail -n 1)
+  [[ "$line" == "all_reduce: OK"* ]] && echo "$line" || echo "FAIL: ${line:-no verdict line}"
+}
 training_key() { PATTERN='^OK: both steps match|^collective_training' grep_key "$@"; }
 mlp_key() { PATTERN='^(OK|FAIL): ' grep_key "$@"; }
-bench_key() { PATTERN=': (OK|FAIL)' grep_key "$@"; }
+bench_key() {  # the benchmark's summary: its last line that is not empty
+  local line
+  line=$(grep -v '^[[:space:]]*$' "$1" | tail -n 1)
+  [[ -n "$line" ]] && echo "$line" || echo "FAIL: no output"
+}
 fashion_key() {
   local line
   line=$(grep -E '^done: test accuracy' "$1" | tail -n 1)

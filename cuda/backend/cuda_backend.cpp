@@ -7,6 +7,7 @@
 
 #include "cuda/backend/index_errors.h"
 #include "cuda/backend/tensor_refs.h"
+#include "cuda/collective/device_engine.h"
 #include "cuda/core/check.h"
 #include "cuda/kernels/dtype_kinds.h"
 #include "cuda/kernels/kernels.h"
@@ -249,7 +250,10 @@ CudaBackend& backend() {
   return instance;
 }
 
-void install() { register_backend(DeviceType::CUDA, &backend()); }
+void install() {
+  register_backend(DeviceType::CUDA, &backend());
+  install_collectives();  // the device collectives and RUCCL_ENGINE=nccl (cuda/collective/)
+}
 
 }  // namespace ruccl::cuda
 

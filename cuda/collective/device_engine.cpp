@@ -182,12 +182,7 @@ void install_collectives() {
   install_nccl_env_engine();
 }
 
-namespace {
-
-// Registers at load time wherever this object is linked (always in a shared libruccl_cuda; in a
-// static one the CUDA layer's install() calls install_collectives(), which pulls it in).
-const bool installed_at_load = (install_collectives(), true);
-
-}  // namespace
+// Registered at load time by the CUDA backend's install() (cuda/backend/cuda_backend.cpp), which
+// every program linking ruccl::ruccl runs.
 
 }  // namespace ruccl::cuda

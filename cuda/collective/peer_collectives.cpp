@@ -1,68 +1,16 @@
 // PeerCollectives: in-process device collectives (peer_collectives.h).
+// The reductions; the data movement is in peer_collectives_moves.cpp.
 #include "cuda/collective/peer_collectives.h"
 
 #include "collective/algorithms/algorithm.h"
 #include "cuda/collective/device_streams.h"
+#include "cuda/collective/peer_collectives_internal.h"
 #include "cuda/core/check.h"
 #include "cuda/core/device_guard.h"
 
 namespace ruccl::cuda {
 
-namespace {
-
-// Events of one rank's handle: start, end, then the ring's steps.
-constexpr std::size_t kStart = 0;
-constexpr std::size_t kEnd = 1;
-constexpr std::size_t kSteps = 2;
-// Sub-tags of a call (an engine may use call.tag .. call.tag + 0xFFFF).
-constexpr std::uint64_t kTagHandles = 0;
-constexpr std::uint64_t kTagMiddle = 0x200;
-constexpr std::uint64_t kTagRing = 0x400;
-constexpr std::uint64_t kTagEnd = 0x8000;
-
-std::size_t mod(long long a, long long w) { return static_cast<std::size_t>(((a % w) + w) % w); }
-
-unsigned char* at(void* p, std::size_t offset) { return static_cast<unsigned char*>(p) + offset; }
-const unsigned char* at(const void* p, std::size_t offset) {
-  return static_cast<const unsigned char*>(p) + offset;
-}
-
-void copy_async(void* dst, const void* src, std::size_t nbytes, cudaStream_t stream) {
-  if (nbytes != 0) RUCCL_CUDA_CHECK(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDefault, stream));
-}
-
-void all_gather_words(Transport& transport, const EngineCall& call, std::uint64_t sub,
-                      const std::uint64_t* mine, std::uint64_t* all, std::size_t words) {
-  direct_all_gather(AlgorithmContext{transport, call.tag + sub, call.deadline}, mine, all,
-                    words * sizeof(std::uint64_t));
-}
-
-int divisor_of(ReduceOperation op, int world) { return op == ReduceOperation::Mean ? world : 0; }
-
-}  // namespace
-
-struct PeerCollectives::Peers {
-  int world = 0;
-  int rank = 0;
-  std::size_t stride = 0;  // words per rank: in, partial, out, then 2 W events
-  std::vector<std::uint64_t> words;
-
-  std::uint64_t word(int r, std::size_t k) const {
-    return words[static_cast<std::size_t>(r) * stride + k];
-  }
-  const unsigned char* in(int r) const {
-    return reinterpret_cast<const unsigned char*>(word(r, 0));
-  }
-  const unsigned char* partial(int r) const {
-    return reinterpret_cast<const unsigned char*>(word(r, 1));
-  }
-  const unsigned char* out(int r) const {
-    return reinterpret_cast<const unsigned char*>(word(r, 2));
-  }
-  cudaEvent_t event(int r, std::size_t k) const {
-    return reinterpret_cast<cudaEvent_t>(word(r, 3 + k));
-  }
-};
+using namespace peer_detail;
 
 PeerCollectives::PeerCollectives(Transport& transport, Device device)
     : transport_(transport), device_(device) {}
@@ -76,18 +24,6 @@ void PeerCollectives::ensure_events(std::size_t n) {
     cudaEvent_t e = nullptr;
     RUCCL_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
     events_.push_back(e);
-  }
-}
-
-template <typename Body>
-auto PeerCollectives::guarded(Body&& body) -> decltype(body()) {
-  try {
-    return body();
-  } catch (...) {
-    // Work this rank enqueued may still read a peer's buffer or write one this unwinding frees:
-    // let it finish (it waits only on events already recorded, so this ends).
-    (void)cudaStreamSynchronize(stream_);
-    throw;
   }
 }
 
@@ -310,101 +246,6 @@ Tensor PeerCollectives::reduce_scatter(const EngineCall& call, const Tensor& in,
     args.first = chunk_begin(static_cast<std::size_t>(p.rank), n, ws);  // = rank * n / W
     args.n = n / ws;
     fold::launch_fold(fold_elem(in.dtype()), fold_op(op), out.data_ptr(), args, stream_);
-    close(call, p);
-  });
-  return out;
-}
-
-Tensor PeerCollectives::broadcast(const EngineCall& call, const Tensor& in, int root) {
-  DeviceGuard guard(device_.index);
-  stream_ = collective_stream(device_);  // the current stream of this call
-  const CallRecord& rr = call.records[static_cast<std::size_t>(root)];
-  Tensor out = Tensor::empty(rr.shape(), static_cast<DType>(rr.dtype), device_);
-  const bool is_root = transport_.rank() == root;
-  guarded([&] {
-    const Peers p = open(call, is_root ? in.data_ptr() : nullptr, nullptr, out.data_ptr(), false);
-    if (!is_root) RUCCL_CUDA_CHECK(cudaStreamWaitEvent(stream_, p.event(root, kStart), 0));
-    copy_async(out.data_ptr(), p.in(root), out.nbytes(), stream_);
-    close(call, p);
-  });
-  return out;
-}
-
-Tensor PeerCollectives::all_gather(const EngineCall& call, const Tensor& in) {
-  DeviceGuard guard(device_.index);
-  stream_ = collective_stream(device_);  // the current stream of this call
-  const int w = transport_.world_size();
-  Shape shape = in.shape().empty() ? Shape{1} : in.shape();
-  shape[0] = shape[0] * w;
-  Tensor out = Tensor::empty(shape, in.dtype(), device_);
-  guarded([&] {
-    const Peers p = open(call, in.data_ptr(), nullptr, out.data_ptr(), true);
-    const std::size_t block = in.nbytes();
-    for (int q = 0; q < w; ++q) {
-      copy_async(at(out.data_ptr(), static_cast<std::size_t>(q) * block), p.in(q), block, stream_);
-    }
-    close(call, p);
-  });
-  return out;
-}
-
-std::optional<Tensor> PeerCollectives::gather(const EngineCall& call, const Tensor& in, int root) {
-  DeviceGuard guard(device_.index);
-  stream_ = collective_stream(device_);  // the current stream of this call
-  const int w = transport_.world_size();
-  const bool is_root = transport_.rank() == root;
-  Tensor out;
-  if (is_root) {
-    Shape shape = in.shape().empty() ? Shape{1} : in.shape();
-    shape[0] = shape[0] * w;
-    out = Tensor::empty(shape, in.dtype(), device_);
-  }
-  guarded([&] {
-    const Peers p = open(call, in.data_ptr(), nullptr, nullptr, is_root);
-    if (is_root) {
-      const std::size_t block = in.nbytes();
-      for (int q = 0; q < w; ++q) {
-        copy_async(at(out.data_ptr(), static_cast<std::size_t>(q) * block), p.in(q), block,
-                   stream_);
-      }
-    }
-    close(call, p);
-  });
-  if (!is_root) return std::nullopt;
-  return out;
-}
-
-Tensor PeerCollectives::scatter(const EngineCall& call, const Tensor& in, int root) {
-  DeviceGuard guard(device_.index);
-  stream_ = collective_stream(device_);  // the current stream of this call
-  const CallRecord& rr = call.records[static_cast<std::size_t>(root)];
-  Shape block = rr.shape();
-  block[0] = block[0] / transport_.world_size();
-  Tensor out = Tensor::empty(block, static_cast<DType>(rr.dtype), device_);
-  const bool is_root = transport_.rank() == root;
-  guarded([&] {
-    const Peers p = open(call, is_root ? in.data_ptr() : nullptr, nullptr, nullptr, false);
-    if (!is_root) RUCCL_CUDA_CHECK(cudaStreamWaitEvent(stream_, p.event(root, kStart), 0));
-    copy_async(out.data_ptr(), p.in(root) + static_cast<std::size_t>(p.rank) * out.nbytes(),
-               out.nbytes(), stream_);
-    close(call, p);
-  });
-  return out;
-}
-
-Tensor PeerCollectives::all_to_all(const EngineCall& call, const Tensor& in) {
-  DeviceGuard guard(device_.index);
-  stream_ = collective_stream(device_);  // the current stream of this call
-  const int w = transport_.world_size();
-  Tensor out = Tensor::empty(in.shape(), in.dtype(), device_);
-  guarded([&] {
-    const Peers p = open(call, in.data_ptr(), nullptr, out.data_ptr(), true);
-    const std::size_t block = in.nbytes() / static_cast<std::size_t>(w);
-    const auto mine = static_cast<std::size_t>(p.rank);
-    for (int q = 0; q < w; ++q) {
-      copy_async(at(out.data_ptr(), static_cast<std::size_t>(q) * block), p.in(q) + mine * block,
-                 block, stream_);
-    }
     close(call, p);
   });
   return out;

@@ -311,8 +311,8 @@ int main(int argc, char** argv) {
       for (std::int64_t h : o.hidden) std::cout << "-" << h;
       std::cout << "-" << train.classes << ", " << o.optimizer << " lr " << std::defaultfloat
                 << o.lr << ", global batch " << o.batch << " over " << o.ranks
-                << " data-parallel rank(s) (" << (comm ? "processes" : "threads") << ", "
-                << o.device.to_string() << "), " << o.epochs << " epochs\n";
+                << " data-parallel rank(s) (" << (comm ? "processes" : "threads") << ") on "
+                << o.device.to_string() << ", " << o.epochs << " epochs\n";
     }
     std::optional<ConsoleObserver> observer;
     if (lead) observer.emplace(cli.metrics, o.resume || o.resume_if_any);
