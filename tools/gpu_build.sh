@@ -38,7 +38,7 @@ seen = ["ruccl_cuda_tests"]
 for t in json.load(sys.stdin).get("tests", []):
     command = t.get("command") or []
     exe = os.path.basename(command[0]) if command else ""
-    if exe.startswith("ruccl_") and exe not in seen:
+    if exe.startswith(("ruccl_", "doc_")) and exe not in seen:
         seen.append(exe)
 print("\n".join(seen))'
 }
@@ -68,6 +68,16 @@ find "$BUILD" -name 'libruccl*.so*' -exec cp -P {} "$CARRY/lib/" \;
 gomp="$(ldd "$CARRY/bin/all_reduce" | awk '/libgomp/ {print $3}')"
 [[ -n "$gomp" ]] && cp -L "$gomp" "$CARRY/lib/"
 strip --strip-unneeded "$CARRY"/bin/* "$CARRY"/lib/*.so* 2>/dev/null || true
+# Every library the carried programs load must be carried, the CUDA toolkit's (the GPU machine has
+# CUDA 13: cudart, cuBLAS; NCCL from the toolkit or a Python wheel) or the base system's: anything
+# else (OpenMPI, hwloc, ...) would fail there at load time.
+extra=$(for f in "$CARRY"/bin/*; do LD_LIBRARY_PATH="$CARRY/lib" ldd "$f"; done |
+  awk '/=>/ {print $1}' | sort -u |
+  grep -vE '^(linux-vdso|ld-linux|lib(c|m|dl|rt|pthread|z|gcc_s|stdc\+\+|gomp|ruccl_[a-z]+|cudart|cublas|cublasLt|nccl)\.so)' || true)
+if [[ -n "$extra" ]]; then
+  echo "gpu_build: the carried programs need libraries the GPU machine may lack:" $extra >&2
+  exit 1
+fi
 cp "$DATA_SRC"/*-ubyte.gz "$CARRY/data/fashion-mnist/"
 printf '%s\n' "${gpu_tests[@]}" >"$CARRY/gpu_tests.txt"
 printf '%s\n' "${benches[@]}" >"$CARRY/gpu_benches.txt"

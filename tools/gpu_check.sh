@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # The GPU check: on a machine with a GPU, runs the GPU tests, the programs on CUDA and the GPU
 # benchmarks from a folder tools/gpu_build.sh prepared elsewhere, and prints one summary table
-# (what, pass/fail, seconds, key number). Under 8 minutes on one H200.
+# (what, pass/fail, seconds, key number). Under 8 minutes on one H200: the whole check keeps a
+# time budget (RUCCL_GPU_CHECK_BUDGET_S, default 450 s); a step gets at most what is left, and
+# steps past it are reported as skipped.
 #
 #   tools/gpu_check.sh [CARRY_DIR]       (default build/gpu-carry)
 #
 # Logs of every step go to CARRY_DIR/logs, the table also to CARRY_DIR/logs/gpu_check.md; with $OUT
-# set (the device tool's folder) both come back there (gpu_check.md, gpu_check_logs.tgz). Exit
+# set (the device tool's folder) both come back there (gpu_check.md, gpu_check_logs.tgz), the
+# table rewritten after every step so a run cut short still brings back what it did. Exit
 # status: 0 when every line passed.
 # Libraries the GPU machine keeps elsewhere (NCCL, cuBLAS from Python wheels) are looked up in
 # its python3's nvidia/*/lib folders when the loader does not find them.
@@ -19,13 +22,19 @@ rm -rf "$LOGS"
 mkdir -p "$LOGS"
 logname() { printf '%s' "$1" | tr -c 'A-Za-z0-9_.-' '_'; }
 export LD_LIBRARY_PATH="$CARRY/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# The golden data of this copy of the tree (the binaries were built elsewhere, at another path).
+export RUCCL_TEST_DATA_DIR="${RUCCL_TEST_DATA_DIR:-$ROOT/tests/data}"
+# NCCL's bootstrap on loopback (the machine has no other network), its warnings in the logs.
+export NCCL_SOCKET_IFNAME="${NCCL_SOCKET_IFNAME:-lo}" NCCL_DEBUG="${NCCL_DEBUG:-WARN}"
+BUDGET="${RUCCL_GPU_CHECK_BUDGET_S:-450}"
+started=$SECONDS
 
 # Missing shared libraries: search the Python wheels' folders (nvidia-nccl-cu13, ...).
 missing() { ldd "$BIN/all_reduce" 2>/dev/null | awk '/not found/ {print $1}'; }
 if [[ -n "$(missing)" ]]; then
   for dir in $(python3 - <<'PY' 2>/dev/null
 import importlib, os
-for name in ("nccl", "cublas", "cuda_runtime", "cuda_nvrtc", "nvjitlink"):
+for name in ("nccl", "cublas", "cuda_runtime", "cuda_nvrtc", "nvjitlink", "cu13"):
     try:
         m = importlib.import_module("nvidia." + name)
         for p in m.__path__:
@@ -41,9 +50,30 @@ fi
 rows=()
 failures=0
 # step NAME TIMEOUT_S KEY_FUNCTION COMMAND...: runs COMMAND with a timeout, logs it, adds a row.
+# The table so far: to CARRY_DIR/logs/gpu_check.md, and to $OUT when set.
+write_table() {
+  {
+    echo "| what | result | seconds | key number |"
+    echo "|---|---|---:|---|"
+    printf '%s\n' "${rows[@]}"
+    echo
+    echo "$(nvidia-smi -L 2>/dev/null | head -n 1); ${failures} failing line(s)"
+  } >"$LOGS/gpu_check.md"
+  [[ -n "${OUT:-}" ]] && cp "$LOGS/gpu_check.md" "$OUT/"
+  return 0
+}
 step() {
   local name="$1" limit="$2" key="$3"
   shift 3
+  local left=$((BUDGET - (SECONDS - started)))
+  if ((left < 20)); then
+    rows+=("| $name | fail | 0.0 | skipped: the check's ${BUDGET} s budget is spent |")
+    failures=$((failures + 1))
+    echo "gpu_check: $name: skipped (budget spent)" >&2
+    write_table
+    return
+  fi
+  ((limit > left)) && limit=$left
   local log
   log="$LOGS/$(logname "$name").log"
   local start end seconds rc verdict number
@@ -65,6 +95,7 @@ step() {
   ((${#number} > 200)) && number="${number:0:197}..."
   rows+=("| $name | $verdict | $seconds | $number |")
   echo "gpu_check: $name: $verdict (${seconds} s) $number" >&2
+  write_table
 }
 
 catch2_key() {  # "N test cases, M assertions" or the failure count
@@ -84,6 +115,7 @@ demo_key() {  # the demo's one-line verdict; anything but OK is a failure
 }
 training_key() { PATTERN='^OK: both steps match|^collective_training' grep_key "$@"; }
 mlp_key() { PATTERN='^(OK|FAIL): ' grep_key "$@"; }
+ok_key() { PATTERN='^(OK|FAIL)' grep_key "$@"; }  # docs/examples programs: "OK: <name>"
 bench_key() {  # the benchmark's summary: its last line that is not empty
   local line
   line=$(grep -v '^[[:space:]]*$' "$1" | tail -n 1)
@@ -99,7 +131,11 @@ echo "gpu_check: $(nvidia-smi -L 2>/dev/null | head -n 1 || echo 'nvidia-smi not
 
 # 1. The GPU tests (what `ctest -L gpu` runs: the executables gpu_build.sh listed).
 while read -r exe; do
-  [[ -n "$exe" ]] && step "GPU tests: $exe" 240 catch2_key "$BIN/$exe"
+  case "$exe" in
+    "") ;;
+    doc_*) step "GPU doc example: $exe" 60 ok_key "$BIN/$exe" ;;
+    *) step "GPU tests: $exe" 240 catch2_key "$BIN/$exe" ;;
+  esac
 done <"$CARRY/gpu_tests.txt"
 
 # 2. The programs on CUDA.
@@ -132,16 +168,8 @@ while read -r bench; do
   [[ -n "$bench" ]] && step "bench: $bench" 150 bench_key "$BIN/$bench"
 done <"$CARRY/gpu_benches.txt"
 
-{
-  echo "| what | result | seconds | key number |"
-  echo "|---|---|---:|---|"
-  printf '%s\n' "${rows[@]}"
-  echo
-  echo "$(nvidia-smi -L 2>/dev/null | head -n 1); ${failures} failing line(s)"
-} | tee "$LOGS/gpu_check.md"
+write_table
+cat "$LOGS/gpu_check.md"
 # The device tool brings back at most 8 files from $OUT: the table and one archive of the logs.
-if [[ -n "${OUT:-}" ]]; then
-  cp "$LOGS/gpu_check.md" "$OUT/"
-  tar -C "$CARRY" -czf "$OUT/gpu_check_logs.tgz" logs
-fi
+[[ -n "${OUT:-}" ]] && tar -C "$CARRY" -czf "$OUT/gpu_check_logs.tgz" logs
 exit $((failures > 0))

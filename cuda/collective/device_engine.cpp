@@ -118,7 +118,13 @@ auto DeviceEngine::staged(const EngineCall& call, const Tensor& t, bool overlap,
 Tensor DeviceEngine::all_reduce(const EngineCall& call, const Tensor& t, ReduceOperation op) {
   if (peer_path(call))
     return back_to(peer_->all_reduce(call, device_reduction_input(t), op), t.dtype());
-  return staged(call, t, true, [&](const Tensor& h) { return host_.all_reduce(call, h, op); });
+  // Staged in the accumulation dtype, converted on the GPU: the host algorithms then read the
+  // pinned bytes only through sends and after receives, which wait for the segments' copies (a
+  // host-side F16 -> F32 conversion would read the buffer before the copy into it finished).
+  const Tensor in = device_reduction_input(t);
+  return back_to(
+      staged(call, in, true, [&](const Tensor& h) { return host_.all_reduce(call, h, op); }),
+      t.dtype());
 }
 
 std::optional<Tensor> DeviceEngine::reduce(const EngineCall& call, const Tensor& t, int root,
@@ -126,7 +132,10 @@ std::optional<Tensor> DeviceEngine::reduce(const EngineCall& call, const Tensor&
   if (peer_path(call)) {
     return back_to(peer_->reduce(call, device_reduction_input(t), root, op), t.dtype());
   }
-  return staged(call, t, true, [&](const Tensor& h) { return host_.reduce(call, h, root, op); });
+  const Tensor in = device_reduction_input(t);  // as all_reduce: converted before staging
+  return back_to(
+      staged(call, in, true, [&](const Tensor& h) { return host_.reduce(call, h, root, op); }),
+      t.dtype());
 }
 
 Tensor DeviceEngine::reduce_scatter(const EngineCall& call, const Tensor& t, ReduceOperation op) {

@@ -190,15 +190,17 @@ NcclComm::~NcclComm() {
   (void)cudaGetDevice(&previous);
   (void)cudaSetDevice(device_.index);
   const ncclResult_t finalizing = ncclCommFinalize(comm_);  // nonblocking: starts it
-  if (finalizing != ncclSuccess && finalizing != ncclInProgress) {
-    (void)ncclCommAbort(comm_);
-  } else if (clique_ == nullptr) {
-    finish({{comm_, device_.index}});
+  const bool failed = finalizing != ncclSuccess && finalizing != ncclInProgress;
+  if (failed) (void)ncclCommAbort(comm_);
+  if (clique_ == nullptr) {
+    if (!failed) finish({{comm_, device_.index}});
   } else {
+    // A failed finalize still counts this member out of the clique (its comm is aborted, not
+    // queued), so the last member finishes the others.
     std::vector<std::pair<ncclComm_t, int>> all;
     {
       std::lock_guard<std::mutex> lock(clique_->mutex);
-      clique_->finalizing.emplace_back(comm_, device_.index);
+      if (!failed) clique_->finalizing.emplace_back(comm_, device_.index);
       if (--clique_->remaining == 0) all.swap(clique_->finalizing);
     }
     if (!all.empty()) finish(all);

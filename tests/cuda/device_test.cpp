@@ -31,7 +31,10 @@ TEST_CASE("the device self-test runs our kernel and cuBLAS with exact results", 
   const ruccl::cuda::SelfTestReport report = ruccl::cuda::run_self_test(0);
   INFO(report.device_status);
   CHECK(report.device == 0);
-  CHECK(report.nccl_version >= 22800);  // NCCL 2.28 is what the design targets
+  // The NCCL the loader finds on the GPU machine may be older than the 2.28 linked here; the
+  // engine needs 2.14 (nonblocking communicators, ncclCommFinalize).
+  INFO("NCCL version code " << report.nccl_version);
+  CHECK(report.nccl_version >= 21400);
   CHECK(report.cublas_version > 0);
 }
 
