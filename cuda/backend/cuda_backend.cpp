@@ -14,64 +14,6 @@
 
 namespace ruccl::cuda {
 
-Kinds kinds_of(Op op) {
-  switch (op) {
-    case Op::Copy:
-    case Op::Fill:
-    case Op::Eq:
-    case Op::Ne:
-    case Op::Lt:
-    case Op::Le:
-    case Op::Gt:
-    case Op::Ge:
-    case Op::Where:
-    case Op::Sum:
-    case Op::Prod:
-    case Op::Max:
-    case Op::Min:
-      return Kinds::kAll;
-    case Op::Neg:
-    case Op::Abs:
-    case Op::Relu:
-    case Op::Sign:
-    case Op::Add:
-    case Op::Sub:
-    case Op::Mul:
-    case Op::Maximum:
-    case Op::Minimum:
-    case Op::Argmax:
-    case Op::Argmin:
-    case Op::IndexSelect:
-    case Op::Gather:
-    case Op::ScatterAdd:
-    case Op::IndexAdd:
-    case Op::OneHot:
-      return Kinds::kNumeric;
-    case Op::Exp:
-    case Op::Log:
-    case Op::Sqrt:
-    case Op::Tanh:
-    case Op::Sigmoid:
-    case Op::Gelu:
-    case Op::Div:
-    case Op::Pow:
-    case Op::Mean:
-    case Op::Matmul:
-    case Op::Softmax:
-    case Op::LogSoftmax:
-      return Kinds::kFloating;
-    case Op::LogicalAnd:
-    case Op::LogicalOr:
-    case Op::LogicalNot:
-      return Kinds::kBool;
-    case Op::SgdUpdate:  // F32 and F64 only: CudaBackend::supports answers them itself
-    case Op::AdamUpdate:
-    case Op::kCount:
-      break;
-  }
-  return Kinds::kBool;
-}
-
 void check_supported(const Backend& backend, Op op, DType dtype) {
   RUCCL_CHECK(backend.supports(op, dtype), NotImplementedError, "not implemented: ", backend.name(),
               "::", op_name(op), " for dtype ", dtype);
@@ -84,10 +26,7 @@ void check_same_device(const char* op, const Tensor& a, const Tensor& b) {
 
 bool CudaBackend::supports(Op op, DType dtype) const {
   if (op == Op::OneHot) return dtype == DType::I32 || dtype == DType::I64;  // the indices' dtype
-  if (op == Op::SgdUpdate || op == Op::AdamUpdate) {
-    return dtype == DType::F32 || dtype == DType::F64;
-  }
-  return accepts(kinds_of(op), dtype);
+  return op_supports(op, dtype);
 }
 
 std::shared_ptr<Storage> CudaBackend::allocate(std::size_t nbytes, Device device) {

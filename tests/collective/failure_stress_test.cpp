@@ -281,6 +281,14 @@ TEST_CASE("reset_collective racing registered-API calls never frees a buffer a p
   REQUIRE(reset_mid_stream > kIterations / 2);
 }
 
+#ifdef RUCCL_SANITIZE
+// ASan's shadow of 256 MiB and its checked copies slow every rank several times: measured on an
+// idle machine, 55-120 ms from the abort to each rank's error (1-4 ms without instrumentation).
+constexpr auto kAbortedBroadcastBound = std::chrono::milliseconds(300);
+#else
+constexpr auto kAbortedBroadcastBound = std::chrono::milliseconds(100);  // the target
+#endif
+
 TEST_CASE("A 256 MiB broadcast aborted mid-copy fails every rank within 100 ms",
           "[collective][slow][timing]") {
   // The receiver reads the root's buffer in place; the root must not free it while the receiver
@@ -323,7 +331,7 @@ TEST_CASE("A 256 MiB broadcast aborted mid-copy fails every rank within 100 ms",
     // Promptness counts from the abort, or from the rank's call when a loaded machine let it
     // enter only after the abort (then it fails at entry).
     const auto from = std::max(aborted_at, entered_at[static_cast<std::size_t>(r)]);
-    REQUIRE(failed_at[static_cast<std::size_t>(r)] - from < 100ms);
+    REQUIRE(failed_at[static_cast<std::size_t>(r)] - from < kAbortedBroadcastBound);
   }
 }
 

@@ -6,6 +6,7 @@
 #include "tensor/backend/cpu/cpu_backend.h"
 #include "tensor/backend/cpu/cpu_elementwise_kernels.h"
 #include "tensor/backend/cpu/cpu_parallel.h"
+#include "tensor/backend/op_dtypes.h"
 #include "tensor/core/tensor.h"
 
 namespace ruccl::cpu {
@@ -13,7 +14,7 @@ namespace ruccl::cpu {
 namespace {
 
 // Which dtypes an op accepts.
-enum class Kinds { kAll, kNumeric, kFloating, kBool };
+using Kinds = DTypeSet;
 
 template <Kinds K, typename T>
 constexpr bool accepts() {
@@ -26,78 +27,6 @@ constexpr bool accepts() {
   } else {
     return std::is_same_v<T, bool>;
   }
-}
-
-bool accepts(Kinds k, DType dtype) {
-  switch (k) {
-    case Kinds::kAll:
-      return true;
-    case Kinds::kNumeric:
-      return dtype != DType::Bool;
-    case Kinds::kFloating:
-      return is_floating(dtype);
-    case Kinds::kBool:
-      return dtype == DType::Bool;
-  }
-  return false;
-}
-
-Kinds kinds_of(Op op) {
-  switch (op) {
-    case Op::Copy:
-    case Op::Fill:
-    case Op::Eq:
-    case Op::Ne:
-    case Op::Lt:
-    case Op::Le:
-    case Op::Gt:
-    case Op::Ge:
-    case Op::Where:
-    case Op::Sum:
-    case Op::Prod:
-    case Op::Max:
-    case Op::Min:
-      return Kinds::kAll;
-    case Op::Neg:
-    case Op::Abs:
-    case Op::Relu:
-    case Op::Sign:
-    case Op::Add:
-    case Op::Sub:
-    case Op::Mul:
-    case Op::Maximum:
-    case Op::Minimum:
-    case Op::Argmax:
-    case Op::Argmin:
-    case Op::IndexSelect:
-    case Op::Gather:
-    case Op::ScatterAdd:
-    case Op::IndexAdd:
-    case Op::OneHot:
-      return Kinds::kNumeric;
-    case Op::Exp:
-    case Op::Log:
-    case Op::Sqrt:
-    case Op::Tanh:
-    case Op::Sigmoid:
-    case Op::Gelu:
-    case Op::Div:
-    case Op::Pow:
-    case Op::Mean:
-    case Op::Matmul:
-    case Op::Softmax:
-    case Op::LogSoftmax:
-      return Kinds::kFloating;
-    case Op::LogicalAnd:
-    case Op::LogicalOr:
-    case Op::LogicalNot:
-      return Kinds::kBool;
-    case Op::SgdUpdate:  // F32 and F64 only: CpuBackend::supports answers them itself
-    case Op::AdamUpdate:
-    case Op::kCount:
-      break;
-  }
-  return Kinds::kBool;  // unreachable for valid ops; kCount supports nothing useful
 }
 
 // out = f(a, b) with In = a's dtype and Out = In, or bool when kBoolOut.
@@ -162,12 +91,7 @@ void check_supported(const CpuBackend& backend, Op op, DType dtype) {
 
 }  // namespace
 
-bool CpuBackend::supports(Op op, DType dtype) const {
-  if (op == Op::SgdUpdate || op == Op::AdamUpdate) {
-    return dtype == DType::F32 || dtype == DType::F64;
-  }
-  return accepts(kinds_of(op), dtype);
-}
+bool CpuBackend::supports(Op op, DType dtype) const { return op_supports(op, dtype); }
 
 void CpuBackend::unary(Op op, const Tensor& x, const Tensor& out) {
   check_supported(*this, op, x.dtype());
