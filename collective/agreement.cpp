@@ -102,7 +102,8 @@ bool all_agree(std::span<const CallRecord> all) {
   for (const CallRecord& r : all) {
     if (r.kind != first.kind || r.error_kind != CallRecord::kNone || r.root != first.root ||
         r.reduce_op != first.reduce_op || r.algorithm != first.algorithm ||
-        r.tree_arity != first.tree_arity || r.num_words != first.num_words) {
+        r.tree_arity != first.tree_arity || r.num_words != first.num_words ||
+        std::strncmp(r.engine, first.engine, sizeof(first.engine)) != 0) {
       return false;
     }
     for (int w = 0; w < r.num_words; ++w) {
@@ -165,6 +166,22 @@ std::optional<CollectiveError> check_agreement(std::span<const CallRecord> all,
     return e;
   }
   const OpKind kind = first.kind;
+
+  // 1b. The same engine everywhere (a CPU rank and a CUDA rank, or RUCCL_ENGINE set differently,
+  // would exchange messages neither side can read).
+  if (auto e = compare(
+          all, names, prefix, CollectiveErrorKind::InvalidConfig, "engine", 0, everyone,
+          [](const CallRecord& a, const CallRecord& b) {
+            return std::strncmp(a.engine, b.engine, sizeof(a.engine)) == 0;
+          },
+          [](const CallRecord& r) { return str("engine '", r.engine, "'"); })) {
+    e = CollectiveError(e->kind(),
+                        str(e->what(),
+                            ": every rank of a group must run the same engine (the same device "
+                            "type, RUCCL_ENGINE and build)"),
+                        e->ranks());
+    return e;
+  }
 
   // 2. A rank whose own arguments were invalid: everyone raises its error.
   std::vector<int> failed;

@@ -15,7 +15,8 @@ CommunicatorCore::CommunicatorCore(std::unique_ptr<Transport> transport, Device 
       p2p_sent_(static_cast<std::size_t>(world_), 0),
       p2p_received_(static_cast<std::size_t>(world_), 0),
       records_(static_cast<std::size_t>(world_)),
-      observer_(*transport_, engine_->name(), options_) {
+      engine_name_(engine_->name()),
+      observer_(*transport_, engine_name_, options_) {
   if (options_.require_bit_identical && !engine_->bit_identical()) {
     throw CollectiveError(CollectiveErrorKind::InvalidConfig,
                           str("Communicator on ", options_.rank_names.name(rank_),
@@ -46,6 +47,7 @@ CallScope CommunicatorCore::begin(OpKind kind, const CallOptions& call) {
   rec.seq = seq_;
   rec.kind = kind;
   CallRecord::set_text(rec.label, label);
+  CallRecord::set_text(rec.engine, engine_name_.c_str());
   if (call.num_words > CallOptions::kMaxWords || call.num_words < 0) {
     reject(scope, CollectiveErrorKind::InvalidArgument,
            str("expected at most ", CallOptions::kMaxWords, " CallOptions words, got ",

@@ -150,6 +150,7 @@ class CommunicatorCore {
   std::vector<std::uint64_t> p2p_sent_;
   std::vector<std::uint64_t> p2p_received_;
   std::vector<CallRecord> records_;
+  std::string engine_name_;  // engine_->name(), written into every record
   CallObserver observer_;
 };
 

@@ -48,7 +48,9 @@ AlgorithmEngine::AlgorithmEngine(Transport& transport, Device device,
   if (factory != nullptr) device_engine_ = factory(transport, device, options);
 }
 
-std::string AlgorithmEngine::name() const { return "algorithms"; }
+std::string AlgorithmEngine::name() const {
+  return device_engine_ ? device_engine_->name() : "algorithms";
+}
 
 bool AlgorithmEngine::supports(OpKind, DType, Device) const {
   return true;  // every collective of every dtype, staged on the host from any device

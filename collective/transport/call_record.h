@@ -34,6 +34,7 @@ struct CallRecord {
   static constexpr int kMessageBytes = 200;
   static constexpr int kLabelBytes = 48;     ///< the call's label, truncated
   static constexpr int kWordNameBytes = 24;  ///< a FingerprintWord's name, truncated
+  static constexpr int kEngineBytes = 24;    ///< the engine's name, truncated
 
   std::uint64_t seq = 0;  ///< the call's position in this group's collective sequence
   OpKind kind = OpKind::Barrier;
@@ -48,7 +49,10 @@ struct CallRecord {
   std::int32_t num_words = 0;   ///< CallOptions words
   std::int64_t words[kMaxWords] = {};
   char word_names[kMaxWords][kWordNameBytes] = {};  ///< NUL-terminated, for messages
-  char label[kLabelBytes] = {};     ///< the call's label (CallOptions::label or the op's name)
+  char label[kLabelBytes] = {};  ///< the call's label (CallOptions::label or the op's name)
+  /// The engine that runs the call on this rank (CollectiveEngine::name(): "algorithms", "mpi",
+  /// "algorithms on cuda", "nccl"): ranks on different engines can never exchange a message.
+  char engine[kEngineBytes] = {};
   std::uint8_t error_kind = kNone;  ///< CollectiveErrorKind of this rank's local error, or kNone
   char error_message[kMessageBytes] = {};
 

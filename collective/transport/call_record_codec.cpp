@@ -99,6 +99,7 @@ void encode_call_record(const CallRecord& r, std::vector<std::uint8_t>& out) {
   for (int w = 0; w < words; ++w) put_le(out, static_cast<std::uint64_t>(r.words[w]), 8);
   for (int w = 0; w < words; ++w) put_text(out, r.word_names[w], CallRecord::kWordNameBytes);
   put_text(out, r.label, CallRecord::kLabelBytes);
+  put_text(out, r.engine, CallRecord::kEngineBytes);
   put_text(out, r.error_message, CallRecord::kMessageBytes);
   const std::size_t length = out.size() - start - 4;
   out[start + 2] = static_cast<std::uint8_t>(length);
@@ -153,6 +154,7 @@ std::string decode_call_record(std::span<const std::uint8_t> bytes, CallRecord& 
   for (int w = 0; w < words; ++w) r.words[w] = static_cast<std::int64_t>(in.le(8, "a word"));
   for (int w = 0; w < words; ++w) in.text(r.word_names[w], CallRecord::kWordNameBytes, "word name");
   in.text(r.label, CallRecord::kLabelBytes, "label");
+  in.text(r.engine, CallRecord::kEngineBytes, "engine");
   in.text(r.error_message, CallRecord::kMessageBytes, "error message");
   if (!in.ok()) return in.error();
   if (in.remaining() != 0)

@@ -30,6 +30,7 @@ CallRecord full_record() {
     CallRecord::set_text(r.word_names[w], std::string(30, static_cast<char>('a' + w)).c_str());
   }
   CallRecord::set_text(r.label, std::string(100, 'L').c_str());
+  CallRecord::set_text(r.engine, std::string(40, 'E').c_str());
   r.error_kind = static_cast<std::uint8_t>(CollectiveErrorKind::Timeout);
   CallRecord::set_text(r.error_message, std::string(300, 'm').c_str());
   return r;
@@ -58,6 +59,7 @@ void require_same(const CallRecord& a, const CallRecord& b) {
     REQUIRE(std::strcmp(a.word_names[w], b.word_names[w]) == 0);
   }
   REQUIRE(std::strcmp(a.label, b.label) == 0);
+  REQUIRE(std::strcmp(a.engine, b.engine) == 0);
   REQUIRE(a.error_kind == b.error_kind);
   REQUIRE(std::strcmp(a.error_message, b.error_message) == 0);
 }
@@ -85,7 +87,7 @@ TEST_CASE("The CallRecord encoding is little-endian with the documented layout",
   r.root = -2;
   r.set_shape(Shape{5});
   const auto b = encode(r);
-  REQUIRE(b[0] == 1);  // version 1, little-endian
+  REQUIRE(b[0] == 2);  // version 2, little-endian
   REQUIRE(b[1] == 0);
   REQUIRE(b[2] + 256 * b[3] == static_cast<int>(b.size()) - 4);
   for (int i = 0; i < 8; ++i) REQUIRE(b[4 + static_cast<std::size_t>(i)] == 8 - i);
@@ -110,7 +112,8 @@ TEST_CASE("A corrupted CallRecord is refused with the field named", "[collective
     b[at] = value;
     return decode(b);
   };
-  CHECK_THAT(with(0, 2), Catch::Contains("unsupported CallRecord version 2"));
+  CHECK_THAT(with(0, 1), Catch::Contains("unsupported CallRecord version 1 (expected 2)"));
+  CHECK_THAT(with(0, 3), Catch::Contains("unsupported CallRecord version 3"));
   CHECK_THAT(with(2, 3), Catch::Contains("length field"));
   CHECK_THAT(with(12, 200), Catch::Contains("kind 200"));
   CHECK_THAT(with(13, 9), Catch::Contains("dtype 9"));
@@ -128,7 +131,8 @@ TEST_CASE("A corrupted CallRecord is refused with the field named", "[collective
   CallRecord small;
   CallRecord::set_text(small.label, "abc");
   auto b = encode(small);
-  const std::size_t label_at = b.size() - 1 - 4;  // label length byte: before "abc" and the message
+  // The label's length byte: before "abc", the (empty) engine and the (empty) message.
+  const std::size_t label_at = b.size() - 1 - 1 - 4;
   REQUIRE(b[label_at] == 3);
   auto too_long = b;
   too_long[label_at] = CallRecord::kLabelBytes;
@@ -136,6 +140,9 @@ TEST_CASE("A corrupted CallRecord is refused with the field named", "[collective
   auto nul = b;
   nul[label_at + 2] = 0;
   CHECK_THAT(decode(nul), Catch::Contains("NUL"));
+  auto long_engine = b;
+  long_engine[b.size() - 2] = CallRecord::kEngineBytes;  // the engine's length byte
+  CHECK_THAT(decode(long_engine), Catch::Contains("engine of 24 bytes is longer than 23"));
 }
 
 TEST_CASE("Random bytes never crash the CallRecord decoder", "[collective]") {

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "optim/checkpoint_error.h"
+#include "tensor/core/sanitizers.h"
 
 namespace ruccl::optim::test_support {
 
@@ -57,7 +58,7 @@ inline ChildOutcome call_in_child(const std::function<void()>& call,
   }
   if (pid == 0) {
     ::close(fds[0]);
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#if !RUCCL_ASAN && !RUCCL_TSAN
     std::uint64_t pages = 0;
     std::ifstream("/proc/self/statm") >> pages;
     const rlim_t cap = pages * static_cast<rlim_t>(::sysconf(_SC_PAGESIZE)) + (rlim_t{1} << 30);

@@ -10,15 +10,16 @@
 #include <vector>
 
 #include "tensor/backend/backend.h"
+#include "tensor/core/sanitizers.h"
 #include "tensor/random/generator.h"
 #include "tensor/tensor.h"
 
 // The allocation tests ask for more bytes than any machine has. AddressSanitizer and
 // ThreadSanitizer abort on such a request unless their allocator may return null, as libc's does.
-#if defined(__SANITIZE_ADDRESS__)
+#if RUCCL_ASAN
 extern "C" const char* __asan_default_options() { return "allocator_may_return_null=1"; }
 #endif
-#if defined(__SANITIZE_THREAD__)
+#if RUCCL_TSAN
 extern "C" const char* __tsan_default_options() { return "allocator_may_return_null=1"; }
 #endif
 

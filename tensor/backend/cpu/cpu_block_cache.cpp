@@ -16,8 +16,9 @@
 #include "tensor/backend/cpu/cpu_backend.h"
 #include "tensor/core/checked_arithmetic.h"
 #include "tensor/core/error.h"
+#include "tensor/core/sanitizers.h"
 
-#if defined(__SANITIZE_ADDRESS__)
+#if RUCCL_ASAN
 #include <sanitizer/asan_interface.h>
 #define RUCCL_POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
 #define RUCCL_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)

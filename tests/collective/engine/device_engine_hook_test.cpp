@@ -1,14 +1,18 @@
 // register_device_engine (collective/engine/algorithm_engine.h): an AlgorithmEngine of a rank on a
 // device whose library registered an engine hands every call to it; CPU ranks, host_only engines
-// and engines made after the registration is removed keep our host path.
+// and engines made after the registration is removed keep our host path; a group whose ranks run
+// different engines is refused by the agreement.
 #include <catch2/catch.hpp>
 
 #include <atomic>
 
 #include "collective/engine/algorithm_engine.h"
+#include "collective/in_process_group.h"
 #include "collective/transport/in_process_transport.h"
+#include "tests/support/rank_harness.h"
 
 using namespace ruccl;
+using ruccl::testing::run_group;
 
 namespace {
 
@@ -98,4 +102,50 @@ TEST_CASE("an AlgorithmEngine of a CUDA rank hands its calls to the registered d
   CHECK(after_removal.all_reduce(call, t, ReduceOperation::Sum).to_vector<float>() ==
         std::vector<float>{1.5, 1.5, 1.5});
   CHECK(calls_seen == 2);
+}
+
+TEST_CASE(
+    "a group whose ranks run different engines fails every call with InvalidConfig naming "
+    "them",
+    "[engine]") {
+  // Rank 1 is on CUDA, whose library registered a device engine; rank 0 is on the CPU. Their
+  // messages could never match: the agreement refuses the call before any engine runs it.
+  calls_seen = 0;
+  register_device_engine(DeviceType::CUDA, &make_marker);
+  auto out = run_group(2,
+                       [](Communicator& c) {
+                         std::string engine = c.engine_name();
+                         std::vector<std::string> errors;
+                         for (int call = 0; call < 2; ++call) {
+                           try {
+                             if (call == 0) {
+                               c.barrier();
+                             } else {
+                               (void)c.all_reduce(Tensor::full({3}, 1.0), ReduceOperation::Sum);
+                             }
+                             errors.push_back("no error");
+                           } catch (const CollectiveError& e) {
+                             errors.push_back(str(collective_error_kind_name(e.kind()), ": ",
+                                                  e.what(), " ranks ", e.ranks().size()));
+                           }
+                         }
+                         return std::make_pair(engine, errors);
+                       },
+                       CommunicatorOptions{}, {Device::cpu(), Device::cuda(0)});
+  register_device_engine(DeviceType::CUDA, nullptr);
+  REQUIRE(out[0].value().first == "algorithms");
+  REQUIRE(out[1].value().first == "marker");
+  for (int r = 0; r < 2; ++r) {
+    const auto& errors = out[static_cast<std::size_t>(r)].value().second;
+    INFO("rank " << r);
+    REQUIRE(errors.size() == 2);
+    CHECK_THAT(errors[0], Catch::StartsWith("InvalidConfig: barrier (call #1): engine mismatch: "
+                                            "rank 0 has engine 'algorithms', rank 1 has engine "
+                                            "'marker': every rank of a group must run the same "
+                                            "engine"));
+    CHECK_THAT(errors[0], Catch::EndsWith(" ranks 2"));
+    // The group is finished after the first failure.
+    CHECK_THAT(errors[1], Catch::StartsWith("Aborted: "));
+  }
+  CHECK(calls_seen == 0);  // no engine ran anything
 }
