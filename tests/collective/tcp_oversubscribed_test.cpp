@@ -64,6 +64,38 @@ TEST_CASE("ring segments over a copying transport are capped at one frame from w
   CHECK(ring_segment_bytes(o, 4, false) == 192);
 }
 
+TEST_CASE("Auto over a copying transport switches to Ring at 2 MiB, at 4 MiB from world 3",
+          "[collective][tcp]") {
+  const CommunicatorOptions o;
+  constexpr std::size_t kMiB = std::size_t{1} << 20;
+  for (const int world : {2, 3, 4}) {
+    for (const OpKind kind : {OpKind::AllReduce, OpKind::Reduce, OpKind::Broadcast}) {
+      INFO("world " << world << " kind " << static_cast<int>(kind));
+      const bool wide = world >= 3 && kind != OpKind::Broadcast;
+      const std::size_t threshold = wide ? 4 * kMiB : 2 * kMiB;
+      CHECK(auto_algorithm(kind, threshold - 1, false, o, world) == Algorithm::Direct);
+      CHECK(auto_algorithm(kind, threshold, false, o, world) == Algorithm::Ring);
+      CHECK(auto_algorithm(kind, 1 << 30, true, o, world) == Algorithm::Direct);  // in process
+    }
+  }
+  // Over TCP the group resolves Auto with its world size (3 ranks: 3 MiB is still Direct, 6 MiB
+  // is a Ring of 2 MiB chunks in 8 segments of 256 KiB), as its trace records.
+  auto comms = make_tcp_loopback_group(3, short_timeout());
+  std::vector<std::vector<TraceEvent>> events(3);
+  run_ranks(std::move(comms), [&](Communicator& comm) {
+    comm.trace().enable();
+    comm.all_reduce(Tensor::ones(Shape{3 * 1024 * 256}, DType::F32));
+    comm.all_reduce(Tensor::ones(Shape{6 * 1024 * 256}, DType::F32));
+    events[static_cast<std::size_t>(comm.rank())] = comm.trace().events();
+  });
+  for (const auto& e : events) {
+    REQUIRE(e.size() == 2);
+    CHECK(static_cast<Algorithm>(e[0].algorithm) == Algorithm::Direct);
+    CHECK(static_cast<Algorithm>(e[1].algorithm) == Algorithm::Ring);
+    CHECK(e[1].segments == 8);
+  }
+}
+
 TEST_CASE("tcp ring all_reduce and reduce in 256 KiB segments are bit-identical at the boundaries",
           "[collective][tcp]") {
   // F32 chunks of exactly 65536 elements are one 256 KiB segment; one element more is a second
