@@ -309,14 +309,16 @@ void print_crossover(const Config& c, const Results& res) {
         if (t[i] > 0 && (t[best] <= 0 || t[i] < t[best])) best = i;
       if (best == 1 && ring_from == 0) ring_from = bytes;
       if (best != 1) ring_from = 0;  // Ring must keep winning from there on
-      const Algorithm today = auto_algorithm(OpKind::AllReduce, bytes, false, defaults);
+      const Algorithm today = auto_algorithm(OpKind::AllReduce, bytes, false, defaults, w);
       print_row({size_text(bytes), cell(t[0], 1), cell(t[1], 1), cell(t[2], 1), algos[best],
                  cell(t[0] > 0 && t[1] > 0 ? t[1] / t[0] : -1, 2), algorithm_name(today)},
                 c.csv);
     }
-    std::printf("%sRing is fastest from %s on (%d processes); Auto's ring_threshold_bytes is %s\n",
-                c.csv ? "# " : "\n", ring_from ? size_text(ring_from).c_str() : "no size measured",
-                w, size_text(defaults.ring_threshold_bytes).c_str());
+    std::printf(
+        "%sRing is fastest from %s on (%d processes); Auto's all_reduce ring threshold is %s\n",
+        c.csv ? "# " : "\n", ring_from ? size_text(ring_from).c_str() : "no size measured", w,
+        size_text(w >= 3 ? defaults.ring_threshold_bytes_from_3 : defaults.ring_threshold_bytes)
+            .c_str());
   }
 }
 

@@ -1,5 +1,6 @@
 #include "collective/call_options.h"
 
+#include <algorithm>
 #include <string>
 
 #include "collective/collective_error.h"
@@ -49,10 +50,17 @@ void validate_communicator_options(const CommunicatorOptions& options, const std
 }
 
 Algorithm auto_algorithm(OpKind kind, std::size_t bytes, bool zero_copy,
-                         const CommunicatorOptions& options) {
-  (void)kind;  // one rule for all three today; TCP measurements may tell them apart
+                         const CommunicatorOptions& options, int world) {
   if (zero_copy) return Algorithm::Direct;
-  return bytes < options.ring_threshold_bytes ? Algorithm::Direct : Algorithm::Ring;
+  const bool reduces = kind == OpKind::AllReduce || kind == OpKind::Reduce;
+  const std::size_t threshold =
+      reduces && world >= 3 ? options.ring_threshold_bytes_from_3 : options.ring_threshold_bytes;
+  return bytes < threshold ? Algorithm::Direct : Algorithm::Ring;
+}
+
+std::size_t ring_segment_bytes(const CommunicatorOptions& options, int world, bool zero_copy) {
+  if (zero_copy || world < 3) return options.segment_bytes;
+  return std::min(options.segment_bytes, kCopyingRingSegmentBytes);
 }
 
 }  // namespace ruccl

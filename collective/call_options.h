@@ -86,8 +86,12 @@ struct CommunicatorOptions {
   /// Arity of Algorithm::Tree (>= 2).
   int tree_arity = 2;
   /// Auto on a transport without zero copy (network) uses Ring at or above this many bytes and
-  /// Direct below; in process Auto always uses Direct.
-  std::size_t ring_threshold_bytes = std::size_t{256} << 10;
+  /// Direct below; in process Auto always uses Direct. From world 3 up all_reduce and reduce use
+  /// ring_threshold_bytes_from_3 instead. Measured over TCP on 2 cores (docs/performance.md,
+  /// "Algorithm::Auto over TCP"): with 2 processes Direct wins up to 1 MiB, Ring from 2 MiB; with
+  /// 4 processes Direct up to 2 MiB, Ring from 4 MiB.
+  std::size_t ring_threshold_bytes = std::size_t{2} << 20;
+  std::size_t ring_threshold_bytes_from_3 = std::size_t{4} << 20;
   /// Direct all-reduce: at or below this many bytes every rank folds every input (one exchange);
   /// above, a pairwise reduce-scatter then all-gather (two exchanges, less work per rank).
   std::size_t direct_fold_all_bytes = std::size_t{64} << 10;
@@ -119,8 +123,21 @@ void validate_communicator_options(const CommunicatorOptions& options, const std
 /// tensor) over a transport that reads in place (`zero_copy`) or copies. The one place the rule
 /// lives: in process always Direct (every rank reads its peers' memory in place, the fewest bytes
 /// moved); a copying transport Direct below options.ring_threshold_bytes and Ring at or above
-/// (bandwidth-optimal, pipelined in segment_bytes). Never returns Auto.
+/// (bandwidth-optimal, pipelined in segment_bytes); an all_reduce or reduce of `world` >= 3
+/// ranks uses options.ring_threshold_bytes_from_3 instead. Never returns Auto.
 Algorithm auto_algorithm(OpKind kind, std::size_t bytes, bool zero_copy,
-                         const CommunicatorOptions& options);
+                         const CommunicatorOptions& options, int world = 2);
+
+/// Over a copying transport with 3 or more ranks the ring all-reduce and reduce move their chunks
+/// in segments of at most this many bytes (one TCP frame): measured over TCP with 3 and 4
+/// processes on 2 cores, 256 KiB segments beat 4 MiB ones by 1.2-1.7x at 16 and 64 MiB (the
+/// partial a rank sends on was folded a moment ago and is still in cache), while with 2 processes
+/// 4 MiB stays faster (docs/performance.md, "TCP between processes").
+inline constexpr std::size_t kCopyingRingSegmentBytes = std::size_t{256} << 10;
+/// The segment size of a ring all-reduce or reduce: options.segment_bytes, capped at
+/// kCopyingRingSegmentBytes over a copying transport from world 3 up. Depends only on what every
+/// rank of a group shares (its options, its world size, its kind of transport), so every rank
+/// cuts the same segments.
+std::size_t ring_segment_bytes(const CommunicatorOptions& options, int world, bool zero_copy);
 
 }  // namespace ruccl

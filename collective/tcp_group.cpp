@@ -34,16 +34,16 @@ std::uint64_t fnv1a(std::string_view text, std::uint64_t h) {
 }
 
 /// A positive integer from environment variable `name` (`unit` names it in the error), when set.
-std::optional<long long> read_positive(const char* name, const char* unit) {
+std::optional<long long> read_positive(const char* name, const char* unit, long long least = 1) {
   const char* text = std::getenv(name);
   if (text == nullptr) return std::nullopt;
   char* end = nullptr;
   errno = 0;
   const long long v = std::strtoll(text, &end, 10);
-  if (errno != 0 || end == text || *end != '\0' || v <= 0) {
-    throw CollectiveError(
-        CollectiveErrorKind::InvalidConfig,
-        str(name, ": expected a positive number of ", unit, ", got \"", text, "\""));
+  if (errno != 0 || end == text || *end != '\0' || v < least) {
+    throw CollectiveError(CollectiveErrorKind::InvalidConfig,
+                          str(name, ": expected a ", least > 0 ? "positive" : "non-negative",
+                              " number of ", unit, ", got \"", text, "\""));
   }
   return v;
 }
@@ -113,6 +113,9 @@ Communicator TcpGroup::from_env(Device device, CommunicatorOptions options,
   transport.local_ranks = env.local_world_size;
   if (const auto us = read_positive("RUCCL_TCP_SPIN_US", "microseconds")) {
     transport.spin = std::chrono::microseconds(*us);
+  }
+  if (const auto us = read_positive("RUCCL_TCP_YIELD_US", "microseconds", 0)) {
+    transport.yield = std::chrono::microseconds(*us);
   }
   read_checksum("RUCCL_TCP_PAYLOAD_CHECKSUM", transport.payload_checksum);
   const SessionId session =

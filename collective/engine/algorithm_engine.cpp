@@ -70,7 +70,8 @@ Tensor AlgorithmEngine::all_reduce(const EngineCall& call, const Tensor& t, Redu
   const auto count = static_cast<std::size_t>(in.numel());
   switch (call.algorithm()) {
     case Algorithm::Ring:
-      ring_all_reduce(ctx, in.data_ptr(), out.data_ptr(), count, kernel, options_.segment_bytes);
+      ring_all_reduce(ctx, in.data_ptr(), out.data_ptr(), count, kernel,
+                      ring_segment_bytes(options_, ctx.world(), transport_.zero_copy()));
       break;
     case Algorithm::Tree:
       tree_all_reduce(ctx, in.data_ptr(), out.data_ptr(), count, kernel, call.record.tree_arity);
@@ -97,7 +98,8 @@ std::optional<Tensor> AlgorithmEngine::reduce(const EngineCall& call, const Tens
   const auto count = static_cast<std::size_t>(in.numel());
   switch (call.algorithm()) {
     case Algorithm::Ring:
-      ring_reduce(ctx, in.data_ptr(), out_ptr, count, kernel, root, options_.segment_bytes);
+      ring_reduce(ctx, in.data_ptr(), out_ptr, count, kernel, root,
+                  ring_segment_bytes(options_, ctx.world(), transport_.zero_copy()));
       break;
     case Algorithm::Tree:
       tree_reduce(ctx, in.data_ptr(), out_ptr, count, kernel, root, call.record.tree_arity);

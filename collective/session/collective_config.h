@@ -33,7 +33,8 @@ class Strategy {
   /// Ring reduce-scatter + all-gather in balanced chunks.
   static Strategy ring() { return Strategy(Kind::Ring, 0); }
   /// The transport's choice by size (Algorithm::Auto): in process direct; over TCP (the global
-  /// level) direct below CommunicatorOptions::ring_threshold_bytes (256 KiB), ring at or above.
+  /// level) direct below CommunicatorOptions::ring_threshold_bytes (2 MiB; 4 MiB from 3 ranks),
+  /// ring at or above.
   static Strategy automatic() { return Strategy(Kind::Auto, 0); }
 
   Kind kind() const { return kind_; }

@@ -82,19 +82,27 @@ CallObserver::CallObserver(Transport& transport, const std::string& engine,
   if (!settings_.trace_file.empty()) trace_.enable();
   if (log_.enabled(DebugLevel::Info)) {
     const auto algo = [](Algorithm a) { return algorithm_name(a) ? algorithm_name(a) : "?"; };
-    log_.write(DebugLevel::Info,
-               str(options.rank_names.name(rank_), " of ", world_, " on ", host, " (pid ",
-                   ::getpid(), "): transport ", zero_copy_ ? "in process (zero copy)" : "copying",
-                   ", engine ", engine, "; algorithms all_reduce ",
-                   algo(options.all_reduce_algorithm), ", reduce ", algo(options.reduce_algorithm),
-                   ", broadcast ", algo(options.broadcast_algorithm), "; Auto: ",
-                   zero_copy_ ? "direct at every size"
-                              : str("direct below ", size_text(options.ring_threshold_bytes),
-                                    ", ring at or above"),
-                   "; direct all_reduce folds all up to ", size_text(options.direct_fold_all_bytes),
-                   "; ring segments ", size_text(options.segment_bytes), "; tree arity ",
-                   options.tree_arity, "; timeout ", options.timeout.count(), " ms; trace ",
-                   settings_.trace_file.empty() ? "off" : settings_.trace_file));
+    log_.write(
+        DebugLevel::Info,
+        str(options.rank_names.name(rank_), " of ", world_, " on ", host, " (pid ", ::getpid(),
+            "): transport ", zero_copy_ ? "in process (zero copy)" : "copying", ", engine ", engine,
+            "; algorithms all_reduce ", algo(options.all_reduce_algorithm), ", reduce ",
+            algo(options.reduce_algorithm), ", broadcast ", algo(options.broadcast_algorithm),
+            "; Auto: ",
+            zero_copy_ ? "direct at every size"
+                       : str("direct below ", size_text(options.ring_threshold_bytes),
+                             world_ >= 3 ? str(" (all_reduce, reduce: ",
+                                               size_text(options.ring_threshold_bytes_from_3), ")")
+                                         : std::string(),
+                             ", ring at or above"),
+            "; direct all_reduce folds all up to ", size_text(options.direct_fold_all_bytes),
+            "; ring segments ", size_text(options.segment_bytes),
+            ring_segment_bytes(options, world_, zero_copy_) != options.segment_bytes
+                ? str(" (all_reduce, reduce: ",
+                      size_text(ring_segment_bytes(options, world_, zero_copy_)), ")")
+                : std::string(),
+            "; tree arity ", options.tree_arity, "; timeout ", options.timeout.count(),
+            " ms; trace ", settings_.trace_file.empty() ? "off" : settings_.trace_file));
   }
 }
 
@@ -161,8 +169,11 @@ TraceEvent CallObserver::event_of(const CallRecord& record, std::span<const Call
     // A ring moves chunks of bytes / world, each in messages of at most segment_bytes.
     const std::uint64_t chunk =
         (e.bytes + static_cast<std::uint64_t>(world_) - 1) / static_cast<std::uint64_t>(world_);
-    e.segments = static_cast<std::int64_t>(
-        std::max<std::uint64_t>(1, (chunk + options_.segment_bytes - 1) / options_.segment_bytes));
+    const std::uint64_t segment = is_broadcast(record.kind)
+                                      ? options_.segment_bytes
+                                      : ring_segment_bytes(options_, world_, zero_copy_);
+    e.segments =
+        static_cast<std::int64_t>(std::max<std::uint64_t>(1, (chunk + segment - 1) / segment));
   }
   e.start_ns = start_ns;
   e.end_ns = end_ns;

@@ -16,13 +16,25 @@ namespace ruccl {
 
 namespace {
 
+bool oversubscribed(const TcpTransportOptions& options) {
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  return static_cast<unsigned>(std::max(1, options.local_ranks)) > cores;
+}
+
 std::chrono::nanoseconds spin_time(const TcpTransportOptions& options) {
   if (options.spin.count() > 0) return options.spin;
-  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  return static_cast<unsigned>(std::max(1, options.local_ranks)) > cores
-             ? std::chrono::nanoseconds(std::chrono::microseconds(2))
-             : std::chrono::nanoseconds(std::chrono::microseconds(50));
+  return oversubscribed(options) ? std::chrono::nanoseconds(std::chrono::microseconds(2))
+                                 : std::chrono::nanoseconds(std::chrono::microseconds(50));
 }
+
+std::chrono::nanoseconds yield_time(const TcpTransportOptions& options) {
+  if (options.yield.count() >= 0) return options.yield;
+  return oversubscribed(options) ? std::chrono::nanoseconds(std::chrono::microseconds(100))
+                                 : std::chrono::nanoseconds(0);
+}
+
+// A wait for at most this many bytes is latency-bound (TcpTransportOptions::yield).
+constexpr std::size_t kYieldBytes = std::size_t{64} << 10;
 
 }  // namespace
 
@@ -34,6 +46,7 @@ TcpTransport::TcpTransport(int rank, int world_size, SessionBytes session,
       session_(session),
       options_(std::move(options)),
       spin_(spin_time(options_)),
+      yield_(spin_ + yield_time(options_)),
       state_(std::make_unique<TcpFailureState>(world_size)),
       links_(std::move(data)),
       staging_(kPieceBytes),
@@ -172,7 +185,8 @@ bool TcpTransport::advance(Receive& r) {
 
 template <typename Step, typename Missing>
 void TcpTransport::drive(Step&& step, const std::vector<int>& readers, Missing&& missing,
-                         const Deadline& deadline, const char* what) {
+                         const Deadline& deadline, const char* what, bool may_yield) {
+  const auto yield_until = may_yield ? yield_ : spin_;
   const auto start = Deadline::Clock::now();
   std::vector<pollfd> fds;
   int last_missing = -1;  // while the trace records: the peer this wait ended on
@@ -195,6 +209,10 @@ void TcpTransport::drive(Step&& step, const std::vector<int>& readers, Missing&&
     const auto now = Deadline::Clock::now();
     if (deadline.expired(now)) break;
     if (now - start < spin_) continue;
+    if (now - start < yield_until) {
+      sched_yield();
+      continue;
+    }
     fds.clear();
     fds.push_back(pollfd{state_->wake_fd(), POLLIN, 0});
     for (const int p : readers)
@@ -231,7 +249,9 @@ void TcpTransport::receive_all(std::span<Receive> receives, const Deadline& dead
     return all;
   };
   auto missing = [&] { return readers; };
-  drive(step, readers, missing, deadline, what);
+  std::size_t outstanding = 0;
+  for (const Receive& r : receives) outstanding += r.until - std::min(r.until, r.got);
+  drive(step, readers, missing, deadline, what, outstanding <= kYieldBytes);
 }
 
 std::string TcpTransport::calls_reached(const Deadline& deadline,

@@ -14,9 +14,14 @@
 //
 // Waiting spins (retrying the non-blocking socket calls: a loopback round trip costs ~3 us that
 // way, ~40 us when the process sleeps and is woken) for `spin`, then sleeps in poll() on the
-// sockets and the failure state's wake descriptor. It never calls sched_yield: with more runnable
-// processes than cores a yield hands the core away for a whole time slice (milliseconds), while
-// a sleeper in poll() is woken by the kernel the moment its bytes arrive.
+// sockets and the failure state's wake descriptor. With more ranks on this machine than cores, a
+// wait for a small message (at most kYieldBytes outstanding: the agreement records, a small
+// all_reduce) first yields the core (sched_yield between tries) for `yield` before it sleeps: the
+// rank it waits for is then usually the one the core goes to, and a woken sleeper costs a
+// scheduler round trip per message (4 KiB all_reduce over 4 processes on 2 cores: 382 -> 217 us,
+// docs/performance.md). The window is bounded because a yield can also hand the core to an
+// unrelated process for its time slice; a wait for a large message never yields (it is
+// bandwidth-bound, and the peer filling the socket needs the core).
 #include <functional>
 #include <memory>
 #include <optional>
@@ -58,6 +63,10 @@ struct TcpTransportOptions {
   /// the ranks on this machine (`local_ranks`) fit its cores, else 2 us (a spinning rank would
   /// take the core of the rank it waits for).
   std::chrono::nanoseconds spin{0};
+  /// After the spin, how long a wait for a small message yields the core (sched_yield between
+  /// tries) before it sleeps in poll(). Negative: the default, 100 us when `local_ranks` exceed
+  /// the cores, else 0 (a rank with its own core spins instead).
+  std::chrono::nanoseconds yield{-1};
   int local_ranks = 1;
   /// Payload checksums (RUCCL_TCP_PAYLOAD_CHECKSUM=auto|on|off for from_env). Every rank of a
   /// group should use the same; a rank whose policy for a link is on refuses unchecked frames.
@@ -148,9 +157,10 @@ class TcpTransport final : public Transport {
   /// poll() on the sockets of `readers` (which `step` may update) and of every peer with queued
   /// sends. Throws the group's
   /// failure, PeerLost, or Timeout naming missing().
+  /// `may_yield`: a latency-bound wait (small messages), which yields after spinning.
   template <typename Step, typename Missing>
   void drive(Step&& step, const std::vector<int>& readers, Missing&& missing,
-             const Deadline& deadline, const char* what);
+             const Deadline& deadline, const char* what, bool may_yield = false);
   /// Receives several messages into contiguous buffers concurrently.
   void receive_all(std::span<Receive> receives, const Deadline& deadline, const char* what);
   /// Fails the group with `error` and throws it (sends withdrawn first).
@@ -175,6 +185,7 @@ class TcpTransport final : public Transport {
   SessionBytes session_;
   TcpTransportOptions options_;
   std::chrono::nanoseconds spin_;
+  std::chrono::nanoseconds yield_;  // spin_ + the yield window (0 window: spin_)
   std::unique_ptr<TcpFailureState> state_;
   std::vector<std::optional<TcpLink>> links_;
   std::unique_ptr<TcpControl> control_;
