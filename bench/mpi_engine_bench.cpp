@@ -178,6 +178,9 @@ int main(int argc, char** argv) {
     Communicator engine = MpiGroup::world(Device::cpu(), options);
     Communicator algorithms =
         MpiGroup::world(Device::cpu(), options, {}, MpiCollectives::Algorithms);
+    MpiTransportOptions unfused_options;
+    unfused_options.fused_all_reduce_bytes = 0;  // every all_reduce on MPI_Iallreduce
+    Communicator unfused = MpiGroup::world(Device::cpu(), options, unfused_options);
     const int n = engine.world_size();
     const int r = engine.rank();
     const double bus = 2.0 * (n - 1) / n;
@@ -186,8 +189,9 @@ int main(int argc, char** argv) {
           "# all_reduce F32 Sum, %d processes: raw MPI_Allreduce vs ruCCL's MPI engine "
           "vs our algorithms over MPI point-to-point (median us, max over ranks)\n",
           n);
-      std::printf("%10s %10s %10s %10s %8s %12s %12s %10s %10s\n", "bytes", "raw_us", "engine_us",
-                  "overhead", "ratio", "raw_iallred", "algos_p2p_us", "raw_busbw", "eng_busbw");
+      std::printf("%10s %10s %10s %10s %8s %12s %12s %12s %10s %10s\n", "bytes", "raw_us",
+                  "engine_us", "overhead", "ratio", "raw_iallred", "eng_unfused", "algos_p2p_us",
+                  "raw_busbw", "eng_busbw");
     }
     for (const std::size_t bytes : sizes) {
       const auto count = static_cast<std::int64_t>(bytes / 4);
@@ -195,9 +199,12 @@ int main(int argc, char** argv) {
       Tensor raw_out = Tensor::empty({count}, DType::F32);
       Tensor out;
       const int iters = iters_for(bytes, div);
-      std::vector<std::vector<double>> t(4);
+      std::vector<std::vector<double>> t(5);
       auto run = [&](int which) {
-        if (which == 3) {
+        if (which == 4) {
+          t[4].push_back(
+              time_op([&] { out = unfused.all_reduce(in, ReduceOperation::Sum); }, iters));
+        } else if (which == 3) {
           t[3].push_back(time_op(
               [&] {
                 MPI_Request q;
@@ -222,7 +229,7 @@ int main(int argc, char** argv) {
         }
       };
       for (int round = 0; round < rounds; ++round) {
-        for (int k = 0; k < 4; ++k) run(round % 2 == 0 ? k : 3 - k);
+        for (int k = 0; k < 5; ++k) run(round % 2 == 0 ? k : 4 - k);
       }
       const float want = n * (n + 1) / 2.0f;
       if (out.data<float>()[0] != want || raw_out.data<float>()[count - 1] != want) {
@@ -231,9 +238,9 @@ int main(int argc, char** argv) {
       }
       if (r == 0) {
         const double raw = median(t[0]), ours = median(t[1]), algos = median(t[2]);
-        std::printf("%10zu %10.1f %10.1f %10.1f %8.3f %12.1f %12.1f %10.3f %10.3f\n", bytes, raw,
-                    ours, ours - raw, ours / raw, median(t[3]), algos, bytes / raw / 1e3 * bus,
-                    bytes / ours / 1e3 * bus);
+        std::printf("%10zu %10.1f %10.1f %10.1f %8.3f %12.1f %12.1f %12.1f %10.3f %10.3f\n", bytes,
+                    raw, ours, ours - raw, ours / raw, median(t[3]), median(t[4]), algos,
+                    bytes / raw / 1e3 * bus, bytes / ours / 1e3 * bus);
         std::fflush(stdout);
       }
     }

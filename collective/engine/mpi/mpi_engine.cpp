@@ -4,6 +4,8 @@
 #include <climits>
 #include <numeric>
 
+#include "collective/algorithms/algorithm.h"
+#include "collective/algorithms/rank_vector.h"
 #include "collective/algorithms/reduce_kernel.h"
 #include "collective/engine/mpi/mpi_runtime.h"
 
@@ -100,7 +102,46 @@ MpiEngine::MpiEngine(MpiTransport& transport, Device device, const CommunicatorO
 bool MpiEngine::supports(OpKind, DType, Device) const { return true; }
 
 bool MpiEngine::sends_with_agreement(OpKind kind, Algorithm algorithm) const {
-  return fallback_.sends_with_agreement(kind, algorithm);
+  // Every all_reduce: a small one sends its data with its record (fused_all_reduce); the others
+  // complete the agreement first (agreed()) unless the fallback sends with it.
+  return kind == OpKind::AllReduce || fallback_.sends_with_agreement(kind, algorithm);
+}
+
+bool MpiEngine::fused(const EngineCall& call) const {
+  const std::size_t limit = transport_.options().fused_all_reduce_bytes;
+  if (call.pending_agreement == nullptr || limit == 0) return false;
+  const DType acc = accumulation_dtype(static_cast<DType>(call.record.dtype));
+  return static_cast<std::size_t>(call.record.shape().numel()) * dtype_size(acc) <=
+         std::min<std::size_t>(limit, kMaxFusedBytes);
+}
+
+void MpiEngine::agreed(const EngineCall& call) {
+  call.agreed();
+  transport_.expect_payloads(0);  // nothing rode on the records
+}
+
+Tensor MpiEngine::fused_all_reduce(const EngineCall& call, const Tensor& t, ReduceOperation op) {
+  const Tensor host = host_contiguous(t);
+  const DType acc = accumulation_dtype(t.dtype());
+  const Tensor in = acc == host.dtype() ? host : host.to(acc).contiguous();
+  Tensor out = Tensor::empty(in.shape(), in.dtype());
+  const ReduceKernel kernel(in.dtype(), op);
+  const auto count = static_cast<std::size_t>(in.numel());
+  const int world = transport_.world_size();
+  RankVector<const void*> data(static_cast<std::size_t>(world));
+  transport_.send_record_with(in.data_ptr(), in.nbytes());  // copied: returns at once
+  call.agreed();  // every rank's record and data; throws on disagreement (on every rank)
+  transport_.expect_payloads(in.nbytes());
+  for (int p = 0; p < world; ++p) {
+    data[static_cast<std::size_t>(p)] =
+        p == transport_.rank() ? in.data_ptr() : transport_.agreed_payload(p).data();
+  }
+  // The canonical order (collective/algorithms/algorithm.h), as our Direct all_reduce folds: the
+  // same bits on every rank, and as the fallback's.
+  fold_all_chunks(kernel, out.data_ptr(), data, count);
+  kernel.finish(out.data_ptr(), count, world);
+  Tensor result = out.dtype() == t.dtype() ? out : out.to(t.dtype());
+  return to_device(result, device_);
 }
 
 bool MpiEngine::native_reduction(DType dtype, std::int64_t count) const {
@@ -116,8 +157,12 @@ void MpiEngine::wait(MPI_Request request, const Tensor& in, const Tensor& out,
 }
 
 Tensor MpiEngine::all_reduce(const EngineCall& call, const Tensor& t, ReduceOperation op) {
-  if (!native_reduction(t.dtype(), t.numel())) return fallback_.all_reduce(call, t, op);
-  call.agreed();
+  if (fused(call)) return fused_all_reduce(call, t, op);
+  if (!native_reduction(t.dtype(), t.numel())) {
+    if (!fallback_.sends_with_agreement(OpKind::AllReduce, call.algorithm())) agreed(call);
+    return fallback_.all_reduce(call, t, op);
+  }
+  agreed(call);
   const Tensor in = host_contiguous(t);
   Tensor out = Tensor::empty(in.shape(), in.dtype());
   MPI_Request r = MPI_REQUEST_NULL;
@@ -132,7 +177,7 @@ Tensor MpiEngine::all_reduce(const EngineCall& call, const Tensor& t, ReduceOper
 std::optional<Tensor> MpiEngine::reduce(const EngineCall& call, const Tensor& t, int root,
                                         ReduceOperation op) {
   if (!native_reduction(t.dtype(), t.numel())) return fallback_.reduce(call, t, root, op);
-  call.agreed();
+  agreed(call);
   const Tensor in = host_contiguous(t);
   const bool is_root = transport_.rank() == root;
   Tensor out = is_root ? Tensor::empty(in.shape(), in.dtype()) : Tensor();
@@ -148,7 +193,7 @@ std::optional<Tensor> MpiEngine::reduce(const EngineCall& call, const Tensor& t,
 
 Tensor MpiEngine::reduce_scatter(const EngineCall& call, const Tensor& t, ReduceOperation op) {
   if (!native_reduction(t.dtype(), t.numel())) return fallback_.reduce_scatter(call, t, op);
-  call.agreed();
+  agreed(call);
   const Tensor in = host_contiguous(t);
   Shape shard = in.shape();
   shard[0] = shard[0] / transport_.world_size();
@@ -166,7 +211,7 @@ Tensor MpiEngine::reduce_scatter(const EngineCall& call, const Tensor& t, Reduce
 Tensor MpiEngine::broadcast(const EngineCall& call, const Tensor& t, int root) {
   const CallRecord& rr = call.records[static_cast<std::size_t>(root)];
   if (!fits_int(record_bytes(rr))) return fallback_.broadcast(call, t, root);
-  call.agreed();
+  agreed(call);
   Tensor out = Tensor::empty(rr.shape(), static_cast<DType>(rr.dtype));
   if (transport_.rank() == root) {
     const Tensor in = host_contiguous(t);
@@ -182,7 +227,7 @@ Tensor MpiEngine::broadcast(const EngineCall& call, const Tensor& t, int root) {
 
 Tensor MpiEngine::all_gather(const EngineCall& call, const Tensor& t) {
   if (!all_fit(call)) return fallback_.all_gather(call, t);
-  call.agreed();
+  agreed(call);
   const Tensor in = host_contiguous(t);
   Tensor out = Tensor::empty(gathered_shape(in.shape(), transport_.world_size()), in.dtype());
   MPI_Request r = MPI_REQUEST_NULL;
@@ -195,7 +240,7 @@ Tensor MpiEngine::all_gather(const EngineCall& call, const Tensor& t) {
 
 std::optional<Tensor> MpiEngine::gather(const EngineCall& call, const Tensor& t, int root) {
   if (!all_fit(call)) return fallback_.gather(call, t, root);
-  call.agreed();
+  agreed(call);
   const Tensor in = host_contiguous(t);
   const bool is_root = transport_.rank() == root;
   Tensor out = is_root
@@ -214,7 +259,7 @@ std::optional<Tensor> MpiEngine::gather(const EngineCall& call, const Tensor& t,
 Tensor MpiEngine::scatter(const EngineCall& call, const Tensor& t, int root) {
   const CallRecord& rr = call.records[static_cast<std::size_t>(root)];
   if (!fits_int(record_bytes(rr))) return fallback_.scatter(call, t, root);
-  call.agreed();
+  agreed(call);
   Shape block = rr.shape();
   block[0] = block[0] / transport_.world_size();
   Tensor out = Tensor::empty(block, static_cast<DType>(rr.dtype));
@@ -230,7 +275,7 @@ Tensor MpiEngine::scatter(const EngineCall& call, const Tensor& t, int root) {
 
 Tensor MpiEngine::all_to_all(const EngineCall& call, const Tensor& t) {
   if (!all_fit(call)) return fallback_.all_to_all(call, t);
-  call.agreed();
+  agreed(call);
   const Tensor in = host_contiguous(t);
   Tensor out = Tensor::empty(in.shape(), in.dtype());
   const int block = as_int(in.nbytes() / static_cast<std::size_t>(transport_.world_size()));
@@ -245,7 +290,7 @@ Tensor MpiEngine::all_to_all(const EngineCall& call, const Tensor& t) {
 AllToAllVResult MpiEngine::all_to_all_v(const EngineCall& call, const Tensor& t,
                                         std::span<const std::int64_t> send_counts) {
   if (!all_fit(call)) return fallback_.all_to_all_v(call, t, send_counts);
-  call.agreed();
+  agreed(call);
   const auto w = static_cast<std::size_t>(transport_.world_size());
   // The counts first: every rank learns how many rows each peer sends it.
   Tensor sent = Tensor::from_vector<std::int64_t>(

@@ -49,8 +49,19 @@ class MpiEngine final : public CollectiveEngine {
 
   /// Whether a reduction of `dtype` with `count` elements runs on MPI (else the fallback).
   bool native_reduction(DType dtype, std::int64_t count) const;
+  /// Whether this all_reduce runs fused (MpiTransportOptions::fused_all_reduce_bytes): decided
+  /// from the record alone, so alike on every rank whose record agrees.
+  bool fused(const EngineCall& call) const;
+
+  /// The largest fused all_reduce, whatever the option says (an MPI count is an int).
+  static constexpr std::size_t kMaxFusedBytes = std::size_t{64} << 20;
 
  private:
+  /// One exchange: this rank's record with its input behind it to every peer, then every rank
+  /// folds every input in the canonical order.
+  Tensor fused_all_reduce(const EngineCall& call, const Tensor& t, ReduceOperation op);
+  /// Completes the agreement, checking that no peer sent data with its record.
+  void agreed(const EngineCall& call);
   /// Waits for `request` (MpiTransport::wait); `in` and `out` stay alive with it on failure.
   void wait(MPI_Request request, const Tensor& in, const Tensor& out, const EngineCall& call,
             const char* what);
