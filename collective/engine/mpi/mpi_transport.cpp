@@ -109,6 +109,10 @@ MpiTransport::~MpiTransport() {
     MPI_Cancel(&notice_recv_);
     mpi::orphan_request(notice_recv_, notice_buffer_);
   }
+  // A peer's fused all_reduce may still send its record and data here (above MPI's eager limit
+  // that send completes only once received): the runtime receives them from now on.
+  mpi::retire_communicator(data_);
+  mpi::retire_communicator(notices_);
   mpi::reap_orphans();
   // The duplicates are never freed: a peer's goodbye or failure notice may still be on its way
   // (or unmatched) on them, and OpenMPI gives a freed communicator's context id to the next
