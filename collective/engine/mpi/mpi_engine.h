@@ -5,6 +5,11 @@
 // tuned collectives and fabric move the bytes, polled against the call's deadline and the failure
 // notices (MpiTransport::wait). The core agrees on every call over the MpiTransport first.
 //
+// An all_reduce of at most MpiTransportOptions::fused_all_reduce_bytes (in its accumulation
+// dtype, any dtype) is one exchange instead: every rank's record with its data behind it to every
+// peer (MpiTransport::send_record_with), then, once every record agreed, every rank folds all
+// inputs in the canonical order (bit-identical on every rank and to our algorithms).
+//
 // Falls back to our algorithms over MPI point-to-point (AlgorithmEngine over the same
 // MpiTransport) for:
 //   - reductions of F16 and BF16 (MPI has no such types; ours accumulate in F32) and of Bool;

@@ -6,13 +6,15 @@
 //
 // It works on three duplicates of the caller's communicator, so no message of ruCCL can match
 // one of the program's own:
-//   - data: the agreement records and the messages of the algorithms and of send/recv, in order
-//     per pair of ranks. Every receive is posted for the next message of its peer whatever its
-//     tag (MPI_ANY_TAG: MPI keeps one sender's messages in order on a communicator), and then
-//     checked: our 64-bit tag (mapped to an MPI tag, whose upper bound may be 32767, modulo the
-//     bound, see mpi_tag), its size, or a record where a message was expected (a point-to-point
-//     call facing a collective: CollectiveKindMismatch, never a wait), or a peer's goodbye (its
-//     communicator was destroyed: PeerLost);
+//   - data: the agreement records (a fused all_reduce's data behind its record, in one message:
+//     send_record_with) and the messages of the algorithms and of send/recv, in order per pair of
+//     ranks. The agreement probes each peer's next message and receives it whole at its size
+//     (MPI_Improbe, MPI_Imrecv); every other receive is posted for the next message of its peer
+//     whatever its tag (MPI_ANY_TAG: MPI keeps one sender's messages in order on a communicator),
+//     and then checked: our 64-bit tag (mapped to an MPI tag, whose upper bound may be 32767,
+//     modulo the bound, see mpi_tag), its size, or a record where a message was expected (a
+//     point-to-point call facing a collective: CollectiveKindMismatch, never a wait), or a peer's
+//     goodbye (its communicator was destroyed: PeerLost);
 //   - notices: a failing rank sends the encoded CollectiveError (kind, ranks, message) to every
 //     other rank; every wait polls for it, so an abort or a failure wakes every rank with its
 //     cause;
