@@ -13,11 +13,14 @@
 // machine is shared). Raw MPI is out of place into a buffer allocated once; ours returns a new
 // tensor (its allocation is in the time). The engine runs an all_reduce of at most
 // MpiTransportOptions::fused_all_reduce_bytes as one exchange (record and data together), larger
-// ones on MPI_Iallreduce after the agreement exchange; eng_unfused is the same engine with fusion
-// off (every size on MPI_Iallreduce after the agreement: the engine before fusion).
+// ones (up to 4 ranks) as the agreement exchange then our pairwise reduce-scatter + all-gather
+// over MPI messages; eng_unfused is the same engine with both off (every size on MPI_Iallreduce
+// after the agreement: the engine of session 8).
 // raw_iallred: raw MPI_Iallreduce polled with MPI_Test (what the engine calls, without ruCCL).
 // overhead = ours - raw; busbw = bytes / time * 2(n-1)/n, GB = 1e9 B. --only raw,engine,...
 // runs just those implementations (raw, engine, algorithms, iallreduce, unfused: for profiling).
+// --crossover: each of the engine's three all_reduce paths forced at every size (fused,
+// MPI_Iallreduce, pairwise) beside raw MPI_Allreduce, to place MpiTransportOptions' limits.
 //
 // --agreement: what one call's agreement costs, against the two ways to build it on MPI: our
 // barrier (only the agreement: every rank's encoded CallRecord to every peer, MPI_Isend/Irecv,
@@ -28,6 +31,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -145,6 +149,59 @@ void agreement_table(int rounds, int div) {
   MPI_Comm_free(&raw);
 }
 
+/// --crossover: the engine's three all_reduce paths, each forced at every size, beside raw
+/// MPI_Allreduce: where each one wins decides MpiTransportOptions' two limits.
+void crossover_table(const std::vector<std::size_t>& sizes, int rounds, int div) {
+  CommunicatorOptions options;
+  options.timeout = std::chrono::seconds(120);
+  MpiTransportOptions fused, iallreduce, pairwise;
+  fused.fused_all_reduce_bytes = std::size_t{64} << 20;
+  iallreduce.fused_all_reduce_bytes = 0;
+  iallreduce.pairwise_all_reduce_bytes = SIZE_MAX;
+  pairwise.fused_all_reduce_bytes = 0;
+  std::vector<Communicator> comms;
+  comms.push_back(MpiGroup::world(Device::cpu(), options, fused));
+  comms.push_back(MpiGroup::world(Device::cpu(), options, iallreduce));
+  comms.push_back(MpiGroup::world(Device::cpu(), options, pairwise));
+  const int r = comms[0].rank();
+  if (r == 0) {
+    std::printf("# all_reduce F32 Sum, %d processes: the engine's paths forced (median us)\n",
+                comms[0].world_size());
+    std::printf("%10s %10s %10s %12s %10s %10s\n", "bytes", "raw_us", "fused_us", "iallreduce_us",
+                "pairwise_us", "fastest");
+  }
+  for (const std::size_t bytes : sizes) {
+    const auto count = static_cast<std::int64_t>(bytes / 4);
+    const Tensor in = Tensor::full({count}, r + 1.0, DType::F32);
+    Tensor raw_out = Tensor::empty({count}, DType::F32);
+    const int iters = iters_for(bytes, div);
+    std::vector<std::vector<double>> t(4);
+    auto run = [&](int which) {
+      if (which == 3) {
+        t[3].push_back(time_op(
+            [&] {
+              MPI_Allreduce(in.data_ptr(), raw_out.data_ptr(), static_cast<int>(count), MPI_FLOAT,
+                            MPI_SUM, MPI_COMM_WORLD);
+            },
+            iters));
+        return;
+      }
+      Communicator& c = comms[static_cast<std::size_t>(which)];
+      t[static_cast<std::size_t>(which)].push_back(
+          time_op([&] { c.all_reduce(in, ReduceOperation::Sum); }, iters));
+    };
+    for (int round = 0; round < rounds; ++round) {
+      for (int k = 0; k < 4; ++k) run(round % 2 == 0 ? k : 3 - k);
+    }
+    if (r == 0) {
+      const double f = median(t[0]), i = median(t[1]), p = median(t[2]);
+      const char* best = f <= i && f <= p ? "fused" : i <= p ? "iallreduce" : "pairwise";
+      std::printf("%10zu %10.1f %10.1f %12.1f %10.1f %10s\n", bytes, median(t[3]), f, i, p, best);
+      std::fflush(stdout);
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -153,6 +210,7 @@ int main(int argc, char** argv) {
   int rounds = 5;
   int div = 1;
   bool agreement = false;
+  bool crossover = false;
   std::string only;  // --only: run just these implementations (for profiling)
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -168,19 +226,26 @@ int main(int argc, char** argv) {
       rounds = 2;
     } else if (a == "--agreement") {
       agreement = true;
+    } else if (a == "--crossover") {
+      crossover = true;
     } else if (a == "--only" && i + 1 < argc) {
       only = argv[++i];
     } else {
-      std::fprintf(stderr,
-                   "usage: mpirun -np N %s [--sizes 4096,...] [--rounds R] [--quick] "
-                   "[--agreement] [--only raw,engine,algorithms,iallreduce,unfused]\n",
-                   argv[0]);
+      std::fprintf(
+          stderr,
+          "usage: mpirun -np N %s [--sizes 4096,...] [--rounds R] [--quick] "
+          "[--agreement] [--crossover] [--only raw,engine,algorithms,iallreduce,unfused]\n",
+          argv[0]);
       return 2;
     }
   }
   try {
     if (agreement) {
       agreement_table(rounds, div);
+      return 0;
+    }
+    if (crossover) {
+      crossover_table(sizes, rounds, div);
       return 0;
     }
     CommunicatorOptions options;
@@ -190,6 +255,7 @@ int main(int argc, char** argv) {
         MpiGroup::world(Device::cpu(), options, {}, MpiCollectives::Algorithms);
     MpiTransportOptions unfused_options;
     unfused_options.fused_all_reduce_bytes = 0;  // every all_reduce on MPI_Iallreduce
+    unfused_options.pairwise_all_reduce_bytes = SIZE_MAX;
     Communicator unfused = MpiGroup::world(Device::cpu(), options, unfused_options);
     const int n = engine.world_size();
     const int r = engine.rank();

@@ -268,3 +268,62 @@ TEST_CASE("fused MPI all_reduces keep their order among sends and other collecti
     REQUIRE(root.to_vector<float>() == std::vector<float>(3, 7.0f + round % w));
   }
 }
+
+TEST_CASE("a larger MPI all_reduce on up to four processes is pairwise, with our bits", "[mpi]") {
+  Communicator comm = group();
+  const int w = comm.world_size();
+  const int r = comm.rank();
+  const auto above = static_cast<std::int64_t>(kLimit / 4) + 1;  // the first pairwise size
+  struct Case {
+    DType dtype;
+    std::int64_t n;
+    ReduceOperation op;
+  };
+  // Chunk boundaries: sizes that W divides, and W * k + 1 .. W * k + W - 1 (uneven chunks).
+  const Case cases[] = {{DType::F32, above, ReduceOperation::Sum},
+                        {DType::F32, 12 * 4096, ReduceOperation::Sum},
+                        {DType::F32, 12 * 4096 + 1, ReduceOperation::Mean},
+                        {DType::F32, 12 * 4096 + 2, ReduceOperation::Sum},
+                        {DType::F32, 12 * 4096 + 3, ReduceOperation::Min},
+                        {DType::F64, 300001, ReduceOperation::Sum},
+                        {DType::I32, above + 5, ReduceOperation::BitXor},
+                        {DType::I64, above, ReduceOperation::Sum}};
+  for (const Case& c : cases) {
+    INFO(c.n << " elements of " << c.dtype << ", " << reduce_operation_name(c.op));
+    const Tensor got = comm.all_reduce(noisy_input(r, c.n, c.dtype), c.op);
+    if (w <= MpiTransportOptions::kPairwiseMaxWorld) {
+      REQUIRE(same_bits(got, reference(w, r, c.n, c.dtype, c.op)));
+    }
+    REQUIRE(same_bits(comm.broadcast(got, 0), got));
+  }
+}
+
+TEST_CASE("with pairwise_all_reduce_bytes at SIZE_MAX a larger all_reduce runs on MPI", "[mpi]") {
+  CommunicatorOptions options;
+  options.timeout = 20s;
+  MpiTransportOptions transport;
+  transport.pairwise_all_reduce_bytes = SIZE_MAX;
+  Communicator comm = MpiGroup::world(Device::cpu(), options, transport);
+  const int w = comm.world_size();
+  const auto n = static_cast<std::int64_t>(kLimit);  // 4 * kLimit bytes
+  const Tensor x = Tensor::arange(0, static_cast<double>(n), 1, DType::I64) + comm.rank();
+  const std::vector<std::int64_t> got = comm.all_reduce(x).to_vector<std::int64_t>();
+  for (std::int64_t i = 0; i < n; i += 997) {
+    REQUIRE(got[static_cast<std::size_t>(i)] == w * i + w * (w - 1) / 2);
+  }
+  const Tensor mean =
+      comm.all_reduce(Tensor::full({n}, comm.rank() * 2.0, DType::F64), ReduceOperation::Mean);
+  REQUIRE(mean.to_vector<double>() == std::vector<double>(static_cast<std::size_t>(n), w - 1.0));
+}
+
+TEST_CASE("MPI ranks whose pairwise_all_reduce_bytes differ cannot make a group", "[mpi]") {
+  CommunicatorOptions options;
+  options.timeout = 20s;
+  MpiTransportOptions transport;
+  const int last = job_size() - 1;
+  if (job_rank() == last) transport.pairwise_all_reduce_bytes = 1 << 20;
+  const CollectiveError e = require_error(
+      Kind::InvalidConfig, [&] { MpiGroup::world(Device::cpu(), options, transport); });
+  REQUIRE(e.ranks() == std::vector<int>{last});
+  REQUIRE(contains(e.what(), str("got 0 on rank 0 and 1048576 on rank ", last)));
+}

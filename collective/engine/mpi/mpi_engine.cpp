@@ -67,6 +67,10 @@ void divide(Tensor& out, int world) {
   }
 }
 
+/// The tags of pairwise_all_reduce's messages on the collective communicator (MPI's own
+/// collectives there use tags of their own, which never match these).
+constexpr int kPairwiseTag = 7;
+
 int as_int(std::size_t n) { return static_cast<int>(n); }
 
 bool fits_int(std::size_t n) { return n <= static_cast<std::size_t>(INT_MAX); }
@@ -156,11 +160,96 @@ void MpiEngine::wait(MPI_Request request, const Tensor& in, const Tensor& out,
   transport_.wait(std::span<MPI_Request>(&request, 1), keep, call.deadline, what);
 }
 
+Tensor MpiEngine::pairwise_all_reduce(const EngineCall& call, const Tensor& t, ReduceOperation op) {
+  agreed(call);
+  const Tensor in = host_contiguous(t);
+  Tensor out = Tensor::empty(in.shape(), in.dtype());
+  const ReduceKernel kernel(in.dtype(), op);
+  const std::size_t es = kernel.element_size();
+  const auto count = static_cast<std::size_t>(in.numel());
+  const int world = transport_.world_size();
+  const auto w = static_cast<std::size_t>(world);
+  const auto mine = static_cast<std::size_t>(transport_.rank());
+  const std::size_t length = chunk_size(mine, count, w);
+  const std::size_t slot = length * es;
+  // A failed call left the last staging buffer to MPI: take a new one.
+  if (!staging_ || staging_.use_count() > 1) {
+    staging_ = std::make_shared<std::vector<std::uint8_t>>();
+  }
+  if (staging_->size() < slot * (w - 1)) staging_->resize(slot * (w - 1));
+  const auto* src = static_cast<const std::uint8_t*>(in.data_ptr());
+  auto* dst = static_cast<std::uint8_t*>(out.data_ptr());
+  std::uint8_t* staged = staging_->data();
+  const auto keep = std::make_shared<std::pair<std::array<Tensor, 2>, decltype(staging_)>>(
+      std::array<Tensor, 2>{in, out}, staging_);
+  const MPI_Comm comm = transport_.collective_comm();
+  auto peer_slot = [&](std::size_t p) { return p < mine ? p : p - 1; };
+  auto post = [&](int code, const char* what) {
+    if (code == MPI_SUCCESS) return;
+    for (MPI_Request& r : requests_) mpi::orphan_request(r, keep);
+    const CollectiveError e(
+        CollectiveErrorKind::PeerLost,
+        str(what, " of the pairwise all_reduce failed: ", mpi::error_string(code)));
+    transport_.fail(e);
+    throw e;
+  };
+  // Reduce-scatter: chunk p of this rank's input goes to rank p; chunk `mine` of every peer's
+  // input lands in staging, then is folded in the canonical order.
+  requests_.assign(2 * (w - 1), MPI_REQUEST_NULL);
+  std::size_t k = 0;
+  for (std::size_t p = 0; p < w; ++p) {
+    if (p == mine) continue;
+    post(MPI_Irecv(staged + peer_slot(p) * slot, static_cast<int>(slot), MPI_BYTE,
+                   static_cast<int>(p), kPairwiseTag, comm, &requests_[k++]),
+         "MPI_Irecv");
+  }
+  for (std::size_t p = 0; p < w; ++p) {
+    if (p == mine) continue;
+    post(MPI_Isend(src + chunk_begin(p, count, w) * es,
+                   static_cast<int>(chunk_size(p, count, w) * es), MPI_BYTE, static_cast<int>(p),
+                   kPairwiseTag, comm, &requests_[k++]),
+         "MPI_Isend");
+  }
+  transport_.wait(std::span<MPI_Request>(requests_), keep, call.deadline,
+                  "the pairwise all_reduce's reduce-scatter");
+  RankVector<const void*> data(w);
+  for (std::size_t p = 0; p < w; ++p) {
+    data[p] = p == mine ? static_cast<const void*>(src + chunk_begin(mine, count, w) * es)
+                        : staged + peer_slot(p) * slot;
+  }
+  std::uint8_t* folded = dst + chunk_begin(mine, count, w) * es;
+  fold_chunk(kernel, folded, data, mine, length);
+  kernel.finish(folded, length, world);
+  // All-gather: the folded chunk to every peer, theirs straight into the result.
+  requests_.assign(2 * (w - 1), MPI_REQUEST_NULL);
+  k = 0;
+  for (std::size_t p = 0; p < w; ++p) {
+    if (p == mine) continue;
+    post(MPI_Irecv(dst + chunk_begin(p, count, w) * es,
+                   static_cast<int>(chunk_size(p, count, w) * es), MPI_BYTE, static_cast<int>(p),
+                   kPairwiseTag + 1, comm, &requests_[k++]),
+         "MPI_Irecv");
+  }
+  for (std::size_t p = 0; p < w; ++p) {
+    if (p == mine) continue;
+    post(MPI_Isend(folded, static_cast<int>(slot), MPI_BYTE, static_cast<int>(p), kPairwiseTag + 1,
+                   comm, &requests_[k++]),
+         "MPI_Isend");
+  }
+  transport_.wait(std::span<MPI_Request>(requests_), keep, call.deadline,
+                  "the pairwise all_reduce's all-gather");
+  return out;
+}
+
 Tensor MpiEngine::all_reduce(const EngineCall& call, const Tensor& t, ReduceOperation op) {
   if (fused(call)) return fused_all_reduce(call, t, op);
   if (!native_reduction(t.dtype(), t.numel())) {
     if (!fallback_.sends_with_agreement(OpKind::AllReduce, call.algorithm())) agreed(call);
     return fallback_.all_reduce(call, t, op);
+  }
+  if (transport_.world_size() <= MpiTransportOptions::kPairwiseMaxWorld &&
+      t.nbytes() >= transport_.options().pairwise_all_reduce_bytes && fits_int(t.nbytes())) {
+    return pairwise_all_reduce(call, t, op);
   }
   agreed(call);
   const Tensor in = host_contiguous(t);

@@ -65,6 +65,9 @@ class MpiEngine final : public CollectiveEngine {
   /// One exchange: this rank's record with its input behind it to every peer, then every rank
   /// folds every input in the canonical order.
   Tensor fused_all_reduce(const EngineCall& call, const Tensor& t, ReduceOperation op);
+  /// Pairwise reduce-scatter (rank r folds chunk r of every input, canonical order) then
+  /// all-gather of the folded chunks, on MPI_Isend/MPI_Irecv of the collective communicator.
+  Tensor pairwise_all_reduce(const EngineCall& call, const Tensor& t, ReduceOperation op);
   /// Completes the agreement, checking that no peer sent data with its record.
   void agreed(const EngineCall& call);
   /// Waits for `request` (MpiTransport::wait); `in` and `out` stay alive with it on failure.
@@ -75,6 +78,10 @@ class MpiEngine final : public CollectiveEngine {
   Device device_;
   CommunicatorOptions options_;
   AlgorithmEngine fallback_;
+  // pairwise_all_reduce: the peers' chunks of this rank's chunk (shared: a failed call's
+  // receives keep it), and the requests.
+  std::shared_ptr<std::vector<std::uint8_t>> staging_;
+  std::vector<MPI_Request> requests_;
 };
 
 /// The EngineFactory of MpiEngine: the transport must be an MpiTransport (else InvalidConfig).

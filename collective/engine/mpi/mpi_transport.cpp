@@ -27,6 +27,46 @@ std::chrono::nanoseconds spin_time(const MpiTransportOptions& options, int world
                         : std::chrono::nanoseconds::max();
 }
 
+/// Every rank of the new group runs the same all_reduce paths: an MPI_Iallgather of
+/// pairwise_all_reduce_bytes on `comm` (a rank running MPI_Iallreduce while another runs the
+/// pairwise exchange would wait for the deadline). The fused limit is checked on every call.
+void check_same_options(MPI_Comm comm, int rank, int world, const MpiTransportOptions& options,
+                        const Deadline& deadline) {
+  auto values = std::make_shared<std::vector<std::uint64_t>>(static_cast<std::size_t>(world) + 1);
+  (*values)[0] = options.pairwise_all_reduce_bytes;
+  MPI_Request request = MPI_REQUEST_NULL;
+  mpi::check(MPI_Iallgather(values->data(), 1, MPI_UINT64_T, values->data() + 1, 1, MPI_UINT64_T,
+                            comm, &request),
+             "MPI_Iallgather", CollectiveErrorKind::InvalidConfig);
+  for (;;) {
+    int done = 0;
+    mpi::check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Iallgather");
+    if (done) break;
+    if (deadline.expired()) {
+      mpi::orphan_request(request, values);
+      throw CollectiveError(
+          CollectiveErrorKind::Timeout,
+          str(deadline.label(), ": rank ", rank, " timed out after ", deadline.timeout().count(),
+              " ms exchanging the MpiTransportOptions of the new group"));
+    }
+    sched_yield();
+  }
+  std::vector<int> differ;
+  for (int r = 0; r < world; ++r) {
+    if ((*values)[static_cast<std::size_t>(r) + 1] != (*values)[1]) differ.push_back(r);
+  }
+  if (!differ.empty()) {
+    throw CollectiveError(
+        CollectiveErrorKind::InvalidConfig,
+        str(deadline.label(),
+            ": expected the same MpiTransportOptions::pairwise_all_reduce_bytes "
+            "on every rank, got ",
+            (*values)[1], " on rank 0 and ", (*values)[static_cast<std::size_t>(differ[0]) + 1],
+            " on rank ", differ[0]),
+        differ);
+  }
+}
+
 }  // namespace
 
 std::unique_ptr<MpiTransport> MpiTransport::create(MPI_Comm comm, MpiTransportOptions options,
@@ -58,6 +98,7 @@ std::unique_ptr<MpiTransport> MpiTransport::create(MPI_Comm comm, MpiTransportOp
     sched_yield();
   }
   for (MPI_Comm c : dups) MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+  check_same_options(dups[2], rank, world, options, deadline);
   return std::unique_ptr<MpiTransport>(
       new MpiTransport(rank, world, dups[0], dups[1], dups[2], std::move(options)));
 }

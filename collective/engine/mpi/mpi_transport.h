@@ -62,6 +62,15 @@ struct MpiTransportOptions {
   /// crossover (docs/performance.md, "MPI engine beside raw MPI").
   std::size_t fused_all_reduce_bytes = kDefaultFusedAllReduceBytes;
   static constexpr std::size_t kDefaultFusedAllReduceBytes = std::size_t{32} << 10;
+  /// In a group of at most kPairwiseMaxWorld ranks, a larger all_reduce of F32/F64/I32/I64 of
+  /// at least this many bytes runs our pairwise reduce-scatter and all-gather on MPI
+  /// point-to-point messages straight from and into the tensors (canonical order: bit-identical
+  /// on every rank) instead of MPI_Iallreduce. 0 (the default): every all_reduce above the fused
+  /// limit; SIZE_MAX: never (MPI's own collective at every size, e.g. for a fabric whose MPI
+  /// offloads collectives). Must be the same on every rank: MpiTransport::create checks it
+  /// (InvalidConfig).
+  std::size_t pairwise_all_reduce_bytes = 0;
+  static constexpr int kPairwiseMaxWorld = 4;
   /// How error messages name the ranks.
   RankNames names;
 };
