@@ -8,7 +8,10 @@
 // An all_reduce of at most MpiTransportOptions::fused_all_reduce_bytes (in its accumulation
 // dtype, any dtype) is one exchange instead: every rank's record with its data behind it to every
 // peer (MpiTransport::send_record_with), then, once every record agreed, every rank folds all
-// inputs in the canonical order (bit-identical on every rank and to our algorithms).
+// inputs in the canonical order (bit-identical on every rank and to our algorithms). A larger
+// one of F32/F64/I32/I64 in a group of at most MpiTransportOptions::kPairwiseMaxWorld ranks runs
+// our pairwise reduce-scatter + all-gather on MPI messages of the collective communicator
+// (pairwise_all_reduce_bytes; measured faster than MPI_Iallreduce: docs/performance.md).
 //
 // Falls back to our algorithms over MPI point-to-point (AlgorithmEngine over the same
 // MpiTransport) for:
