@@ -57,9 +57,10 @@ struct MpiTransportOptions {
   /// The MPI engine runs an all_reduce of at most this many bytes (in its accumulation dtype) as
   /// one exchange: every rank's record with its data behind it to every peer, then every rank
   /// folds all inputs in the canonical order (bit-identical on every rank). Larger ones run on
-  /// MPI_Iallreduce after the agreement exchange. 0: never. Must be the same on every rank (a
-  /// rank that sent another form fails the call with PeerLost). The default is the measured
-  /// crossover (docs/performance.md, "MPI engine beside raw MPI").
+  /// the pairwise exchange or MPI_Iallreduce after the agreement exchange. 0: never. Must be the
+  /// same on every rank: where one rank fuses and another does not, the call fails with PeerLost
+  /// (an F16/BF16 call whose peers run the fallback times out instead). The default is the
+  /// measured crossover (docs/performance.md, "MPI engine beside raw MPI").
   std::size_t fused_all_reduce_bytes = kDefaultFusedAllReduceBytes;
   static constexpr std::size_t kDefaultFusedAllReduceBytes = std::size_t{32} << 10;
   /// In a group of at most kPairwiseMaxWorld ranks, a larger all_reduce of F32/F64/I32/I64 of
