@@ -45,7 +45,8 @@ int job_rank() {
 
 bool same_bits(const Tensor& a, const Tensor& b) {
   return a.dtype() == b.dtype() && a.shape() == b.shape() &&
-         std::memcmp(a.contiguous().data_ptr(), b.contiguous().data_ptr(), a.nbytes()) == 0;
+         (a.nbytes() == 0 ||
+          std::memcmp(a.contiguous().data_ptr(), b.contiguous().data_ptr(), a.nbytes()) == 0);
 }
 
 /// The canonical bits: the same inputs reduced by W threads of this process (our algorithms).
