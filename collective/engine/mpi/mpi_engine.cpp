@@ -100,7 +100,9 @@ MpiEngine::MpiEngine(MpiTransport& transport, Device device, const CommunicatorO
 bool MpiEngine::supports(OpKind, DType, Device) const { return true; }
 
 bool MpiEngine::sends_with_agreement(OpKind kind, Algorithm algorithm) const {
-  return fallback_.sends_with_agreement(kind, algorithm);
+  // Every all_reduce: a small one sends its data with its record (fused_all_reduce); the others
+  // complete the agreement first (agreed()) unless the fallback sends with it.
+  return kind == OpKind::AllReduce || fallback_.sends_with_agreement(kind, algorithm);
 }
 
 bool MpiEngine::native_reduction(DType dtype, std::int64_t count) const {
@@ -115,9 +117,22 @@ void MpiEngine::wait(MPI_Request request, const Tensor& in, const Tensor& out,
   transport_.wait(std::span<MPI_Request>(&request, 1), keep, call.deadline, what);
 }
 
-Tensor MpiEngine::all_reduce(const EngineCall& call, const Tensor& t, ReduceOperation op) {
-  if (!native_reduction(t.dtype(), t.numel())) return fallback_.all_reduce(call, t, op);
+void MpiEngine::agreed(const EngineCall& call) {
   call.agreed();
+  transport_.expect_payloads(0);  // nothing rode on the records
+}
+
+Tensor MpiEngine::all_reduce(const EngineCall& call, const Tensor& t, ReduceOperation op) {
+  if (fused(call)) return fused_all_reduce(call, t, op);
+  if (!native_reduction(t.dtype(), t.numel())) {
+    if (!fallback_.sends_with_agreement(OpKind::AllReduce, call.algorithm())) agreed(call);
+    return fallback_.all_reduce(call, t, op);
+  }
+  if (transport_.world_size() <= MpiTransportOptions::kPairwiseMaxWorld &&
+      t.nbytes() >= transport_.options().pairwise_all_reduce_bytes && fits_int(t.nbytes())) {
+    return pairwise_all_reduce(call, t, op);
+  }
+  agreed(call);
   const Tensor in = host_contiguous(t);
   Tensor out = Tensor::empty(in.shape(), in.dtype());
   MPI_Request r = MPI_REQUEST_NULL;
@@ -132,7 +147,7 @@ Tensor MpiEngine::all_reduce(const EngineCall& call, const Tensor& t, ReduceOper
 std::optional<Tensor> MpiEngine::reduce(const EngineCall& call, const Tensor& t, int root,
                                         ReduceOperation op) {
   if (!native_reduction(t.dtype(), t.numel())) return fallback_.reduce(call, t, root, op);
-  call.agreed();
+  agreed(call);
   const Tensor in = host_contiguous(t);
   const bool is_root = transport_.rank() == root;
   Tensor out = is_root ? Tensor::empty(in.shape(), in.dtype()) : Tensor();
@@ -148,7 +163,7 @@ std::optional<Tensor> MpiEngine::reduce(const EngineCall& call, const Tensor& t,
 
 Tensor MpiEngine::reduce_scatter(const EngineCall& call, const Tensor& t, ReduceOperation op) {
   if (!native_reduction(t.dtype(), t.numel())) return fallback_.reduce_scatter(call, t, op);
-  call.agreed();
+  agreed(call);
   const Tensor in = host_contiguous(t);
   Shape shard = in.shape();
   shard[0] = shard[0] / transport_.world_size();
@@ -166,7 +181,7 @@ Tensor MpiEngine::reduce_scatter(const EngineCall& call, const Tensor& t, Reduce
 Tensor MpiEngine::broadcast(const EngineCall& call, const Tensor& t, int root) {
   const CallRecord& rr = call.records[static_cast<std::size_t>(root)];
   if (!fits_int(record_bytes(rr))) return fallback_.broadcast(call, t, root);
-  call.agreed();
+  agreed(call);
   Tensor out = Tensor::empty(rr.shape(), static_cast<DType>(rr.dtype));
   if (transport_.rank() == root) {
     const Tensor in = host_contiguous(t);
@@ -182,7 +197,7 @@ Tensor MpiEngine::broadcast(const EngineCall& call, const Tensor& t, int root) {
 
 Tensor MpiEngine::all_gather(const EngineCall& call, const Tensor& t) {
   if (!all_fit(call)) return fallback_.all_gather(call, t);
-  call.agreed();
+  agreed(call);
   const Tensor in = host_contiguous(t);
   Tensor out = Tensor::empty(gathered_shape(in.shape(), transport_.world_size()), in.dtype());
   MPI_Request r = MPI_REQUEST_NULL;
@@ -195,7 +210,7 @@ Tensor MpiEngine::all_gather(const EngineCall& call, const Tensor& t) {
 
 std::optional<Tensor> MpiEngine::gather(const EngineCall& call, const Tensor& t, int root) {
   if (!all_fit(call)) return fallback_.gather(call, t, root);
-  call.agreed();
+  agreed(call);
   const Tensor in = host_contiguous(t);
   const bool is_root = transport_.rank() == root;
   Tensor out = is_root
@@ -214,7 +229,7 @@ std::optional<Tensor> MpiEngine::gather(const EngineCall& call, const Tensor& t,
 Tensor MpiEngine::scatter(const EngineCall& call, const Tensor& t, int root) {
   const CallRecord& rr = call.records[static_cast<std::size_t>(root)];
   if (!fits_int(record_bytes(rr))) return fallback_.scatter(call, t, root);
-  call.agreed();
+  agreed(call);
   Shape block = rr.shape();
   block[0] = block[0] / transport_.world_size();
   Tensor out = Tensor::empty(block, static_cast<DType>(rr.dtype));
@@ -230,7 +245,7 @@ Tensor MpiEngine::scatter(const EngineCall& call, const Tensor& t, int root) {
 
 Tensor MpiEngine::all_to_all(const EngineCall& call, const Tensor& t) {
   if (!all_fit(call)) return fallback_.all_to_all(call, t);
-  call.agreed();
+  agreed(call);
   const Tensor in = host_contiguous(t);
   Tensor out = Tensor::empty(in.shape(), in.dtype());
   const int block = as_int(in.nbytes() / static_cast<std::size_t>(transport_.world_size()));
@@ -245,7 +260,7 @@ Tensor MpiEngine::all_to_all(const EngineCall& call, const Tensor& t) {
 AllToAllVResult MpiEngine::all_to_all_v(const EngineCall& call, const Tensor& t,
                                         std::span<const std::int64_t> send_counts) {
   if (!all_fit(call)) return fallback_.all_to_all_v(call, t, send_counts);
-  call.agreed();
+  agreed(call);
   const auto w = static_cast<std::size_t>(transport_.world_size());
   // The counts first: every rank learns how many rows each peer sends it.
   Tensor sent = Tensor::from_vector<std::int64_t>(

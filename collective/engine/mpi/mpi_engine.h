@@ -5,6 +5,14 @@
 // tuned collectives and fabric move the bytes, polled against the call's deadline and the failure
 // notices (MpiTransport::wait). The core agrees on every call over the MpiTransport first.
 //
+// An all_reduce of at most MpiTransportOptions::fused_all_reduce_bytes (in its accumulation
+// dtype, any dtype) is one exchange instead: every rank's record with its data behind it to every
+// peer (MpiTransport::send_record_with), then, once every record agreed, every rank folds all
+// inputs in the canonical order (bit-identical on every rank and to our algorithms). A larger
+// one of F32/F64/I32/I64 in a group of at most MpiTransportOptions::kPairwiseMaxWorld ranks runs
+// our pairwise reduce-scatter + all-gather on MPI messages of the collective communicator
+// (pairwise_all_reduce_bytes; measured faster than MPI_Iallreduce: docs/performance.md).
+//
 // Falls back to our algorithms over MPI point-to-point (AlgorithmEngine over the same
 // MpiTransport) for:
 //   - reductions of F16 and BF16 (MPI has no such types; ours accumulate in F32) and of Bool;
@@ -49,8 +57,22 @@ class MpiEngine final : public CollectiveEngine {
 
   /// Whether a reduction of `dtype` with `count` elements runs on MPI (else the fallback).
   bool native_reduction(DType dtype, std::int64_t count) const;
+  /// Whether this all_reduce runs fused (MpiTransportOptions::fused_all_reduce_bytes): decided
+  /// from the record alone, so alike on every rank whose record agrees.
+  bool fused(const EngineCall& call) const;
+
+  /// The largest fused all_reduce, whatever the option says (an MPI count is an int).
+  static constexpr std::size_t kMaxFusedBytes = std::size_t{64} << 20;
 
  private:
+  /// One exchange: this rank's record with its input behind it to every peer, then every rank
+  /// folds every input in the canonical order.
+  Tensor fused_all_reduce(const EngineCall& call, const Tensor& t, ReduceOperation op);
+  /// Pairwise reduce-scatter (rank r folds chunk r of every input, canonical order) then
+  /// all-gather of the folded chunks, on MPI_Isend/MPI_Irecv of the collective communicator.
+  Tensor pairwise_all_reduce(const EngineCall& call, const Tensor& t, ReduceOperation op);
+  /// Completes the agreement, checking that no peer sent data with its record.
+  void agreed(const EngineCall& call);
   /// Waits for `request` (MpiTransport::wait); `in` and `out` stay alive with it on failure.
   void wait(MPI_Request request, const Tensor& in, const Tensor& out, const EngineCall& call,
             const char* what);
@@ -59,6 +81,10 @@ class MpiEngine final : public CollectiveEngine {
   Device device_;
   CommunicatorOptions options_;
   AlgorithmEngine fallback_;
+  // pairwise_all_reduce: the peers' chunks of this rank's chunk (shared: a failed call's
+  // receives keep it), and the requests.
+  std::shared_ptr<std::vector<std::uint8_t>> staging_;
+  std::vector<MPI_Request> requests_;
 };
 
 /// The EngineFactory of MpiEngine: the transport must be an MpiTransport (else InvalidConfig).

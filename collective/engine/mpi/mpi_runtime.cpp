@@ -20,6 +20,7 @@ struct Orphan {
 struct Runtime {
   std::mutex mutex;
   std::vector<Orphan> orphans;
+  std::vector<MPI_Comm> retired;  // retire_communicator
   bool initialized_by_us = false;
 };
 
@@ -135,9 +136,45 @@ void orphan_request(MPI_Request request, std::shared_ptr<void> keep) noexcept {
   }
 }
 
+void retire_communicator(MPI_Comm comm) noexcept {
+  Runtime& r = runtime();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  try {
+    r.retired.push_back(comm);
+  } catch (...) {
+    abort_job("ruccl: out of memory retiring the MPI communicator of a destroyed group");
+  }
+}
+
 std::size_t reap_orphans() noexcept {
   Runtime& r = runtime();
   std::lock_guard<std::mutex> lock(r.mutex);
+  // Messages still coming to a destroyed group are received into buffers kept here, so that
+  // their senders' requests complete (a message above the eager limit completes only once it is
+  // received).
+  for (MPI_Comm comm : r.retired) {
+    for (;;) {
+      int found = 0;
+      MPI_Message message = MPI_MESSAGE_NULL;
+      MPI_Status status;
+      if (MPI_Improbe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm, &found, &message, &status) !=
+              MPI_SUCCESS ||
+          !found) {
+        break;
+      }
+      int count = 0;
+      MPI_Get_count(&status, MPI_BYTE, &count);
+      try {
+        auto buffer =
+            std::make_shared<std::vector<std::uint8_t>>(static_cast<std::size_t>(count) + 1);
+        MPI_Request request = MPI_REQUEST_NULL;
+        MPI_Imrecv(buffer->data(), count, MPI_BYTE, &message, &request);
+        r.orphans.push_back(Orphan{request, std::move(buffer)});
+      } catch (...) {
+        abort_job("ruccl: out of memory receiving a message for a destroyed group");
+      }
+    }
+  }
   std::erase_if(r.orphans, [](Orphan& o) {
     int done = 0;
     MPI_Test(&o.request, &done, MPI_STATUS_IGNORE);

@@ -38,7 +38,12 @@ int tag_upper_bound();
 /// Keeps `request` (never completed) and `keep` (the buffers it reads or writes) until the
 /// request completes. Never throws.
 void orphan_request(MPI_Request request, std::shared_ptr<void> keep) noexcept;
-/// Completes what it can of the orphaned requests; returns how many are still pending.
+/// Marks `comm` as no group's any more: every message that still arrives on it is received into
+/// a buffer kept with its request (by reap_orphans), so the peer's send completes (MPI completes
+/// a send above its eager limit only once it is received). Never throws.
+void retire_communicator(MPI_Comm comm) noexcept;
+/// Receives what arrived on the retired communicators, then completes what it can of the
+/// orphaned requests; returns how many are still pending.
 std::size_t reap_orphans() noexcept;
 
 /// Ends the process the MPI way: prints `report` on stderr and calls MPI_Abort on

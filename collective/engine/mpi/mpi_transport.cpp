@@ -27,6 +27,46 @@ std::chrono::nanoseconds spin_time(const MpiTransportOptions& options, int world
                         : std::chrono::nanoseconds::max();
 }
 
+/// Every rank of the new group runs the same all_reduce paths: an MPI_Iallgather of
+/// pairwise_all_reduce_bytes on `comm` (a rank running MPI_Iallreduce while another runs the
+/// pairwise exchange would wait for the deadline). The fused limit is checked on every call.
+void check_same_options(MPI_Comm comm, int rank, int world, const MpiTransportOptions& options,
+                        const Deadline& deadline) {
+  auto values = std::make_shared<std::vector<std::uint64_t>>(static_cast<std::size_t>(world) + 1);
+  (*values)[0] = options.pairwise_all_reduce_bytes;
+  MPI_Request request = MPI_REQUEST_NULL;
+  mpi::check(MPI_Iallgather(values->data(), 1, MPI_UINT64_T, values->data() + 1, 1, MPI_UINT64_T,
+                            comm, &request),
+             "MPI_Iallgather", CollectiveErrorKind::InvalidConfig);
+  for (;;) {
+    int done = 0;
+    mpi::check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Iallgather");
+    if (done) break;
+    if (deadline.expired()) {
+      mpi::orphan_request(request, values);
+      throw CollectiveError(
+          CollectiveErrorKind::Timeout,
+          str(deadline.label(), ": rank ", rank, " timed out after ", deadline.timeout().count(),
+              " ms exchanging the MpiTransportOptions of the new group"));
+    }
+    sched_yield();
+  }
+  std::vector<int> differ;
+  for (int r = 0; r < world; ++r) {
+    if ((*values)[static_cast<std::size_t>(r) + 1] != (*values)[1]) differ.push_back(r);
+  }
+  if (!differ.empty()) {
+    throw CollectiveError(
+        CollectiveErrorKind::InvalidConfig,
+        str(deadline.label(),
+            ": expected the same MpiTransportOptions::pairwise_all_reduce_bytes "
+            "on every rank, got ",
+            (*values)[1], " on rank 0 and ", (*values)[static_cast<std::size_t>(differ[0]) + 1],
+            " on rank ", differ[0]),
+        differ);
+  }
+}
+
 }  // namespace
 
 std::unique_ptr<MpiTransport> MpiTransport::create(MPI_Comm comm, MpiTransportOptions options,
@@ -58,6 +98,7 @@ std::unique_ptr<MpiTransport> MpiTransport::create(MPI_Comm comm, MpiTransportOp
     sched_yield();
   }
   for (MPI_Comm c : dups) MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+  check_same_options(dups[2], rank, world, options, deadline);
   return std::unique_ptr<MpiTransport>(
       new MpiTransport(rank, world, dups[0], dups[1], dups[2], std::move(options)));
 }
@@ -73,10 +114,13 @@ MpiTransport::MpiTransport(int rank, int world, MPI_Comm data, MPI_Comm notices,
       spin_(spin_time(options_, world)),
       tag_span_(mpi::tag_upper_bound() - 1),
       notice_buffer_(std::make_shared<std::vector<std::uint8_t>>(mpi::kMaxNoticeBytes)),
-      record_bytes_(std::make_shared<std::vector<std::uint8_t>>(static_cast<std::size_t>(world) *
-                                                                kMaxEncodedCallRecordBytes)),
       staging_(kPieceBytes),
-      gathered_(static_cast<std::size_t>(world)) {
+      gathered_(static_cast<std::size_t>(world)),
+      messages_(static_cast<std::size_t>(world)),
+      message_bytes_(static_cast<std::size_t>(world), 0),
+      record_end_(static_cast<std::size_t>(world), 0),
+      calls_seen_(static_cast<std::size_t>(world), kCallNotSeen) {
+  for (auto& m : messages_) m = std::make_shared<std::vector<std::uint8_t>>();
   MPI_Irecv(notice_buffer_->data(), static_cast<int>(notice_buffer_->size()), MPI_BYTE,
             MPI_ANY_SOURCE, mpi_tags::kNotice, notices_, &notice_recv_);
 }
@@ -106,6 +150,10 @@ MpiTransport::~MpiTransport() {
     MPI_Cancel(&notice_recv_);
     mpi::orphan_request(notice_recv_, notice_buffer_);
   }
+  // A peer's fused all_reduce may still send its record and data here (above MPI's eager limit
+  // that send completes only once received): the runtime receives them from now on.
+  mpi::retire_communicator(data_);
+  mpi::retire_communicator(notices_);
   mpi::reap_orphans();
   // The duplicates are never freed: a peer's goodbye or failure notice may still be on its way
   // (or unmatched) on them, and OpenMPI gives a freed communicator's context id to the next
@@ -231,126 +279,12 @@ std::shared_ptr<std::vector<std::uint8_t>> MpiTransport::send_buffer(std::size_t
   return std::make_shared<std::vector<std::uint8_t>>(nbytes);
 }
 
-void MpiTransport::start_agree(const CallRecord& mine, const Deadline&) {
-  poll_notice();
-  if (failed()) throw_failure();
-  reap_sends();
-  std::vector<std::uint8_t>& encoded = encoded_;
-  encoded.clear();
-  encode_call_record(mine, encoded);
-  auto buffer = send_buffer(encoded.size());
-  std::memcpy(buffer->data(), encoded.data(), encoded.size());
-  for (int p = 0; p < world_; ++p) {
-    if (p == rank_) continue;
-    MPI_Request r = MPI_REQUEST_NULL;
-    const int code = MPI_Isend(buffer->data(), static_cast<int>(buffer->size()), MPI_BYTE, p,
-                               mpi_tags::kRecord, data_, &r);
-    if (code != MPI_SUCCESS) {
-      fail_and_throw(CollectiveError(
-          CollectiveErrorKind::PeerLost,
-          str(options_.names.name(rank_), " could not send its record to ", options_.names.name(p),
-              ": MPI_Isend failed: ", mpi::error_string(code)),
-          {p}));
-    }
-    sends_.push_back(PendingSend{r, buffer});
-  }
-}
-
-void MpiTransport::finish_agree(const CallRecord& mine, std::span<CallRecord> all,
-                                const Deadline& deadline) {
-  RUCCL_ASSERT(static_cast<int>(all.size()) == world_);
-  std::vector<MPI_Request>& requests = agree_requests_;
-  std::vector<MPI_Status>& statuses = agree_statuses_;
-  std::vector<int>& codes = agree_codes_;
-  requests.assign(static_cast<std::size_t>(world_), MPI_REQUEST_NULL);
-  statuses.resize(static_cast<std::size_t>(world_));
-  codes.assign(static_cast<std::size_t>(world_), MPI_SUCCESS);
-  std::uint8_t* slots = record_bytes_->data();
-  for (int p = 0; p < world_; ++p) {
-    if (p == rank_) continue;
-    MPI_Irecv(slots + static_cast<std::size_t>(p) * kMaxEncodedCallRecordBytes,
-              static_cast<int>(kMaxEncodedCallRecordBytes), MPI_BYTE, p, MPI_ANY_TAG, data_,
-              &requests[static_cast<std::size_t>(p)]);
-  }
-  auto step = [&] {
-    bool all_done = true;
-    for (int p = 0; p < world_; ++p) {
-      MPI_Request& r = requests[static_cast<std::size_t>(p)];
-      if (r == MPI_REQUEST_NULL) continue;
-      int done = 0;
-      codes[static_cast<std::size_t>(p)] =
-          MPI_Test(&r, &done, &statuses[static_cast<std::size_t>(p)]);
-      if (!done && codes[static_cast<std::size_t>(p)] == MPI_SUCCESS) {
-        all_done = false;
-        continue;
-      }
-      r = MPI_REQUEST_NULL;
-      const MPI_Status& s = statuses[static_cast<std::size_t>(p)];
-      const int code = codes[static_cast<std::size_t>(p)];
-      if (code == MPI_SUCCESS && s.MPI_TAG == mpi_tags::kRecord) continue;
-      if (code == MPI_SUCCESS && s.MPI_TAG == mpi_tags::kGoodbye) {
-        throw CollectiveError(CollectiveErrorKind::PeerLost,
-                              str(options_.names.name(rank_), " lost ", options_.names.name(p),
-                                  ": it left the group (its communicator was destroyed)"),
-                              {p});
-      }
-      // A message of a send or collective where the record of a collective was expected.
-      throw CollectiveError(
-          CollectiveErrorKind::CollectiveKindMismatch,
-          str(options_.names.name(rank_), " expected the agreement record of a collective from ",
-              options_.names.name(p), ", got a message of a send or collective",
-              code != MPI_SUCCESS ? str(" (", mpi::error_string(code), ")") : std::string(),
-              ": the calls can never match"),
-          {std::min(rank_, p), std::max(rank_, p)});
-    }
-    return all_done;
-  };
-  auto missing = [&] {
-    std::vector<int> absent;
-    for (int p = 0; p < world_; ++p) {
-      if (requests[static_cast<std::size_t>(p)] != MPI_REQUEST_NULL) absent.push_back(p);
-    }
-    return absent;
-  };
-  try {
-    drive(step, missing, deadline, "the call");
-  } catch (...) {
-    // Records land in the transport's own buffer: whatever MPI cannot cancel keeps it alive.
-    for (MPI_Request& r : requests) {
-      if (r != MPI_REQUEST_NULL) MPI_Cancel(&r);
-      mpi::orphan_request(r, record_bytes_);
-    }
-    throw;
-  }
-  all[static_cast<std::size_t>(rank_)] = mine;
-  for (int p = 0; p < world_; ++p) {
-    if (p == rank_) continue;
-    int count = 0;
-    MPI_Get_count(&statuses[static_cast<std::size_t>(p)], MPI_BYTE, &count);
-    CallRecord& record = all[static_cast<std::size_t>(p)];
-    const std::string why =
-        decode_call_record(std::span<const std::uint8_t>(
-                               slots + static_cast<std::size_t>(p) * kMaxEncodedCallRecordBytes,
-                               static_cast<std::size_t>(count)),
-                           record);
-    if (!why.empty() || record.seq != mine.seq) {
-      fail_and_throw(CollectiveError(
-          CollectiveErrorKind::PeerLost,
-          str(options_.names.name(rank_), " got a malformed agreement record from ",
-              options_.names.name(p), ": ",
-              why.empty()
-                  ? str("the record of call #", record.seq, " (expected call #", mine.seq, ")")
-                  : why),
-          {p}));
-    }
-  }
-}
-
 void MpiTransport::isend(int peer, std::uint64_t tag, const void* data, std::size_t nbytes,
                          const Deadline&) {
   poll_notice();
   if (failed()) throw_failure();
   reap_sends();
+  flush_record();  // a pending agreement record goes first: it is the call's first message
   RUCCL_ASSERT(nbytes <= static_cast<std::size_t>(std::numeric_limits<int>::max()));
   auto buffer = send_buffer(nbytes);
   if (nbytes != 0) std::memcpy(buffer->data(), data, nbytes);

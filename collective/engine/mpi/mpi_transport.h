@@ -6,13 +6,15 @@
 //
 // It works on three duplicates of the caller's communicator, so no message of ruCCL can match
 // one of the program's own:
-//   - data: the agreement records and the messages of the algorithms and of send/recv, in order
-//     per pair of ranks. Every receive is posted for the next message of its peer whatever its
-//     tag (MPI_ANY_TAG: MPI keeps one sender's messages in order on a communicator), and then
-//     checked: our 64-bit tag (mapped to an MPI tag, whose upper bound may be 32767, modulo the
-//     bound, see mpi_tag), its size, or a record where a message was expected (a point-to-point
-//     call facing a collective: CollectiveKindMismatch, never a wait), or a peer's goodbye (its
-//     communicator was destroyed: PeerLost);
+//   - data: the agreement records (a fused all_reduce's data behind its record, in one message:
+//     send_record_with) and the messages of the algorithms and of send/recv, in order per pair of
+//     ranks. The agreement probes each peer's next message and receives it whole at its size
+//     (MPI_Improbe, MPI_Imrecv); every other receive is posted for the next message of its peer
+//     whatever its tag (MPI_ANY_TAG: MPI keeps one sender's messages in order on a communicator),
+//     and then checked: our 64-bit tag (mapped to an MPI tag, whose upper bound may be 32767,
+//     modulo the bound, see mpi_tag), its size, or a record where a message was expected (a
+//     point-to-point call facing a collective: CollectiveKindMismatch, never a wait), or a peer's
+//     goodbye (its communicator was destroyed: PeerLost);
 //   - notices: a failing rank sends the encoded CollectiveError (kind, ranks, message) to every
 //     other rank; every wait polls for it, so an abort or a failure wakes every rank with its
 //     cause;
@@ -37,9 +39,11 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "collective/rank_names.h"
+#include "collective/trace/hang_report.h"
 #include "collective/transport/transport.h"
 
 namespace ruccl {
@@ -50,6 +54,24 @@ struct MpiTransportOptions {
   /// communicator's size) fit its cores and mpi_yield_when_idle is not set
   /// (OMPI_MCA_mpi_yield_when_idle), else yield after 2 us.
   std::chrono::nanoseconds spin{0};
+  /// The MPI engine runs an all_reduce of at most this many bytes (in its accumulation dtype) as
+  /// one exchange: every rank's record with its data behind it to every peer, then every rank
+  /// folds all inputs in the canonical order (bit-identical on every rank). Larger ones run on
+  /// the pairwise exchange or MPI_Iallreduce after the agreement exchange. 0: never. Must be the
+  /// same on every rank: where one rank fuses and another does not, the call fails with PeerLost
+  /// (an F16/BF16 call whose peers run the fallback times out instead). The default is the
+  /// measured crossover (docs/performance.md, "MPI engine beside raw MPI").
+  std::size_t fused_all_reduce_bytes = kDefaultFusedAllReduceBytes;
+  static constexpr std::size_t kDefaultFusedAllReduceBytes = std::size_t{32} << 10;
+  /// In a group of at most kPairwiseMaxWorld ranks, a larger all_reduce of F32/F64/I32/I64 of
+  /// at least this many bytes runs our pairwise reduce-scatter and all-gather on MPI
+  /// point-to-point messages straight from and into the tensors (canonical order: bit-identical
+  /// on every rank) instead of MPI_Iallreduce. 0 (the default): every all_reduce above the fused
+  /// limit; SIZE_MAX: never (MPI's own collective at every size, e.g. for a fabric whose MPI
+  /// offloads collectives). Must be the same on every rank: MpiTransport::create checks it
+  /// (InvalidConfig).
+  std::size_t pairwise_all_reduce_bytes = 0;
+  static constexpr int kPairwiseMaxWorld = 4;
   /// How error messages name the ranks.
   RankNames names;
 };
@@ -97,8 +119,21 @@ class MpiTransport final : public Transport {
   /// throws. `what` names the operation in a timeout ("MPI_Iallreduce").
   void wait(std::span<MPI_Request> requests, const std::shared_ptr<void>& keep,
             const Deadline& deadline, const char* what);
+  const MpiTransportOptions& options() const { return options_; }
   /// The MPI tag a message with our 64-bit `tag` carries on the data communicator.
   int mpi_tag(std::uint64_t tag) const;
+
+  /// Between start_agree and finish_agree, instead of any isend: sends this rank's record with
+  /// `nbytes` at `data` behind it, one message per peer (the MPI engine's small all_reduce: one
+  /// exchange). Copies `data`; returns at once.
+  void send_record_with(const void* data, std::size_t nbytes);
+  /// After finish_agree: the bytes peer `peer` sent behind its record of this call (empty when it
+  /// sent none, and for this rank). Valid until the next start_agree.
+  std::span<const std::uint8_t> agreed_payload(int peer) const;
+  /// After finish_agree (and the agreement check): throws PeerLost naming the first peer whose
+  /// payload was not `nbytes` bytes long, failing the group (agreed records mean every rank sent
+  /// the same form: anything else is a malformed message).
+  void expect_payloads(std::size_t nbytes);
 
  private:
   MpiTransport(int rank, int world, MPI_Comm data, MPI_Comm notices, MPI_Comm coll,
@@ -130,6 +165,12 @@ class MpiTransport final : public Transport {
   void reap_sends() noexcept;
   std::shared_ptr<std::vector<std::uint8_t>> send_buffer(std::size_t nbytes);
   std::string call_name(const Deadline& deadline) const;
+  /// Sends the record start_agree encoded, unless it went already (with data or alone).
+  void flush_record();
+  /// "; calls reached: ..." (the hang report) for a Timeout of a collective; "" for send/recv.
+  std::string calls_reached(const Deadline& deadline, const std::vector<int>& absent) const;
+  /// Decodes peer p's message of this call (record, then payload) into `record`: "" or why not.
+  std::string decode_message(int p, CallRecord& record);
 
   int rank_;
   int world_;
@@ -151,13 +192,21 @@ class MpiTransport final : public Transport {
   std::shared_ptr<std::vector<std::uint8_t>> notice_buffer_;
   std::vector<PendingSend> sends_;                                // data and records in flight
   std::vector<std::shared_ptr<std::vector<std::uint8_t>>> pool_;  // send buffers to reuse
-  std::shared_ptr<std::vector<std::uint8_t>> record_bytes_;       // peers' records, by rank
   std::vector<std::uint8_t> staging_;                             // recv_with
   std::vector<std::vector<std::uint8_t>> gathered_;               // recv_all_with, by peer
   std::vector<std::uint8_t> encoded_;                             // this rank's record
-  std::vector<MPI_Request> agree_requests_;                       // finish_agree, by rank
-  std::vector<MPI_Status> agree_statuses_;
-  std::vector<int> agree_codes_;
+  bool record_pending_ = false;  // start_agree encoded it; not sent yet
+  // finish_agree, by rank: each peer's message of the call (its record, then any payload),
+  // received at its probed size; shared: a receive MPI cannot cancel keeps its buffer.
+  std::vector<std::shared_ptr<std::vector<std::uint8_t>>> messages_;
+  std::vector<std::size_t> message_bytes_;
+  std::vector<std::size_t> record_end_;  // where the payload begins (16-byte aligned)
+  std::vector<MPI_Request> agree_requests_;
+  std::vector<std::uint8_t> agree_states_;
+  // The hang report: the newest call number each rank is known to have started (its record
+  // came), and the call whose records finish_agree waits for (0: none).
+  std::vector<std::uint64_t> calls_seen_;
+  std::uint64_t agreeing_seq_ = 0;
 };
 
 }  // namespace ruccl

@@ -9,7 +9,7 @@
 namespace ruccl {
 
 namespace mpi_tags {
-inline constexpr int kRecord = 0;   ///< data communicator: an agreement record
+inline constexpr int kRecord = 0;   ///< data communicator: an agreement record (+ its data)
 inline constexpr int kGoodbye = 1;  ///< data communicator: the peer destroyed its communicator
 inline constexpr int kNotice = 0;   ///< notice communicator: a failure notice
 }  // namespace mpi_tags
@@ -20,7 +20,7 @@ void MpiTransport::drive(Step&& step, Missing&& missing, const Deadline& deadlin
   const auto start = Deadline::Clock::now();
   for (;;) {
     poll_notice();
-    if (failed()) throw_failure();
+    if (failed_.load(std::memory_order_acquire)) throw_failure();
     try {
       if (step()) return;
     } catch (const CollectiveError& e) {  // a message that cannot match, an MPI error
@@ -38,7 +38,7 @@ void MpiTransport::drive(Step&& step, Missing&& missing, const Deadline& deadlin
   fail_and_throw(CollectiveError(
       CollectiveErrorKind::Timeout,
       str(call_name(deadline), ": ", options_.names.name(rank_), " timed out after ",
-          deadline.timeout().count(), " ms waiting for ", waited),
+          deadline.timeout().count(), " ms waiting for ", waited, calls_reached(deadline, absent)),
       absent));
 }
 

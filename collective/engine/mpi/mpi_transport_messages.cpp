@@ -43,7 +43,8 @@ void MpiTransport::check_received(int peer, int expected_tag, std::size_t nbytes
                               ": it left the group (its communicator was destroyed)"),
                           {peer});
   }
-  if (code == MPI_SUCCESS && status.MPI_TAG == mpi_tags::kRecord) {
+  // A record (with its data behind it: longer than expected, so truncated) where a message was.
+  if ((code == MPI_SUCCESS || code == MPI_ERR_TRUNCATE) && status.MPI_TAG == mpi_tags::kRecord) {
     throw CollectiveError(
         CollectiveErrorKind::CollectiveKindMismatch,
         str(options_.names.name(rank_), " expected a message of a send or collective from ",
