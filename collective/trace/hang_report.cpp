@@ -30,4 +30,19 @@ std::string describe_calls_reached(std::span<const std::uint64_t> reached, std::
   return out;
 }
 
+std::string calls_reached_from_records(std::span<const std::uint64_t> seen,
+                                       std::uint64_t agreeing_seq, std::span<const int> absent,
+                                       std::uint64_t seq, const RankNames& names) {
+  if (seq == 0) return "";  // point-to-point: no call numbers
+  std::vector<std::uint64_t> reached(seen.begin(), seen.end());
+  if (agreeing_seq == seq) {
+    for (std::size_t p = 0; p < reached.size(); ++p) {
+      if (std::find(absent.begin(), absent.end(), static_cast<int>(p)) == absent.end()) {
+        reached[p] = seq;
+      }
+    }
+  }
+  return "; " + describe_calls_reached(reached, seq, names);
+}
+
 }  // namespace ruccl

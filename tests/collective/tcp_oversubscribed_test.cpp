@@ -13,6 +13,7 @@
 #include "tensor/random/generator.h"
 #include "tests/collective/collective_test_support.h"
 #include "tests/collective/tcp_loopback.h"
+#include "tests/support/tensor_matchers.h"
 
 namespace ruccl {
 namespace {
@@ -20,13 +21,7 @@ namespace {
 using namespace std::chrono_literals;
 using testing::make_tcp_loopback_group;
 using testing::short_timeout;
-
-std::vector<std::uint8_t> bytes_of(const Tensor& t) {
-  const Tensor c = t.contiguous();
-  std::vector<std::uint8_t> out(static_cast<std::size_t>(c.nbytes()));
-  if (!out.empty()) std::memcpy(out.data(), c.data_ptr(), out.size());
-  return out;
-}
+using testing::tensor_bytes;
 
 // Every rank's result of one all_reduce (or, with `reduce`, root 1's reduce) over `comms`.
 std::vector<std::vector<std::uint8_t>> run_reduction(std::vector<Communicator> comms,
@@ -39,11 +34,11 @@ std::vector<std::vector<std::uint8_t>> run_reduction(std::vector<Communicator> c
     const CallOptions call = CallOptions().with_algorithm(algorithm);
     if (reduce) {
       const auto result = comm.reduce(in, 1, ReduceOperation::Sum, call);
-      if (result) out[static_cast<std::size_t>(comm.rank())] = bytes_of(*result);
+      if (result) out[static_cast<std::size_t>(comm.rank())] = tensor_bytes(*result);
       return;
     }
     out[static_cast<std::size_t>(comm.rank())] =
-        bytes_of(comm.all_reduce(in, ReduceOperation::Sum, call));
+        tensor_bytes(comm.all_reduce(in, ReduceOperation::Sum, call));
   });
   return out;
 }

@@ -11,23 +11,18 @@
 #include "tensor/random/generator.h"
 #include "tests/collective/collective_test_support.h"
 #include "tests/collective/tcp_loopback.h"
+#include "tests/support/tensor_matchers.h"
 
 namespace ruccl {
 namespace {
 
 using testing::make_tcp_loopback_group;
 using testing::short_timeout;
+using testing::tensor_bytes;
 
 Tensor random_input(int rank, std::int64_t count, DType dtype) {
   Generator gen(1000 + static_cast<std::uint64_t>(rank));
   return Tensor::randn(Shape{count}, gen).to(dtype);
-}
-
-std::vector<std::uint8_t> bytes_of(const Tensor& t) {
-  const Tensor c = t.contiguous();
-  std::vector<std::uint8_t> out(static_cast<std::size_t>(c.nbytes()));
-  if (!out.empty()) std::memcpy(out.data(), c.data_ptr(), out.size());
-  return out;
 }
 
 /// Every rank's all_reduce result, as bytes, over `comms`.
@@ -41,8 +36,8 @@ std::vector<std::vector<std::uint8_t>> all_reduce_bytes(std::vector<Communicator
     const Tensor in = random_input(comm.rank(), count, dtype);
     const Tensor before = in.clone();
     const Tensor result = comm.all_reduce(in, op, CallOptions().with_algorithm(algorithm));
-    unchanged[static_cast<std::size_t>(comm.rank())] = bytes_of(in) == bytes_of(before);
-    out[static_cast<std::size_t>(comm.rank())] = bytes_of(result);
+    unchanged[static_cast<std::size_t>(comm.rank())] = tensor_bytes(in) == tensor_bytes(before);
+    out[static_cast<std::size_t>(comm.rank())] = tensor_bytes(result);
   });
   CHECK(unchanged == std::vector<int>(unchanged.size(), 1));  // inputs are never modified
   return out;

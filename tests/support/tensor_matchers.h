@@ -14,6 +14,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <sstream>
 #include <string>
@@ -31,6 +32,15 @@ inline std::vector<double> tensor_values_f64(const Tensor& t) {
 /// The elements of an integer or Bool tensor as int64 in row-major order, exactly.
 inline std::vector<std::int64_t> tensor_values_i64(const Tensor& t) {
   return t.to(DType::I64).to_vector<std::int64_t>();
+}
+
+/// The bytes of `t`'s elements in row-major order (for bit-identity checks: NaN payloads and
+/// signed zeros included).
+inline std::vector<std::uint8_t> tensor_bytes(const Tensor& t) {
+  const Tensor c = t.contiguous();
+  std::vector<std::uint8_t> out(static_cast<std::size_t>(c.nbytes()));
+  if (!out.empty()) std::memcpy(out.data(), c.data_ptr(), out.size());
+  return out;
 }
 
 /// Matches a tensor whose elements are within atol + rtol * |expected| of `expected`'s (or exactly

@@ -133,7 +133,7 @@ Tensor MpiEngine::pairwise_all_reduce(const EngineCall& call, const Tensor& t, R
   }
   transport_.wait(std::span<MPI_Request>(requests_), keep, call.deadline,
                   "the pairwise all_reduce's all-gather");
-  return out;
+  return to_device(out, device_);
 }
 
 }  // namespace ruccl

@@ -92,17 +92,8 @@ void MpiTransport::expect_payloads(std::size_t nbytes) {
 
 std::string MpiTransport::calls_reached(const Deadline& deadline,
                                         const std::vector<int>& absent) const {
-  if (deadline.seq() == 0) return "";  // point-to-point: no call numbers
-  std::vector<std::uint64_t> reached = calls_seen_;
-  if (agreeing_seq_ == deadline.seq()) {
-    // Waiting for this call's records: every peer not missing sent its record of this call.
-    for (int p = 0; p < world_; ++p) {
-      if (std::find(absent.begin(), absent.end(), p) == absent.end()) {
-        reached[static_cast<std::size_t>(p)] = deadline.seq();
-      }
-    }
-  }
-  return "; " + describe_calls_reached(reached, deadline.seq(), options_.names);
+  return calls_reached_from_records(calls_seen_, agreeing_seq_, absent, deadline.seq(),
+                                    options_.names);
 }
 
 std::string MpiTransport::decode_message(int p, CallRecord& record) {
