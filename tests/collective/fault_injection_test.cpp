@@ -97,6 +97,9 @@ FaultRun run_with_fault(FaultOp op, int faulty_rank, const FaultPlan& plan, bool
   CommunicatorOptions options = short_timeout();
   options.segment_bytes = 256;  // several segments per ring chunk
   FaultRun run;
+  // One clock for every rank, started before their threads: a rank whose thread starts late
+  // (a loaded machine) still measures the waits its peers' delays impose on it.
+  const auto start = std::chrono::steady_clock::now();
   run.out = run_group_with(
       [&](int world, CommunicatorOptions o) {
         return in_process_group_with_faults(
@@ -104,7 +107,6 @@ FaultRun run_with_fault(FaultOp op, int faulty_rank, const FaultPlan& plan, bool
       },
       kWorld,
       [&](Communicator& comm) {
-        const auto start = std::chrono::steady_clock::now();
         auto record = [&] {
           run.elapsed_ms[static_cast<std::size_t>(comm.rank())] =
               std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
