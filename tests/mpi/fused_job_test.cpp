@@ -5,6 +5,7 @@
 // each rank reached, an abort waking the ranks that wait in it, and its order among sends and
 // other collectives on the same group.
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 
@@ -21,12 +22,15 @@ namespace {
 
 constexpr std::size_t kLimit = MpiTransportOptions::kDefaultFusedAllReduceBytes;
 
-/// A group of the job over the MPI engine whose fused all_reduces go up to `limit` bytes.
-Communicator group(std::size_t limit = kLimit, std::chrono::milliseconds timeout = 20s) {
+/// A group of the job over the MPI engine whose fused all_reduces go up to `limit` bytes (record
+/// and data in messages of at most `eager` bytes: MpiTransportOptions::eager_message_bytes).
+Communicator group(std::size_t limit = kLimit, std::chrono::milliseconds timeout = 20s,
+                   std::size_t eager = 0) {
   CommunicatorOptions options;
   options.timeout = timeout;
   MpiTransportOptions transport;
   transport.fused_all_reduce_bytes = limit;
+  transport.eager_message_bytes = eager;
   return MpiGroup::world(Device::cpu(), options, transport);
 }
 
@@ -35,12 +39,6 @@ Tensor noisy_input(int rank, std::int64_t n, DType dtype) {
   Generator gen(777 + static_cast<std::uint64_t>(rank));
   const Tensor x = Tensor::randn({n}, gen, DType::F32) * 1000.0;
   return dtype == DType::I32 || dtype == DType::I64 ? x.to(dtype) : x.to(dtype).contiguous();
-}
-
-int job_rank() {
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  return rank;
 }
 
 bool same_bits(const Tensor& a, const Tensor& b) {
@@ -103,6 +101,40 @@ TEST_CASE("a fused MPI all_reduce gives our algorithms' bits on every process", 
     REQUIRE(same_bits(got, reference(w, r, c.n, c.dtype, c.op)));
     REQUIRE(same_bits(comm.broadcast(got, w - 1), got));  // the same bits on every process
   }
+}
+
+TEST_CASE("processes that send a fused all_reduce as one message or as two agree on its bits",
+          "[mpi]") {
+  // Rank r sends its record and data in pieces of 100 bytes (the record itself in two), as one
+  // message always (SIZE_MAX) or as the default says (here: pieces of OpenMPI's shared-memory
+  // eager limit less its headers, 4032 bytes), by r % 3: every receiver reassembles each
+  // sender's form, at sizes on both sides of 4032 and of twice it (a record is about 80 bytes,
+  // its data 16-byte aligned behind it).
+  const std::size_t eagers[] = {100, SIZE_MAX, 0};
+  const int r = job_rank();
+  Communicator comm = group(kLimit, 20s, eagers[r % 3]);
+  const int w = comm.world_size();
+  for (const std::int64_t n :
+       {1, 2, 980, 985, 990, 995, 1000, 1005, 1024, 1990, 2000, 4000, 8192}) {
+    INFO(n << " F32 elements, eager limit " << eagers[r % 3]);
+    const Tensor got = comm.all_reduce(noisy_input(r, n, DType::F32));
+    REQUIRE(same_bits(got, reference(w, r, n, DType::F32, ReduceOperation::Sum)));
+  }
+  // Behind the split messages, the next calls of every kind still find their own messages.
+  comm.send(Tensor::full({3}, r + 0.5), (r + 1) % w);
+  REQUIRE(comm.recv((r + w - 1) % w).to_vector<float>() ==
+          std::vector<float>(3, static_cast<float>((r + w - 1) % w) + 0.5f));
+  const CollectiveError e = require_error(
+      Kind::ShapeMismatch, [&] { comm.all_reduce(Tensor::full({r == w - 1 ? 1001 : 1000}, 1.0)); });
+  REQUIRE(contains(e.what(), str("has [1001]")));
+}
+
+TEST_CASE("the shared-memory eager limit is read from OpenMPI's control variable", "[mpi]") {
+  // This job's processes share one node, so OpenMPI opened its shared-memory BTL (vader).
+  const char* set = std::getenv("OMPI_MCA_btl_vader_eager_limit");
+  const std::size_t expected = set != nullptr ? std::strtoull(set, nullptr, 10) : 4096;
+  REQUIRE(mpi::shared_memory_eager_limit() == expected);
+  REQUIRE(mpi::node_hash() != 0);
 }
 
 TEST_CASE("one element over MpiTransportOptions::fused_all_reduce_bytes runs on MPI", "[mpi]") {

@@ -27,6 +27,13 @@ inline int job_size() {
   return size;
 }
 
+inline int job_rank() {
+  ruccl::mpi::ensure_initialized();
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  return rank;
+}
+
 /// The CollectiveError `f` raised, or nullopt when it returned.
 template <typename F>
 std::optional<CollectiveError> error_of(F&& f) {

@@ -81,10 +81,7 @@ class MpiEngine final : public CollectiveEngine {
   Device device_;
   CommunicatorOptions options_;
   AlgorithmEngine fallback_;
-  // pairwise_all_reduce: the peers' chunks of this rank's chunk (shared: a failed call's
-  // receives keep it), and the requests.
-  std::shared_ptr<std::vector<std::uint8_t>> staging_;
-  std::vector<MPI_Request> requests_;
+  std::vector<MPI_Request> requests_;  // pairwise_all_reduce's
 };
 
 /// The EngineFactory of MpiEngine: the transport must be an MpiTransport (else InvalidConfig).

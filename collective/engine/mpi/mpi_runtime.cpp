@@ -125,6 +125,59 @@ int tag_upper_bound() {
   return bound;
 }
 
+std::size_t shared_memory_eager_limit() {
+  static const std::size_t limit = [] {
+    int provided = 0;
+    if (MPI_T_init_thread(MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) return std::size_t{0};
+    std::size_t found = 0;
+    for (const char* name : {"btl_vader_eager_limit", "btl_sm_eager_limit"}) {
+      int index = -1;
+      if (MPI_T_cvar_get_index(name, &index) != MPI_SUCCESS) continue;
+      char info_name[128];
+      int name_len = sizeof info_name;
+      int verbosity = 0;
+      int bind = 0;
+      int scope = 0;
+      MPI_Datatype type = MPI_DATATYPE_NULL;
+      MPI_T_enum values = MPI_T_ENUM_NULL;
+      if (MPI_T_cvar_get_info(index, info_name, &name_len, &verbosity, &type, &values, nullptr,
+                              nullptr, &bind, &scope) != MPI_SUCCESS) {
+        continue;
+      }
+      int type_bytes = 0;
+      MPI_Type_size(type, &type_bytes);
+      MPI_T_cvar_handle handle = MPI_T_CVAR_HANDLE_NULL;
+      int count = 0;
+      if (type_bytes < 1 || type_bytes > 8 ||
+          MPI_T_cvar_handle_alloc(index, nullptr, &handle, &count) != MPI_SUCCESS) {
+        continue;
+      }
+      std::uint64_t value = 0;  // an unsigned integer of type_bytes (little-endian here)
+      unsigned char bytes[16] = {};
+      if (count == 1 && MPI_T_cvar_read(handle, bytes) == MPI_SUCCESS) {
+        std::memcpy(&value, bytes, static_cast<std::size_t>(type_bytes));
+        found = static_cast<std::size_t>(value);
+      }
+      MPI_T_cvar_handle_free(&handle);
+      if (found != 0) break;
+    }
+    MPI_T_finalize();
+    return found;
+  }();
+  return limit;
+}
+
+std::uint64_t node_hash() {
+  char name[MPI_MAX_PROCESSOR_NAME] = {};
+  int length = 0;
+  MPI_Get_processor_name(name, &length);
+  std::uint64_t h = 1469598103934665603ull;  // FNV-1a
+  for (int i = 0; i < length; ++i) {
+    h = (h ^ static_cast<unsigned char>(name[i])) * 1099511628211ull;
+  }
+  return h;
+}
+
 void orphan_request(MPI_Request request, std::shared_ptr<void> keep) noexcept {
   if (request == MPI_REQUEST_NULL) return;
   Runtime& r = runtime();

@@ -35,6 +35,15 @@ void check(int code, const char* what, CollectiveErrorKind kind = CollectiveErro
 /// The largest tag the library accepts (MPI_TAG_UB; the standard promises >= 32767).
 int tag_upper_bound();
 
+/// The eager limit of the MPI library's shared-memory transport, from its MPI_T control variable
+/// (OpenMPI 4's btl_vader_eager_limit, 5's btl_sm_eager_limit): messages up to it, less the
+/// library's headers, go without a rendezvous. 0 when the library reports none (not OpenMPI, or
+/// no shared-memory transport in use). Read once; thread-safe.
+std::size_t shared_memory_eager_limit();
+
+/// A 64-bit hash of this process's MPI_Get_processor_name: equal on the ranks of one node.
+std::uint64_t node_hash();
+
 /// Keeps `request` (never completed) and `keep` (the buffers it reads or writes) until the
 /// request completes. Never throws.
 void orphan_request(MPI_Request request, std::shared_ptr<void> keep) noexcept;

@@ -29,14 +29,18 @@ std::chrono::nanoseconds spin_time(const MpiTransportOptions& options, int world
 
 /// Every rank of the new group runs the same all_reduce paths: an MPI_Iallgather of
 /// pairwise_all_reduce_bytes on `comm` (a rank running MPI_Iallreduce while another runs the
-/// pairwise exchange would wait for the deadline). The fused limit is checked on every call.
-void check_same_options(MPI_Comm comm, int rank, int world, const MpiTransportOptions& options,
-                        const Deadline& deadline) {
-  auto values = std::make_shared<std::vector<std::uint64_t>>(static_cast<std::size_t>(world) + 1);
+/// pairwise exchange would wait for the deadline), with each rank's node (mpi::node_hash), which
+/// it returns by rank. The fused limit is checked on every call.
+std::vector<std::uint64_t> exchange_options(MPI_Comm comm, int rank, int world,
+                                            const MpiTransportOptions& options,
+                                            const Deadline& deadline) {
+  const auto w = static_cast<std::size_t>(world);
+  auto values = std::make_shared<std::vector<std::uint64_t>>(2 * w + 2);
   (*values)[0] = options.pairwise_all_reduce_bytes;
+  (*values)[1] = mpi::node_hash();
+  std::uint64_t* all = values->data() + 2;  // rank r: all[2r], all[2r + 1]
   MPI_Request request = MPI_REQUEST_NULL;
-  mpi::check(MPI_Iallgather(values->data(), 1, MPI_UINT64_T, values->data() + 1, 1, MPI_UINT64_T,
-                            comm, &request),
+  mpi::check(MPI_Iallgather(values->data(), 2, MPI_UINT64_T, all, 2, MPI_UINT64_T, comm, &request),
              "MPI_Iallgather", CollectiveErrorKind::InvalidConfig);
   for (;;) {
     int done = 0;
@@ -52,19 +56,37 @@ void check_same_options(MPI_Comm comm, int rank, int world, const MpiTransportOp
     sched_yield();
   }
   std::vector<int> differ;
-  for (int r = 0; r < world; ++r) {
-    if ((*values)[static_cast<std::size_t>(r) + 1] != (*values)[1]) differ.push_back(r);
+  for (std::size_t r = 0; r < w; ++r) {
+    if (all[2 * r] != all[0]) differ.push_back(static_cast<int>(r));
   }
   if (!differ.empty()) {
-    throw CollectiveError(
-        CollectiveErrorKind::InvalidConfig,
-        str(deadline.label(),
-            ": expected the same MpiTransportOptions::pairwise_all_reduce_bytes "
-            "on every rank, got ",
-            (*values)[1], " on rank 0 and ", (*values)[static_cast<std::size_t>(differ[0]) + 1],
-            " on rank ", differ[0]),
-        differ);
+    throw CollectiveError(CollectiveErrorKind::InvalidConfig,
+                          str(deadline.label(),
+                              ": expected the same MpiTransportOptions::pairwise_all_reduce_bytes "
+                              "on every rank, got ",
+                              all[0], " on rank 0 and ",
+                              all[2 * static_cast<std::size_t>(differ[0])], " on rank ", differ[0]),
+                          differ);
   }
+  std::vector<std::uint64_t> nodes(w);
+  for (std::size_t r = 0; r < w; ++r) nodes[r] = all[2 * r + 1];
+  return nodes;
+}
+
+/// By peer: the longest message send_record_with sends it (MpiTransportOptions::
+/// eager_message_bytes).
+std::vector<std::size_t> piece_sizes(const MpiTransportOptions& options, int rank,
+                                     const std::vector<std::uint64_t>& nodes) {
+  std::vector<std::size_t> pieces(nodes.size(), options.eager_message_bytes);
+  if (options.eager_message_bytes != 0) return pieces;
+  const std::size_t shared = mpi::shared_memory_eager_limit();
+  for (std::size_t p = 0; p < nodes.size(); ++p) {
+    const bool local = nodes[p] == nodes[static_cast<std::size_t>(rank)];
+    pieces[p] = local && shared > 2 * MpiTransportOptions::kEagerHeaderBytes
+                    ? shared - MpiTransportOptions::kEagerHeaderBytes
+                    : SIZE_MAX;
+  }
+  return pieces;
 }
 
 }  // namespace
@@ -98,13 +120,14 @@ std::unique_ptr<MpiTransport> MpiTransport::create(MPI_Comm comm, MpiTransportOp
     sched_yield();
   }
   for (MPI_Comm c : dups) MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
-  check_same_options(dups[2], rank, world, options, deadline);
+  const std::vector<std::uint64_t> nodes =
+      exchange_options(dups[2], rank, world, options, deadline);
   return std::unique_ptr<MpiTransport>(
-      new MpiTransport(rank, world, dups[0], dups[1], dups[2], std::move(options)));
+      new MpiTransport(rank, world, dups[0], dups[1], dups[2], std::move(options), nodes));
 }
 
 MpiTransport::MpiTransport(int rank, int world, MPI_Comm data, MPI_Comm notices, MPI_Comm coll,
-                           MpiTransportOptions options)
+                           MpiTransportOptions options, const std::vector<std::uint64_t>& nodes)
     : rank_(rank),
       world_(world),
       data_(data),
@@ -112,15 +135,16 @@ MpiTransport::MpiTransport(int rank, int world, MPI_Comm data, MPI_Comm notices,
       coll_(coll),
       options_(std::move(options)),
       spin_(spin_time(options_, world)),
-      tag_span_(mpi::tag_upper_bound() - 1),
+      tag_span_(mpi::tag_upper_bound() + 1 - mpi_tags::kFirstData),
       notice_buffer_(std::make_shared<std::vector<std::uint8_t>>(mpi::kMaxNoticeBytes)),
       staging_(kPieceBytes),
       gathered_(static_cast<std::size_t>(world)),
       messages_(static_cast<std::size_t>(world)),
       message_bytes_(static_cast<std::size_t>(world), 0),
       record_end_(static_cast<std::size_t>(world), 0),
+      piece_bytes_(piece_sizes(options_, rank, nodes)),
       calls_seen_(static_cast<std::size_t>(world), kCallNotSeen) {
-  for (auto& m : messages_) m = std::make_shared<std::vector<std::uint8_t>>();
+  for (auto& m : messages_) m = std::make_shared<AlignedBytes>();
   MPI_Irecv(notice_buffer_->data(), static_cast<int>(notice_buffer_->size()), MPI_BYTE,
             MPI_ANY_SOURCE, mpi_tags::kNotice, notices_, &notice_recv_);
 }
@@ -162,7 +186,7 @@ MpiTransport::~MpiTransport() {
 }
 
 int MpiTransport::mpi_tag(std::uint64_t tag) const {
-  return 2 + static_cast<int>(tag % static_cast<std::uint64_t>(tag_span_));
+  return mpi_tags::kFirstData + static_cast<int>(tag % static_cast<std::uint64_t>(tag_span_));
 }
 
 std::string MpiTransport::call_name(const Deadline& deadline) const {
@@ -183,14 +207,15 @@ bool MpiTransport::failed() const noexcept {
 }
 
 void MpiTransport::set_failure(const CollectiveError& error, bool tell_peers) const noexcept {
-  std::shared_ptr<std::vector<std::uint8_t>> notice;
+  std::shared_ptr<AlignedBytes> notice;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (error_) return;  // the first failure wins
     try {
       error_ = error;
       if (tell_peers) {
-        notice = std::make_shared<std::vector<std::uint8_t>>(mpi::encode_notice(error));
+        const std::vector<std::uint8_t> encoded = mpi::encode_notice(error);
+        notice = std::make_shared<AlignedBytes>(encoded.begin(), encoded.end());
       }
     } catch (...) {
       error_ = CollectiveError(CollectiveErrorKind::Aborted, "out of memory failing the group");
@@ -267,7 +292,7 @@ void MpiTransport::reap_sends() noexcept {
   });
 }
 
-std::shared_ptr<std::vector<std::uint8_t>> MpiTransport::send_buffer(std::size_t nbytes) {
+std::shared_ptr<AlignedBytes> MpiTransport::send_buffer(std::size_t nbytes) {
   for (std::size_t i = 0; i < pool_.size(); ++i) {
     if (pool_[i]->capacity() >= nbytes) {
       auto b = std::move(pool_[i]);
@@ -276,7 +301,7 @@ std::shared_ptr<std::vector<std::uint8_t>> MpiTransport::send_buffer(std::size_t
       return b;
     }
   }
-  return std::make_shared<std::vector<std::uint8_t>>(nbytes);
+  return std::make_shared<AlignedBytes>(nbytes);
 }
 
 void MpiTransport::isend(int peer, std::uint64_t tag, const void* data, std::size_t nbytes,

@@ -1,8 +1,10 @@
 // MpiTransport: the agreement exchange. start_agree encodes this rank's record; it goes out with
 // the call's first message (isend, or send_record_with: the record with the data behind it, one
-// message per peer) or from finish_agree. finish_agree probes each peer's next message
-// (MPI_Improbe), so a message of any size is received whole (MPI_Imrecv at its probed size: no
-// truncation), and only a record is accepted where one belongs.
+// message per peer, or several where one would pass MPI's eager limit) or from finish_agree.
+// finish_agree probes each peer's next message (MPI_Improbe), so a message of any size is
+// received whole (MPI_Imrecv at its probed size: no truncation), and only a record is accepted
+// where one belongs; a message sent in pieces (kRecordHead, kRecordMore..., kRecordLast: a
+// sender's messages stay in order) is reassembled in the peer's buffer before it is decoded.
 #include <algorithm>
 #include <climits>
 #include <cstring>
@@ -16,7 +18,13 @@ namespace ruccl {
 
 namespace {
 
-enum AgreeState : std::uint8_t { kProbing, kReceiving, kDone };
+enum AgreeState : std::uint8_t {
+  kProbing,        // for the peer's record (its message, or the first piece of it)
+  kReceiving,      // the last piece (or the whole message)
+  kReceivingMore,  // a piece with more behind it
+  kProbingMore,    // for the next piece
+  kDone,
+};
 
 /// Where a payload begins behind a record of `record_bytes`: aligned for every dtype's elements.
 std::size_t payload_offset(std::size_t record_bytes) {
@@ -50,17 +58,24 @@ void MpiTransport::send_record_with(const void* data, std::size_t nbytes) {
   if (nbytes != 0) std::memcpy(buffer->data() + offset, data, nbytes);
   for (int p = 0; p < world_; ++p) {
     if (p == rank_) continue;
-    MPI_Request r = MPI_REQUEST_NULL;
-    const int code = MPI_Isend(buffer->data(), static_cast<int>(buffer->size()), MPI_BYTE, p,
-                               mpi_tags::kRecord, data_, &r);
-    if (code != MPI_SUCCESS) {
-      fail_and_throw(CollectiveError(
-          CollectiveErrorKind::PeerLost,
-          str(options_.names.name(rank_), " could not send its record to ", options_.names.name(p),
-              ": MPI_Isend failed: ", mpi::error_string(code)),
-          {p}));
+    const std::size_t piece = piece_bytes_[static_cast<std::size_t>(p)];
+    for (std::size_t at = 0; at == 0 || at < buffer->size(); at += piece) {
+      const std::size_t n = std::min(piece, buffer->size() - at);
+      const bool last = at + n == buffer->size();
+      const int tag = at == 0 ? (last ? mpi_tags::kRecord : mpi_tags::kRecordHead)
+                              : (last ? mpi_tags::kRecordLast : mpi_tags::kRecordMore);
+      MPI_Request r = MPI_REQUEST_NULL;
+      const int code =
+          MPI_Isend(buffer->data() + at, static_cast<int>(n), MPI_BYTE, p, tag, data_, &r);
+      if (code != MPI_SUCCESS) {
+        fail_and_throw(CollectiveError(
+            CollectiveErrorKind::PeerLost,
+            str(options_.names.name(rank_), " could not send its record to ",
+                options_.names.name(p), ": MPI_Isend failed: ", mpi::error_string(code)),
+            {p}));
+      }
+      sends_.push_back(PendingSend{r, buffer});
     }
-    sends_.push_back(PendingSend{r, buffer});
   }
 }
 
@@ -146,43 +161,77 @@ void MpiTransport::finish_agree(const CallRecord& mine, std::span<CallRecord> al
             " bytes): the calls can never match"),
         {std::min(rank_, p), std::max(rank_, p)});
   };
+  // Peer p's message came in pieces, and its next message is not the next piece.
+  auto no_piece = [&](int p, MPI_Message& message, const MPI_Status& status, int count) {
+    if (status.MPI_TAG == mpi_tags::kGoodbye) refuse(p, message, status, count);
+    auto junk = std::make_shared<std::vector<std::uint8_t>>(static_cast<std::size_t>(count) + 1);
+    MPI_Request r = MPI_REQUEST_NULL;
+    MPI_Imrecv(junk->data(), count, MPI_BYTE, &message, &r);
+    mpi::orphan_request(r, junk);
+    states[static_cast<std::size_t>(p)] = kDone;
+    throw CollectiveError(
+        CollectiveErrorKind::PeerLost,
+        str(options_.names.name(rank_), " got a malformed message from ", options_.names.name(p),
+            ": after ", message_bytes_[static_cast<std::size_t>(p)],
+            " bytes of its record in pieces, its next message had MPI tag ", status.MPI_TAG, " (",
+            count, " bytes; expected the next piece, tag ", mpi_tags::kRecordMore, " or ",
+            mpi_tags::kRecordLast, ")"),
+        {p});
+  };
+  // Probes peer p's next message; when it came, posts its receive behind the bytes of p's
+  // message received so far (none: a new message) and returns its tag, else -1.
+  auto take = [&](int p) {
+    const auto q = static_cast<std::size_t>(p);
+    int found = 0;
+    MPI_Message message = MPI_MESSAGE_NULL;
+    MPI_Status status;
+    const int code = MPI_Improbe(p, MPI_ANY_TAG, data_, &found, &message, &status);
+    if (code != MPI_SUCCESS) throw lost(p, "MPI_Improbe", code);
+    if (!found) return -1;
+    int count = 0;
+    MPI_Get_count(&status, MPI_BYTE, &count);
+    const int tag = status.MPI_TAG;
+    if (states[q] == kProbing && tag != mpi_tags::kRecord && tag != mpi_tags::kRecordHead) {
+      refuse(p, message, status, count);
+    }
+    if (states[q] == kProbingMore && tag != mpi_tags::kRecordMore && tag != mpi_tags::kRecordLast) {
+      no_piece(p, message, status, count);
+    }
+    const std::size_t behind = states[q] == kProbing ? 0 : message_bytes_[q];
+    AlignedBytes& buffer = *messages_[q];
+    const std::size_t end = behind + static_cast<std::size_t>(count);
+    if (buffer.size() < end) buffer.resize(end);
+    message_bytes_[q] = end;
+    const int started = MPI_Imrecv(buffer.data() + behind, count, MPI_BYTE, &message, &requests[q]);
+    if (started != MPI_SUCCESS) throw lost(p, "MPI_Imrecv", started);
+    return tag;
+  };
+  auto received = [&](int p) {
+    int done = 0;
+    MPI_Request& request = requests[static_cast<std::size_t>(p)];
+    const int code = MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+    if (code != MPI_SUCCESS) {
+      request = MPI_REQUEST_NULL;
+      throw lost(p, "MPI_Test", code);
+    }
+    return done != 0;
+  };
   auto step = [&] {
     bool all_done = true;
     for (int p = 0; p < world_; ++p) {
-      const auto q = static_cast<std::size_t>(p);
-      if (states[q] == kProbing) {
-        int found = 0;
-        MPI_Message message = MPI_MESSAGE_NULL;
-        MPI_Status status;
-        const int code = MPI_Improbe(p, MPI_ANY_TAG, data_, &found, &message, &status);
-        if (code != MPI_SUCCESS) throw lost(p, "MPI_Improbe", code);
-        if (!found) {
-          all_done = false;
-          continue;
+      std::uint8_t& state = states[static_cast<std::size_t>(p)];
+      // A piece that came is taken at once, and so is the next one behind it.
+      while (state != kDone) {
+        if (state == kProbing || state == kProbingMore) {
+          const int tag = take(p);
+          if (tag < 0) break;
+          const bool more = tag == mpi_tags::kRecordHead || tag == mpi_tags::kRecordMore;
+          state = more ? kReceivingMore : kReceiving;
         }
-        int count = 0;
-        MPI_Get_count(&status, MPI_BYTE, &count);
-        if (status.MPI_TAG != mpi_tags::kRecord) refuse(p, message, status, count);
-        std::vector<std::uint8_t>& buffer = *messages_[q];
-        if (buffer.size() < static_cast<std::size_t>(count)) buffer.resize(count);
-        message_bytes_[q] = static_cast<std::size_t>(count);
-        const int started = MPI_Imrecv(buffer.data(), count, MPI_BYTE, &message, &requests[q]);
-        if (started != MPI_SUCCESS) throw lost(p, "MPI_Imrecv", started);
-        states[q] = kReceiving;
+        if (!received(p)) break;
+        state = state == kReceivingMore ? kProbingMore : kDone;
       }
-      if (states[q] == kReceiving) {
-        int done = 0;
-        const int code = MPI_Test(&requests[q], &done, MPI_STATUS_IGNORE);
-        if (code != MPI_SUCCESS) {
-          requests[q] = MPI_REQUEST_NULL;
-          throw lost(p, "MPI_Test", code);
-        }
-        if (!done) {
-          all_done = false;
-          continue;
-        }
-        states[q] = kDone;
-      }
+      all_done = all_done && state == kDone;
     }
     return all_done;
   };

@@ -11,7 +11,13 @@ namespace ruccl {
 namespace mpi_tags {
 inline constexpr int kRecord = 0;   ///< data communicator: an agreement record (+ its data)
 inline constexpr int kGoodbye = 1;  ///< data communicator: the peer destroyed its communicator
-inline constexpr int kNotice = 0;   ///< notice communicator: a failure notice
+// A record with its data sent in pieces (MpiTransportOptions::eager_message_bytes): the first
+// piece, then the sender's next messages, up to the last.
+inline constexpr int kRecordHead = 2;  ///< data communicator: the first piece
+inline constexpr int kRecordMore = 3;  ///< data communicator: a piece between the first and last
+inline constexpr int kRecordLast = 4;  ///< data communicator: the last piece
+inline constexpr int kFirstData = 5;   ///< data communicator: the first tag of mpi_tag
+inline constexpr int kNotice = 0;      ///< notice communicator: a failure notice
 }  // namespace mpi_tags
 
 template <typename Step, typename Missing>

@@ -44,7 +44,9 @@ void MpiTransport::check_received(int peer, int expected_tag, std::size_t nbytes
                           {peer});
   }
   // A record (with its data behind it: longer than expected, so truncated) where a message was.
-  if ((code == MPI_SUCCESS || code == MPI_ERR_TRUNCATE) && status.MPI_TAG == mpi_tags::kRecord) {
+  const bool record =
+      status.MPI_TAG == mpi_tags::kRecord || status.MPI_TAG == mpi_tags::kRecordHead;
+  if ((code == MPI_SUCCESS || code == MPI_ERR_TRUNCATE) && record) {
     throw CollectiveError(
         CollectiveErrorKind::CollectiveKindMismatch,
         str(options_.names.name(rank_), " expected a message of a send or collective from ",
