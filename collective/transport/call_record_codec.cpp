@@ -5,6 +5,7 @@
 
 #include "collective/collective_error.h"
 #include "tensor/core/dtype.h"
+#include "tensor/core/error.h"
 
 namespace ruccl {
 
@@ -15,14 +16,28 @@ constexpr std::uint8_t kLastOpKind = static_cast<std::uint8_t>(OpKind::AllToAllV
 constexpr std::uint8_t kLastDType = static_cast<std::uint8_t>(DType::Bool);
 constexpr std::uint8_t kLastErrorKind = static_cast<std::uint8_t>(CollectiveErrorKind::Unsupported);
 
-void put_u8(std::vector<std::uint8_t>& out, std::uint8_t v) { out.push_back(v); }
-void put_le(std::vector<std::uint8_t>& out, std::uint64_t v, int bytes) {
-  for (int i = 0; i < bytes; ++i) out.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
-}
-void put_text(std::vector<std::uint8_t>& out, const char* text, std::size_t capacity) {
-  const std::size_t n = strnlen(text, capacity - 1);
-  put_u8(out, static_cast<std::uint8_t>(n));
-  out.insert(out.end(), text, text + n);
+// Writes fields front to back into bytes sized for them beforehand (one resize per record).
+class Writer {
+ public:
+  explicit Writer(std::uint8_t* at) : at_(at) {}
+
+  void u8(std::uint8_t v) { *at_++ = v; }
+  void le(std::uint64_t v, int bytes) {
+    for (int i = 0; i < bytes; ++i) *at_++ = static_cast<std::uint8_t>(v >> (8 * i));
+  }
+  void text(const char* text, std::size_t n) {
+    u8(static_cast<std::uint8_t>(n));
+    std::memcpy(at_, text, n);
+    at_ += n;
+  }
+  const std::uint8_t* at() const { return at_; }
+
+ private:
+  std::uint8_t* at_;
+};
+
+std::size_t text_length(const char* text, std::size_t capacity) {
+  return strnlen(text, capacity - 1);
 }
 
 // Reads fields front to back; the first failure sticks and every later read is a no-op.
@@ -79,31 +94,41 @@ class Reader {
 }  // namespace
 
 void encode_call_record(const CallRecord& r, std::vector<std::uint8_t>& out) {
-  const std::size_t start = out.size();
-  put_le(out, kCallRecordWireVersion, 2);
-  put_le(out, 0, 2);  // length, patched below
-  put_le(out, r.seq, 8);
-  put_u8(out, static_cast<std::uint8_t>(r.kind));
-  put_u8(out, r.dtype);
-  put_u8(out, r.reduce_op);
-  put_u8(out, r.has_tensor);
-  put_u8(out, r.algorithm);
-  put_u8(out, r.error_kind);
   const int ndim = r.ndim < 0 ? -1 : std::min(r.ndim, Shape::kMaxDims);
   const int words = std::clamp(r.num_words, 0, CallRecord::kMaxWords);
-  put_u8(out, static_cast<std::uint8_t>(ndim + 1));
-  put_u8(out, static_cast<std::uint8_t>(words));
-  put_le(out, static_cast<std::uint32_t>(r.root), 4);
-  put_le(out, static_cast<std::uint32_t>(r.tree_arity), 4);
-  for (int d = 0; d < ndim; ++d) put_le(out, static_cast<std::uint64_t>(r.dims[d]), 8);
-  for (int w = 0; w < words; ++w) put_le(out, static_cast<std::uint64_t>(r.words[w]), 8);
-  for (int w = 0; w < words; ++w) put_text(out, r.word_names[w], CallRecord::kWordNameBytes);
-  put_text(out, r.label, CallRecord::kLabelBytes);
-  put_text(out, r.engine, CallRecord::kEngineBytes);
-  put_text(out, r.error_message, CallRecord::kMessageBytes);
-  const std::size_t length = out.size() - start - 4;
-  out[start + 2] = static_cast<std::uint8_t>(length);
-  out[start + 3] = static_cast<std::uint8_t>(length >> 8);
+  std::size_t names[CallRecord::kMaxWords] = {};
+  std::size_t length = kFixedBytes - 4 + 8 * static_cast<std::size_t>(std::max(ndim, 0) + words);
+  for (int w = 0; w < words; ++w) {
+    names[w] = text_length(r.word_names[w], CallRecord::kWordNameBytes);
+    length += 1 + names[w];
+  }
+  const std::size_t label = text_length(r.label, CallRecord::kLabelBytes);
+  const std::size_t engine = text_length(r.engine, CallRecord::kEngineBytes);
+  const std::size_t message = text_length(r.error_message, CallRecord::kMessageBytes);
+  length += 3 + label + engine + message;
+  const std::size_t start = out.size();
+  out.resize(start + 4 + length);
+  Writer put(out.data() + start);
+  put.le(kCallRecordWireVersion, 2);
+  put.le(length, 2);
+  put.le(r.seq, 8);
+  put.u8(static_cast<std::uint8_t>(r.kind));
+  put.u8(r.dtype);
+  put.u8(r.reduce_op);
+  put.u8(r.has_tensor);
+  put.u8(r.algorithm);
+  put.u8(r.error_kind);
+  put.u8(static_cast<std::uint8_t>(ndim + 1));
+  put.u8(static_cast<std::uint8_t>(words));
+  put.le(static_cast<std::uint32_t>(r.root), 4);
+  put.le(static_cast<std::uint32_t>(r.tree_arity), 4);
+  for (int d = 0; d < ndim; ++d) put.le(static_cast<std::uint64_t>(r.dims[d]), 8);
+  for (int w = 0; w < words; ++w) put.le(static_cast<std::uint64_t>(r.words[w]), 8);
+  for (int w = 0; w < words; ++w) put.text(r.word_names[w], names[w]);
+  put.text(r.label, label);
+  put.text(r.engine, engine);
+  put.text(r.error_message, message);
+  RUCCL_ASSERT(put.at() == out.data() + out.size());
 }
 
 std::string decode_call_record(std::span<const std::uint8_t> bytes, CallRecord& r) {
