@@ -1,6 +1,7 @@
 #include "collective/tcp_group.h"
 
 #include <cerrno>
+#include <climits>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -116,6 +117,14 @@ Communicator TcpGroup::from_env(Device device, CommunicatorOptions options,
   }
   if (const auto us = read_positive("RUCCL_TCP_YIELD_US", "microseconds", 0)) {
     transport.yield = std::chrono::microseconds(*us);
+  }
+  if (const auto bytes = read_positive("RUCCL_TCP_SOCKET_BUFFER_BYTES", "bytes", 0)) {
+    if (*bytes > INT_MAX) {
+      throw CollectiveError(
+          CollectiveErrorKind::InvalidConfig,
+          str("RUCCL_TCP_SOCKET_BUFFER_BYTES: expected at most ", INT_MAX, " bytes, got ", *bytes));
+    }
+    transport.socket_buffer_bytes = static_cast<int>(*bytes);
   }
   read_checksum("RUCCL_TCP_PAYLOAD_CHECKSUM", transport.payload_checksum);
   const SessionId session =

@@ -285,6 +285,11 @@ void set_nodelay(const Socket& s) {
   check_option(s, set_flag(s.fd(), IPPROTO_TCP, TCP_NODELAY, 1), "TCP_NODELAY");
 }
 
+void set_buffer_bytes(const Socket& s, int bytes) {
+  check_option(s, set_flag(s.fd(), SOL_SOCKET, SO_SNDBUF, bytes), "SO_SNDBUF");
+  check_option(s, set_flag(s.fd(), SOL_SOCKET, SO_RCVBUF, bytes), "SO_RCVBUF");
+}
+
 void set_nonblocking(const Socket& s, bool on) {
   const int flags = fcntl(s.fd(), F_GETFL);
   const int wanted = on ? (flags | O_NONBLOCK) : (flags & ~O_NONBLOCK);

@@ -98,6 +98,9 @@ Socket accept_tcp(const Socket& listener, const Deadline& deadline);
 
 /// TCP_NODELAY on (small frames leave at once).
 void set_nodelay(const Socket& s);
+/// SO_SNDBUF and SO_RCVBUF of `bytes` each (the kernel caps them at net.core.wmem_max and
+/// rmem_max, doubles them for its bookkeeping, and stops autotuning the connection's buffers).
+void set_buffer_bytes(const Socket& s, int bytes);
 /// O_NONBLOCK on or off.
 void set_nonblocking(const Socket& s, bool on);
 /// SO_KEEPALIVE with TCP_KEEPIDLE = TCP_KEEPINTVL = `idle_and_interval` (whole seconds, at least

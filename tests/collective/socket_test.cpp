@@ -1,6 +1,7 @@
 // The socket helpers (collective/net/socket.h) on loopback: connect/accept/round trips, deadlines
 // that expire on time naming the endpoint, a closed peer as PeerLost, endpoint parsing, and the
 // interface lookup behind RUCCL_SOCKET_IFNAME.
+#include <sys/socket.h>
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -69,6 +70,31 @@ TEST_CASE("a loopback listener gets an ephemeral port and carries bytes both way
   net::write_all(server, &reply, sizeof reply, Deadline::after(5s));
   net::read_exact(client, &back, sizeof back, Deadline::after(5s));
   CHECK(back == reply);
+}
+
+TEST_CASE("set_buffer_bytes sizes both socket buffers, which still carry bytes",
+          "[collective][net]") {
+  Pair p = connected_pair();
+  int before = 0;
+  socklen_t len = sizeof before;
+  REQUIRE(::getsockopt(p.client.fd(), SOL_SOCKET, SO_SNDBUF, &before, &len) == 0);
+  const int bytes = 3 << 20;  // under Debian's wmem_max and rmem_max (4 MiB)
+  net::set_buffer_bytes(p.client, bytes);
+  for (const int option : {SO_SNDBUF, SO_RCVBUF}) {
+    int got = 0;
+    len = sizeof got;
+    REQUIRE(::getsockopt(p.client.fd(), SOL_SOCKET, option, &got, &len) == 0);
+    CHECK(got == 2 * bytes);  // the kernel doubles it for its bookkeeping
+  }
+  CHECK(before != 2 * bytes);
+  std::vector<unsigned char> data(1 << 20);
+  std::iota(data.begin(), data.end(), static_cast<unsigned char>(0));
+  std::thread writer(
+      [&] { net::write_all(p.client, data.data(), data.size(), Deadline::after(5s)); });
+  std::vector<unsigned char> got(data.size());
+  net::read_exact(p.server, got.data(), got.size(), Deadline::after(5s));
+  writer.join();
+  CHECK(got == data);
 }
 
 TEST_CASE("the helpers work over IPv6 loopback", "[collective][net]") {

@@ -238,5 +238,30 @@ TEST_CASE("tcp processes with different shapes all report ShapeMismatch",
   }
 }
 
+TEST_CASE("tcp processes all_reduce with the kernel's or a given socket buffer size",
+          "[collective][tcp][process]") {
+  for (const char* bytes : {"0", "1048576"}) {
+    INFO("RUCCL_TCP_SOCKET_BUFFER_BYTES=" << bytes);
+    Job job(2, {RUCCL_TCP_WORKER, "sum", "300000"}, {str("RUCCL_TCP_SOCKET_BUFFER_BYTES=", bytes)});
+    for (int r = 0; r < 2; ++r) {
+      INFO(job.output(r));
+      CHECK(job.wait(r) == 0);
+      CHECK_THAT(job.output(r), Catch::Contains(str("ok rank ", r, " of 2")));
+    }
+  }
+}
+
+TEST_CASE("a malformed RUCCL_TCP_SOCKET_BUFFER_BYTES is InvalidConfig naming it",
+          "[collective][tcp][process]") {
+  for (const char* bytes : {"-1", "4MiB", "4294967296"}) {
+    INFO("RUCCL_TCP_SOCKET_BUFFER_BYTES=" << bytes);
+    Job job(1, {RUCCL_TCP_WORKER, "sum", "10"}, {str("RUCCL_TCP_SOCKET_BUFFER_BYTES=", bytes)});
+    INFO(job.output(0));
+    CHECK(job.wait(0) == 3);
+    CHECK_THAT(job.output(0), Catch::Contains("error InvalidConfig"));
+    CHECK_THAT(job.output(0), Catch::Contains("RUCCL_TCP_SOCKET_BUFFER_BYTES: expected"));
+  }
+}
+
 }  // namespace
 }  // namespace ruccl
