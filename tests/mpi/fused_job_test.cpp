@@ -105,12 +105,12 @@ TEST_CASE("a fused MPI all_reduce gives our algorithms' bits on every process", 
 
 TEST_CASE("processes that send a fused all_reduce as one message or as two agree on its bits",
           "[mpi]") {
-  // Rank r sends its record and data in pieces of 100 bytes (the record itself in two), as one
+  // Rank r sends its record and data in pieces of 50 bytes (the record itself in two), as one
   // message always (SIZE_MAX) or as the default says (here: pieces of OpenMPI's shared-memory
   // eager limit less its headers, 4032 bytes), by r % 3: every receiver reassembles each
   // sender's form, at sizes on both sides of 4032 and of twice it (a record is about 80 bytes,
   // its data 16-byte aligned behind it).
-  const std::size_t eagers[] = {100, SIZE_MAX, 0};
+  const std::size_t eagers[] = {50, SIZE_MAX, 0};
   const int r = job_rank();
   Communicator comm = group(kLimit, 20s, eagers[r % 3]);
   const int w = comm.world_size();

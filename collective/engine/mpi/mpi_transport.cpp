@@ -135,7 +135,7 @@ MpiTransport::MpiTransport(int rank, int world, MPI_Comm data, MPI_Comm notices,
       coll_(coll),
       options_(std::move(options)),
       spin_(spin_time(options_, world)),
-      tag_span_(mpi::tag_upper_bound() + 1 - mpi_tags::kFirstData),
+      tag_span_(mpi::tag_upper_bound() - (mpi_tags::kFirstData - 1)),  // tags up to the bound
       notice_buffer_(std::make_shared<std::vector<std::uint8_t>>(mpi::kMaxNoticeBytes)),
       staging_(kPieceBytes),
       gathered_(static_cast<std::size_t>(world)),
