@@ -142,8 +142,7 @@ class MpiTransport final : public Transport {
   /// Between start_agree and finish_agree, instead of any isend: sends this rank's record with
   /// `nbytes` at `data` behind it, one message per peer, or pieces where together they are longer
   /// than the peer's piece size (eager_message_bytes; the MPI engine's small all_reduce: one
-  /// exchange).
-  /// Copies `data`; returns at once.
+  /// exchange). Copies `data`; returns at once.
   void send_record_with(const void* data, std::size_t nbytes);
   /// After finish_agree: the bytes peer `peer` sent behind its record of this call (empty when it
   /// sent none, and for this rank). Valid until the next start_agree.

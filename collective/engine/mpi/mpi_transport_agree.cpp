@@ -140,13 +140,17 @@ void MpiTransport::finish_agree(const CallRecord& mine, std::span<CallRecord> al
             ": ", what, " failed: ", mpi::error_string(code)),
         {p});
   };
-  // Peer p's next message is not a record: take it whole into a buffer MPI keeps, then say why.
-  auto refuse = [&](int p, MPI_Message& message, const MPI_Status& status, int count) {
+  // Peer p's next message is not a record: take it, then say why.
+  // Takes peer p's probed message into a buffer MPI keeps (it is not a record of this call).
+  auto drop = [&](int p, MPI_Message& message, int count) {
     auto junk = std::make_shared<std::vector<std::uint8_t>>(static_cast<std::size_t>(count) + 1);
     MPI_Request r = MPI_REQUEST_NULL;
     MPI_Imrecv(junk->data(), count, MPI_BYTE, &message, &r);
     mpi::orphan_request(r, junk);
     states[static_cast<std::size_t>(p)] = kDone;
+  };
+  auto refuse = [&](int p, MPI_Message& message, const MPI_Status& status, int count) {
+    drop(p, message, count);
     if (status.MPI_TAG == mpi_tags::kGoodbye) {
       throw CollectiveError(CollectiveErrorKind::PeerLost,
                             str(options_.names.name(rank_), " lost ", options_.names.name(p),
@@ -164,11 +168,7 @@ void MpiTransport::finish_agree(const CallRecord& mine, std::span<CallRecord> al
   // Peer p's message came in pieces, and its next message is not the next piece.
   auto no_piece = [&](int p, MPI_Message& message, const MPI_Status& status, int count) {
     if (status.MPI_TAG == mpi_tags::kGoodbye) refuse(p, message, status, count);
-    auto junk = std::make_shared<std::vector<std::uint8_t>>(static_cast<std::size_t>(count) + 1);
-    MPI_Request r = MPI_REQUEST_NULL;
-    MPI_Imrecv(junk->data(), count, MPI_BYTE, &message, &r);
-    mpi::orphan_request(r, junk);
-    states[static_cast<std::size_t>(p)] = kDone;
+    drop(p, message, count);
     throw CollectiveError(
         CollectiveErrorKind::PeerLost,
         str(options_.names.name(rank_), " got a malformed message from ", options_.names.name(p),
