@@ -15,6 +15,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <limits>
 #include <memory>
 #include <thread>
@@ -285,9 +286,22 @@ void set_nodelay(const Socket& s) {
   check_option(s, set_flag(s.fd(), IPPROTO_TCP, TCP_NODELAY, 1), "TCP_NODELAY");
 }
 
-void set_buffer_bytes(const Socket& s, int bytes) {
+int max_buffer_bytes() {
+  long long least = std::numeric_limits<int>::max();
+  for (const char* path : {"/proc/sys/net/core/wmem_max", "/proc/sys/net/core/rmem_max"}) {
+    std::ifstream in(path);
+    long long v = 0;
+    if (!(in >> v) || v <= 0) return 0;
+    least = std::min(least, v);
+  }
+  return static_cast<int>(least);
+}
+
+bool set_buffer_bytes(const Socket& s, int bytes) {
+  if (bytes <= 0 || bytes > max_buffer_bytes()) return false;
   check_option(s, set_flag(s.fd(), SOL_SOCKET, SO_SNDBUF, bytes), "SO_SNDBUF");
   check_option(s, set_flag(s.fd(), SOL_SOCKET, SO_RCVBUF, bytes), "SO_RCVBUF");
+  return true;
 }
 
 void set_nonblocking(const Socket& s, bool on) {

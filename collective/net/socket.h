@@ -98,9 +98,14 @@ Socket accept_tcp(const Socket& listener, const Deadline& deadline);
 
 /// TCP_NODELAY on (small frames leave at once).
 void set_nodelay(const Socket& s);
-/// SO_SNDBUF and SO_RCVBUF of `bytes` each (the kernel caps them at net.core.wmem_max and
-/// rmem_max, doubles them for its bookkeeping, and stops autotuning the connection's buffers).
-void set_buffer_bytes(const Socket& s, int bytes);
+/// The largest SO_SNDBUF and SO_RCVBUF an unprivileged process may set: the smaller of
+/// net.core.wmem_max and rmem_max (0 when /proc does not say).
+int max_buffer_bytes();
+/// SO_SNDBUF and SO_RCVBUF of `bytes` each (the kernel doubles them for its bookkeeping and stops
+/// autotuning the connection's buffers) when max_buffer_bytes() allows `bytes`; otherwise leaves
+/// the kernel's autotuning, whose ceiling (tcp_wmem, tcp_rmem) is above a capped fixed buffer
+/// (a stock kernel caps at 208 KiB). Returns whether it set them.
+bool set_buffer_bytes(const Socket& s, int bytes);
 /// O_NONBLOCK on or off.
 void set_nonblocking(const Socket& s, bool on);
 /// SO_KEEPALIVE with TCP_KEEPIDLE = TCP_KEEPINTVL = `idle_and_interval` (whole seconds, at least

@@ -93,9 +93,7 @@ std::unique_ptr<TcpTransport> TcpTransport::connect(Store& store, int rank, int 
   std::vector<std::optional<TcpLink>> control(world);
   auto keep = [&](int peer, TcpChannel channel, net::Socket socket) {
     net::set_nodelay(socket);
-    if (channel == TcpChannel::Data && options.socket_buffer_bytes > 0) {
-      net::set_buffer_bytes(socket, options.socket_buffer_bytes);
-    }
+    if (channel == TcpChannel::Data) net::set_buffer_bytes(socket, options.socket_buffer_bytes);
     net::set_nonblocking(socket, true);
     const bool check = options.payload_checksum == PayloadChecksum::On ||
                        (options.payload_checksum == PayloadChecksum::Auto &&

@@ -69,11 +69,12 @@ struct TcpTransportOptions {
   std::chrono::nanoseconds yield{-1};
   int local_ranks = 1;
   /// The send and receive buffers of every data connection (SO_SNDBUF, SO_RCVBUF;
-  /// RUCCL_TCP_SOCKET_BUFFER_BYTES for from_env). The kernel caps them at net.core.wmem_max and
-  /// rmem_max (4 MiB on Debian 12) and doubles them for its bookkeeping. 0: the kernel's
-  /// autotuning (its send buffer then stays at most tcp_wmem's 4 MiB); the default, 4 MiB,
-  /// measured 2 % faster at 16 MiB and 17 % at 64 MiB for the all_reduce of 4 processes on 2
-  /// cores, level below (docs/performance.md).
+  /// RUCCL_TCP_SOCKET_BUFFER_BYTES for from_env), set only where the kernel's caps
+  /// (net.core.wmem_max, rmem_max: 208 KiB on a stock kernel, 4 MiB on the development VM) allow
+  /// them: a capped fixed buffer would be smaller than autotuning's (net::set_buffer_bytes). 0:
+  /// the kernel's autotuning always (its send buffer then stays at most tcp_wmem's 4 MiB). The
+  /// default, 4 MiB, measured 2 % faster at 16 MiB and 17 % at 64 MiB for the all_reduce of 4
+  /// processes on 2 cores, level below (docs/performance.md).
   int socket_buffer_bytes = kDefaultSocketBufferBytes;
   static constexpr int kDefaultSocketBufferBytes = 4 << 20;
   /// Payload checksums (RUCCL_TCP_PAYLOAD_CHECKSUM=auto|on|off for from_env). Every rank of a

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <limits>
 #include <numeric>
 #include <thread>
 #include <vector>
@@ -72,19 +73,24 @@ TEST_CASE("a loopback listener gets an ephemeral port and carries bytes both way
   CHECK(back == reply);
 }
 
+namespace {
+int buffer_option(const net::Socket& s, int option) {
+  int got = 0;
+  socklen_t len = sizeof got;
+  REQUIRE(::getsockopt(s.fd(), SOL_SOCKET, option, &got, &len) == 0);
+  return got;
+}
+}  // namespace
+
 TEST_CASE("set_buffer_bytes sizes both socket buffers, which still carry bytes",
           "[collective][net]") {
   Pair p = connected_pair();
-  int before = 0;
-  socklen_t len = sizeof before;
-  REQUIRE(::getsockopt(p.client.fd(), SOL_SOCKET, SO_SNDBUF, &before, &len) == 0);
-  const int bytes = 3 << 20;  // under Debian's wmem_max and rmem_max (4 MiB)
-  net::set_buffer_bytes(p.client, bytes);
+  const int before = buffer_option(p.client, SO_SNDBUF);
+  const int bytes = 100 << 10;  // under the caps of a stock kernel (208 KiB)
+  REQUIRE(net::max_buffer_bytes() >= bytes);
+  REQUIRE(net::set_buffer_bytes(p.client, bytes));
   for (const int option : {SO_SNDBUF, SO_RCVBUF}) {
-    int got = 0;
-    len = sizeof got;
-    REQUIRE(::getsockopt(p.client.fd(), SOL_SOCKET, option, &got, &len) == 0);
-    CHECK(got == 2 * bytes);  // the kernel doubles it for its bookkeeping
+    CHECK(buffer_option(p.client, option) == 2 * bytes);  // the kernel doubles it
   }
   CHECK(before != 2 * bytes);
   std::vector<unsigned char> data(1 << 20);
@@ -95,6 +101,20 @@ TEST_CASE("set_buffer_bytes sizes both socket buffers, which still carry bytes",
   net::read_exact(p.server, got.data(), got.size(), Deadline::after(5s));
   writer.join();
   CHECK(got == data);
+}
+
+TEST_CASE("set_buffer_bytes above the kernel's caps leaves the buffers to autotuning",
+          "[collective][net]") {
+  Pair p = connected_pair();
+  const int cap = net::max_buffer_bytes();
+  REQUIRE(cap > 0);
+  REQUIRE(cap < std::numeric_limits<int>::max());
+  const int send = buffer_option(p.client, SO_SNDBUF);
+  const int receive = buffer_option(p.client, SO_RCVBUF);
+  CHECK_FALSE(net::set_buffer_bytes(p.client, cap + 1));
+  CHECK_FALSE(net::set_buffer_bytes(p.client, 0));
+  CHECK(buffer_option(p.client, SO_SNDBUF) == send);
+  CHECK(buffer_option(p.client, SO_RCVBUF) == receive);
 }
 
 TEST_CASE("the helpers work over IPv6 loopback", "[collective][net]") {
