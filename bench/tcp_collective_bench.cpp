@@ -4,7 +4,10 @@
 // tcp,self --mca btl_tcp_if_include lo), raw gloo (gloo_collectives.cpp, libgloo-dev), PyTorch's
 // gloo (collectives_torch_gloo.py, python3-torch), and the raw loopback TCP bound
 // (tcp_bound.c: the same bytes moved by plain sockets, no framing, no arithmetic). A peer that
-// is not installed is reported so, never estimated.
+// is not installed is reported so, never estimated. Ours runs twice: every message over TCP
+// (RUCCL_TCP_SHARED_MEMORY=off: the TCP table), and as it runs by default between processes of
+// one host, messages through shared memory (the second table, beside OpenMPI's shared-memory BTL,
+// vader, and the TCP-only gloo peers, which have no shared-memory path).
 //
 // Method (every implementation's): per iteration every rank passes a barrier, then times one
 // collective; an iteration's time is the max over ranks; an implementation's figure in a round is
@@ -76,8 +79,10 @@ Algorithm algorithm_from(const std::string& name) {
   throw std::invalid_argument("expected auto, direct, ring or tree, got '" + name + "'");
 }
 
-// One rank: argv = --worker OPS SIZES ITER_DIV ALGORITHM SEGMENT_BYTES. Rank 0 prints the R lines.
+// One rank: argv = --worker OPS SIZES ITER_DIV ALGORITHM SEGMENT_BYTES SHARED_MEMORY (auto|off).
+// Rank 0 prints the R lines.
 int worker(char** argv) {
+  ::setenv("RUCCL_TCP_SHARED_MEMORY", argv[7], 1);
   const std::vector<std::string> ops = split(argv[2]);
   std::vector<std::size_t> sizes;
   for (const std::string& s : split(argv[3])) sizes.push_back(std::stoull(s));
@@ -89,7 +94,9 @@ int worker(char** argv) {
   if (std::atoll(argv[6]) > 0) options.segment_bytes = std::stoull(argv[6]);
   Communicator comm = Communicator::from_env(Device::cpu(), options);
   const int n = comm.world_size(), r = comm.rank();
-  if (r == 0) std::printf("# ruCCL over TCP, %d processes, algorithm %s\n", n, argv[5]);
+  if (r == 0)
+    std::printf("# ruCCL over TCP, %d processes, algorithm %s, shared memory %s\n", n, argv[5],
+                argv[7]);
   for (const std::string& op : ops) {
     for (const std::size_t bytes : sizes) {
       const std::size_t in_bytes = op == "all_gather" ? bytes / static_cast<std::size_t>(n) : bytes;
@@ -151,13 +158,15 @@ std::string sizes_arg(const Config& c) {
   return out;
 }
 
-// Our ranks for one world size, one algorithm; parsed into `res` as `impl`.
+// Our ranks for one world size, one algorithm; parsed into `res` as `impl`. `shared_memory`:
+// RUCCL_TCP_SHARED_MEMORY for the ranks (off: every message over TCP).
 void run_ours(const Config& c, int world, const std::string& algorithm, const std::string& impl,
-              Results& res) {
+              Results& res, const char* shared_memory = "off") {
   std::vector<std::string> args;
   if (!c.ruccl_run.empty()) args = {c.ruccl_run, "--nproc-per-node", std::to_string(world)};
-  for (const std::string& a : {c.self, std::string("--worker"), join(c.ops), sizes_arg(c),
-                               std::to_string(c.div), algorithm, std::to_string(c.segment_bytes)})
+  for (const std::string& a :
+       {c.self, std::string("--worker"), join(c.ops), sizes_arg(c), std::to_string(c.div),
+        algorithm, std::to_string(c.segment_bytes), std::string(shared_memory)})
     args.push_back(a);
   bool failed = false;
   std::string out;
@@ -190,6 +199,12 @@ std::vector<Peer> prepare_peers(const Config& c, const std::string& bin) {
        "mpicc -O2 '" + dir + "/collectives_mpi.c' -o '" + bin + "/collectives_mpi'",
        "mpirun -np {N} --allow-run-as-root --oversubscribe --bind-to none --mca pml ob1 --mca btl "
        "tcp,self --mca btl_tcp_if_include lo '" +
+           bin + "/collectives_mpi'" + args},
+      // The same program over OpenMPI's shared-memory BTL (vader, with its single-copy CMA): the
+      // peer of our shared-memory path.
+      {"mpi-shm", "openmpi-bin, libopenmpi-dev", "test -x '" + bin + "/collectives_mpi'",
+       "mpirun -np {N} --allow-run-as-root --oversubscribe --bind-to none --mca pml ob1 --mca btl "
+       "vader,self '" +
            bin + "/collectives_mpi'" + args},
       {"gloo", "libgloo-dev",
        "g++ -O2 -std=c++17 '" + dir + "/gloo_collectives.cpp' -o '" + bin +
@@ -232,7 +247,7 @@ void print_csv(const Config& c, const Results& res) {
   std::printf("op,world,bytes,impl,time_us,busbw_gbs\n");
   for (const std::string& op : c.ops) {
     for (int w : c.worlds) {
-      for (const char* impl : {"ruccl", "mpi", "gloo", "torch", "raw"}) {
+      for (const char* impl : {"ruccl", "ruccl-shm", "mpi", "mpi-shm", "gloo", "torch", "raw"}) {
         for (std::size_t bytes : c.sizes) {
           const double us = res.median(impl, op, w, bytes);
           if (us <= 0) {
@@ -249,42 +264,56 @@ void print_csv(const Config& c, const Results& res) {
   }
 }
 
+// One table per op and world: `ours` (an impl of ours) against `peers` (their names in `names`),
+// time, busbw, and peer time / our time (the last peer's ratio is named `last_ratio`).
+void print_table(const Config& c, const Results& res, const std::string& op, int w,
+                 const char* title, const std::string& ours_impl,
+                 const std::vector<std::string>& peers, const std::vector<std::string>& names,
+                 const std::string& last_ratio) {
+  std::printf(
+      "\n#### %s, %d processes, %s: time us (median over %d rounds), busbw GB/s, ratio = peer "
+      "time / our time (> 1: we are faster)\n",
+      op.c_str(), w, title, c.rounds);
+  for (const std::string& p : peers) {
+    const std::string why = res.why_missing(p, op, w);
+    if (!why.empty()) std::printf("%s: %s\n", p.c_str(), why.c_str());
+  }
+  std::printf("\n");
+  std::vector<std::string> heading = {"size", "ruccl us"};
+  for (const std::string& n : names) heading.push_back(n + " us");
+  heading.push_back("ruccl busbw");
+  for (const std::string& n : names) heading.push_back(n + " busbw");
+  for (std::size_t i = 0; i + 1 < names.size(); ++i) heading.push_back("x " + names[i]);
+  heading.push_back(last_ratio);
+  print_row(heading, false);
+  print_row(std::vector<std::string>(heading.size(), "---:"), false);
+  for (std::size_t bytes : c.sizes) {
+    const double ours = res.median(ours_impl, op, w, bytes);
+    std::vector<std::string> row = {size_text(bytes), cell(ours, 1)};
+    std::vector<double> t;
+    for (const std::string& p : peers) t.push_back(res.median(p, op, w, bytes));
+    for (double v : t) row.push_back(cell(v, 1));
+    auto bus = [&](double us) {
+      return us <= 0 ? -1.0 : double(bytes) / us / 1e3 * bus_factor(op, w);
+    };
+    row.push_back(cell(bus(ours), 3));
+    for (double v : t) row.push_back(cell(bus(v), 3));
+    for (double v : t) row.push_back(cell(ours > 0 && v > 0 ? v / ours : -1, 2));
+    print_row(row, false);
+  }
+}
+
 void print_tables(const Config& c, const Results& res) {
   if (c.csv) return print_csv(c, res);
-  const std::vector<std::string> peers = {"mpi", "gloo", "torch", "raw"};
   for (const std::string& op : c.ops) {
     for (int w : c.worlds) {
-      std::printf(
-          "\n%s%s, %d processes: time us (median over %d rounds), busbw GB/s, ratio = peer "
-          "time / our time (> 1: we are faster)\n",
-          c.csv ? "# " : "#### ", op.c_str(), w, c.rounds);
-      for (const std::string& p : peers) {
-        const std::string why = res.why_missing(p, op, w);
-        if (!why.empty()) std::printf("%s%s: %s\n", c.csv ? "# " : "", p.c_str(), why.c_str());
-      }
-      if (!c.csv) std::printf("\n");
-      print_row({"size", "ruccl us", "MPI-TCP us", "gloo us", "torch-gloo us", "raw TCP us",
-                 "ruccl busbw", "MPI busbw", "gloo busbw", "torch busbw", "raw busbw", "x MPI",
-                 "x gloo", "x torch", "of raw"},
-                c.csv);
-      if (!c.csv) print_row(std::vector<std::string>(15, "---:"), false);
-      for (std::size_t bytes : c.sizes) {
-        const double ours = res.median("ruccl", op, w, bytes);
-        std::vector<std::string> row = {c.csv ? std::to_string(bytes) : size_text(bytes),
-                                        cell(ours, 1)};
-        std::vector<double> t;
-        for (const std::string& p : peers) t.push_back(res.median(p, op, w, bytes));
-        for (double v : t) row.push_back(cell(v, 1));
-        auto bus = [&](double us) {
-          return us <= 0 ? -1.0 : double(bytes) / us / 1e3 * bus_factor(op, w);
-        };
-        row.push_back(cell(bus(ours), 3));
-        for (double v : t) row.push_back(cell(bus(v), 3));
-        for (std::size_t i = 0; i < 3; ++i)
-          row.push_back(cell(ours > 0 && t[i] > 0 ? t[i] / ours : -1, 2));
-        row.push_back(cell(ours > 0 && t[3] > 0 ? t[3] / ours : -1, 2));  // fraction of the bound
-        print_row(row, c.csv);
-      }
+      // Over TCP alone (RUCCL_TCP_SHARED_MEMORY=off) against the TCP peers and the raw bound.
+      print_table(c, res, op, w, "every message over TCP", "ruccl", {"mpi", "gloo", "torch", "raw"},
+                  {"MPI-TCP", "gloo", "torch-gloo", "raw TCP"}, "of raw");
+      // The default between processes of one host: messages through shared memory.
+      print_table(c, res, op, w, "one host, messages through shared memory (the default)",
+                  "ruccl-shm", {"mpi-shm", "gloo", "torch", "ruccl"},
+                  {"MPI-shm", "gloo", "torch-gloo", "ruccl TCP-only"}, "x ruccl TCP-only");
     }
   }
 }
@@ -333,7 +362,7 @@ int usage() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc == 7 && !std::strcmp(argv[1], "--worker")) {
+  if (argc == 8 && !std::strcmp(argv[1], "--worker")) {
     try {
       return worker(argv);
     } catch (const std::exception& e) {
@@ -421,6 +450,7 @@ int main(int argc, char** argv) {
           steps.push_back([&, a] { run_ours(c, w, a, a, res); });
       } else {
         steps.push_back([&] { run_ours(c, w, c.algorithm, "ruccl", res); });
+        steps.push_back([&] { run_ours(c, w, c.algorithm, "ruccl-shm", res, "auto"); });
         for (const Peer& p : peers) steps.push_back([&] { run_peer(p, w, res); });
       }
       if (round % 2 == 1) std::reverse(steps.begin(), steps.end());
@@ -429,7 +459,8 @@ int main(int argc, char** argv) {
   }
   if (!c.peers && !c.crossover)
     for (int w : c.worlds)
-      for (const char* p : {"mpi", "gloo", "torch", "raw"}) res.missing[{p, "", w}] = "--no-peers";
+      for (const char* p : {"mpi", "mpi-shm", "gloo", "torch", "raw"})
+        res.missing[{p, "", w}] = "--no-peers";
   std::error_code ignored;
   std::filesystem::remove_all(bin, ignored);
   if (c.crossover)

@@ -65,6 +65,20 @@ void read_checksum(const char* name, PayloadChecksum& out) {
   }
 }
 
+void read_shared_memory(const char* name, SharedMemory& out) {
+  const char* text = std::getenv(name);
+  if (text == nullptr) return;
+  const std::string_view v = text;
+  if (v == "auto") {
+    out = SharedMemory::Auto;
+  } else if (v == "off") {
+    out = SharedMemory::Off;
+  } else {
+    throw CollectiveError(CollectiveErrorKind::InvalidConfig,
+                          str(name, ": expected auto or off, got \"", text, "\""));
+  }
+}
+
 void read_ms(const char* name, std::chrono::milliseconds& out) {
   if (const auto v = read_positive(name, "milliseconds")) out = std::chrono::milliseconds(*v);
 }
@@ -127,6 +141,10 @@ Communicator TcpGroup::from_env(Device device, CommunicatorOptions options,
     transport.socket_buffer_bytes = static_cast<int>(*bytes);
   }
   read_checksum("RUCCL_TCP_PAYLOAD_CHECKSUM", transport.payload_checksum);
+  read_shared_memory("RUCCL_TCP_SHARED_MEMORY", transport.shared_memory);
+  if (const auto bytes = read_positive("RUCCL_TCP_SHARED_MEMORY_RING_BYTES", "bytes")) {
+    transport.shared_memory_ring_bytes = static_cast<std::size_t>(*bytes);
+  }
   const SessionId session =
       env.session_id ? *env.session_id : session_id_from_seed(env.session_seed);
   const net::Endpoint master{env.master_addr, env.master_port};

@@ -178,8 +178,15 @@ std::unique_ptr<TcpTransport> TcpTransport::connect(Store& store, int rank, int 
     keep(p, hello.channel, std::move(socket));
     --expected;
   }
+  SharedMemoryPeers shm;
+  if (world_size > 1) {
+    // Every rank takes part (one with shared memory off says so): peers must not wait for it.
+    shm = connect_shared_memory(
+        store, rank, world_size, session, options,
+        options.shared_memory == SharedMemory::Auto && options.wire_faults.empty(), deadline);
+  }
   return std::make_unique<TcpTransport>(rank, world_size, session, std::move(options),
-                                        std::move(data), std::move(control));
+                                        std::move(data), std::move(control), std::move(shm));
 }
 
 }  // namespace ruccl

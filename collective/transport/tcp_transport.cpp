@@ -40,7 +40,7 @@ constexpr std::size_t kYieldBytes = std::size_t{64} << 10;
 
 TcpTransport::TcpTransport(int rank, int world_size, SessionBytes session,
                            TcpTransportOptions options, std::vector<std::optional<TcpLink>> data,
-                           std::vector<std::optional<TcpLink>> control)
+                           std::vector<std::optional<TcpLink>> control, SharedMemoryPeers shm)
     : rank_(rank),
       world_(world_size),
       session_(session),
@@ -49,12 +49,14 @@ TcpTransport::TcpTransport(int rank, int world_size, SessionBytes session,
       yield_(spin_ + yield_time(options_)),
       state_(std::make_unique<TcpFailureState>(world_size)),
       links_(std::move(data)),
+      shm_(std::move(shm)),
       staging_(kPieceBytes),
       gathered_(static_cast<std::size_t>(world_size)),
       record_bytes_(static_cast<std::size_t>(world_size) * kMaxEncodedCallRecordBytes),
       messages_sent_(static_cast<std::size_t>(world_size), 0),
       dropping_(static_cast<std::size_t>(world_size), false),
       calls_seen_(static_cast<std::size_t>(world_size), 0) {
+  shm_.channels.resize(static_cast<std::size_t>(world_size));
   control_ = std::make_unique<TcpControl>(std::move(control), rank_, options_.names,
                                           options_.control, *state_);
 }
@@ -67,6 +69,12 @@ TcpTransport::~TcpTransport() {
     bool drained = true;
     for (auto& link : links_) {
       if (link && link->flush() == LinkStep::Pending) drained = false;
+    }
+    for (int p = 0; p < world_; ++p) {
+      ShmChannel* ch = channel(p);
+      if (ch == nullptr || !ch->sending()) continue;
+      if (ch->pump()) shm_.bell->ring(p);
+      if (ch->sending()) drained = false;
     }
     if (drained) break;
     sched_yield();
@@ -101,6 +109,9 @@ void TcpTransport::withdraw_sends() noexcept {
   for (auto& link : links_) {
     if (link) link->drop_sends();
   }
+  for (auto& ch : shm_.channels) {
+    if (ch) ch->drop_send();
+  }
 }
 
 void TcpTransport::check_step(int peer, LinkStep step) {
@@ -119,6 +130,8 @@ void TcpTransport::flush_all() {
   for (int p = 0; p < world_; ++p) {
     auto& link = links_[static_cast<std::size_t>(p)];
     if (link && !link->drained()) check_step(p, link->flush());
+    ShmChannel* ch = channel(p);
+    if (ch != nullptr && ch->sending() && ch->pump()) shm_.bell->ring(p);
   }
 }
 
@@ -161,16 +174,65 @@ void TcpTransport::check_frame(const Receive& r, const FrameHeader& h) {
   }
 }
 
+const ShmPiece* TcpTransport::next_piece(Receive& r) {
+  ShmChannel& ch = *channel(r.peer);
+  const ShmPiece* piece = ch.peek();
+  if (piece == nullptr) {
+    // Nothing in the ring: look at the data connection, where nothing but records comes from
+    // this peer. The ring is checked again after: the peer publishes a call's messages before
+    // it sends the next call's record.
+    TcpLink& link = *links_[static_cast<std::size_t>(r.peer)];
+    const LinkStep step = link.read_header();
+    piece = ch.peek();
+    if (piece == nullptr) {
+      check_step(r.peer, step);
+      if (step == LinkStep::Pending) return nullptr;
+      check_frame(r, link.incoming().header);
+      link.protocol_error("a Data frame from a peer that sends its messages through shared memory");
+    }
+  }
+  if (piece->tag != r.tag || piece->message_bytes != r.nbytes) {
+    fail_and_throw(
+        CollectiveError(CollectiveErrorKind::CollectiveKindMismatch,
+                        str(options_.names.name(rank_), " expected message tag ", r.tag, " (",
+                            r.nbytes, " bytes) from ", options_.names.name(r.peer), ", got tag ",
+                            piece->tag, " (", piece->message_bytes, " bytes)"),
+                        {std::min(rank_, r.peer), std::max(rank_, r.peer)}));
+  }
+  const std::size_t expected = std::min(kPieceBytes, r.nbytes - r.got);
+  if (piece->offset != r.got || piece->nbytes != expected) {
+    fail_and_throw(links_[static_cast<std::size_t>(r.peer)]->malformed(
+        str("a shared-memory piece of ", piece->nbytes, " bytes at offset ", piece->offset,
+            " (expected ", expected, " at ", r.got, " of a ", r.nbytes, "-byte message)")));
+  }
+  return piece;
+}
+
+void TcpTransport::release_piece(Receive& r, const ShmPiece& piece) {
+  r.got += piece.nbytes;
+  if (r.got >= r.until) r.done = true;
+  if (channel(r.peer)->release()) shm_.bell->ring(r.peer);
+}
+
 bool TcpTransport::advance(Receive& r) {
   if (r.done) return true;
+  if (r.type == FrameType::Data && channel(r.peer) != nullptr) {
+    while (!r.done) {
+      const ShmPiece* piece = next_piece(r);
+      if (piece == nullptr) return false;
+      if (piece->nbytes != 0)
+        std::memcpy(r.dst + (r.got - r.dst_offset), piece->data, piece->nbytes);
+      release_piece(r, *piece);
+    }
+    return true;
+  }
   TcpLink& link = *links_[static_cast<std::size_t>(r.peer)];
   for (;;) {
-    const bool had_header = link.incoming().has_header;
     LinkStep step = link.read_header();
     check_step(r.peer, step);
     if (step == LinkStep::Pending) return false;
     const FrameHeader& h = link.incoming().header;
-    if (!had_header) check_frame(r, h);
+    check_frame(r, h);  // again after a partial payload: the checks depend only on r and h
     step = link.read_payload(r.dst + (r.got - r.dst_offset));
     check_step(r.peer, step);
     if (step == LinkStep::Pending) return false;
@@ -213,8 +275,10 @@ void TcpTransport::drive(Step&& step, const std::vector<int>& readers, Missing&&
       sched_yield();
       continue;
     }
+    if (!prepare_to_sleep(readers)) continue;  // a ring moved meanwhile
     fds.clear();
     fds.push_back(pollfd{state_->wake_fd(), POLLIN, 0});
+    if (shm_.bell) fds.push_back(pollfd{shm_.bell->fd(), POLLIN, 0});
     for (const int p : readers)
       fds.push_back(pollfd{links_[static_cast<std::size_t>(p)]->fd(), POLLIN, 0});
     for (int p = 0; p < world_; ++p) {
@@ -224,6 +288,12 @@ void TcpTransport::drive(Step&& step, const std::vector<int>& readers, Missing&&
     const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline.at() - now);
     ::poll(fds.data(), fds.size(), static_cast<int>(std::clamp<long long>(left.count(), 1, 100)));
     if (fds[0].revents & POLLIN) state_->drain_wake();
+    if (shm_.bell) {
+      if (fds[1].revents & POLLIN) shm_.bell->drain();
+      for (auto& ch : shm_.channels) {
+        if (ch) ch->woke();
+      }
+    }
   }
   const std::vector<int> absent = missing();
   fail_and_throw(CollectiveError(
@@ -232,6 +302,19 @@ void TcpTransport::drive(Step&& step, const std::vector<int>& readers, Missing&&
           deadline.timeout().count(), " ms waiting for ", what, " from ",
           options_.names.list(absent), " that never arrived", calls_reached(deadline, absent)),
       absent));
+}
+
+bool TcpTransport::prepare_to_sleep(const std::vector<int>& readers) {
+  if (!shm_.bell) return true;
+  bool sleep = true;
+  for (const int p : readers) {
+    ShmChannel* ch = channel(p);
+    if (ch != nullptr && ch->sleep_reading()) sleep = false;
+  }
+  for (auto& ch : shm_.channels) {
+    if (ch && ch->sending() && ch->sleep_writing()) sleep = false;
+  }
+  return sleep;
 }
 
 void TcpTransport::receive_all(std::span<Receive> receives, const Deadline& deadline,
@@ -267,8 +350,9 @@ void TcpTransport::start_agree(const CallRecord& mine, const Deadline&) {
   std::vector<std::uint8_t> encoded;
   encode_call_record(mine, encoded);
   for (int p = 0; p < world_; ++p) {
-    if (p != rank_)
-      links_[static_cast<std::size_t>(p)]->queue_owned(FrameType::Record, mine.seq, encoded);
+    if (p == rank_) continue;
+    if (ShmChannel* ch = channel(p)) ch->note_record(mine.seq);
+    links_[static_cast<std::size_t>(p)]->queue_owned(FrameType::Record, mine.seq, encoded);
   }
   // Not written yet: the first isend to each peer (or finish_agree) writes the record with it.
 }
@@ -299,6 +383,22 @@ void TcpTransport::finish_agree(const CallRecord& mine, std::span<CallRecord> al
           str("the record of call #", record.seq, " in a frame of call #", mine.seq)));
     }
     calls_seen_[static_cast<std::size_t>(r.peer)] = record.seq;
+    if (const ShmChannel* ch = channel(r.peer)) {
+      // Over TCP a message the peer sent before its record would have arrived in its place.
+      const std::int64_t unread = ch->unread_before_record(mine.seq);
+      if (unread < 0) {
+        fail_and_throw(link.malformed(
+            str("its shared-memory ring has no note of call #", mine.seq, " beside the record")));
+      }
+      if (unread > 0) {
+        fail_and_throw(CollectiveError(
+            CollectiveErrorKind::CollectiveKindMismatch,
+            str(options_.names.name(rank_), " expected the agreement record of a collective from ",
+                options_.names.name(r.peer),
+                ", got a message before it: the calls can never match"),
+            {std::min(rank_, r.peer), std::max(rank_, r.peer)}));
+      }
+    }
   }
 }
 
@@ -369,6 +469,19 @@ void TcpTransport::isend(int peer, std::uint64_t tag, const void* data, std::siz
                          const Deadline& deadline) {
   if (state_->failed()) throw_failure();
   TcpLink& link = *links_[static_cast<std::size_t>(peer)];
+  if (ShmChannel* ch = channel(peer)) {
+    // Into the ring as far as it has room, then the call's record (queued by start_agree) after
+    // it: a receiver woken by the record finds the message already there.
+    if (ch->sending()) wait_send(peer, deadline);
+    ch->start_send(tag, data, nbytes);
+    if (ch->pump()) shm_.bell->ring(peer);
+    try {
+      check_step(peer, link.flush());
+    } catch (const CollectiveError& e) {
+      fail_and_throw(e);
+    }
+    return;
+  }
   // One caller's buffer per direction in flight (the Transport contract: the previous buffer may
   // be reused once the next isend returns; queued records are the link's own copies), then
   // queued behind them and written as far as the socket takes, in one sendmsg with them.
@@ -383,9 +496,10 @@ void TcpTransport::isend(int peer, std::uint64_t tag, const void* data, std::siz
 
 void TcpTransport::wait_send(int peer, const Deadline& deadline) {
   TcpLink& link = *links_[static_cast<std::size_t>(peer)];
+  const ShmChannel* ch = channel(peer);
   const std::vector<int> none;
-  drive([&] { return !link.borrows(); }, none, [&] { return std::vector<int>{peer}; }, deadline,
-        "its send buffer to drain (a receive)");
+  drive([&] { return !link.borrows() && (ch == nullptr || !ch->sending()); }, none,
+        [&] { return std::vector<int>{peer}; }, deadline, "its send buffer to drain (a receive)");
 }
 
 void TcpTransport::recv_into(int peer, std::uint64_t tag, void* dst, std::size_t nbytes,
@@ -408,6 +522,24 @@ void TcpTransport::recv_all_into(std::span<const int> peers, std::uint64_t tag,
 
 void TcpTransport::recv_with(int peer, std::uint64_t tag, std::size_t nbytes,
                              const ConsumeFn& consume, const Deadline& deadline) {
+  if (channel(peer) != nullptr) {
+    // Piece by piece, each consumed in its slot (no staging copy), then freed.
+    Receive r{peer, FrameType::Data, tag, nbytes, nullptr, nbytes};
+    const std::vector<int> readers{peer};
+    do {
+      const ShmPiece* piece = nullptr;
+      drive([&] { return (piece = next_piece(r)) != nullptr; }, readers, [&] { return readers; },
+            deadline, "a message", nbytes - r.got <= kYieldBytes);
+      try {
+        consume(r.got, piece->data, piece->nbytes);
+      } catch (...) {
+        fail_from_current_exception(deadline);
+        throw;
+      }
+      release_piece(r, *piece);
+    } while (!r.done);
+    return;
+  }
   // Frame by frame into one piece-sized buffer: each verified frame is one consumed piece.
   std::size_t offset = 0;
   do {

@@ -32,6 +32,7 @@
 #include "collective/store/store.h"
 #include "collective/transport/fault_plan.h"
 #include "collective/transport/tcp_control.h"
+#include "collective/transport/tcp_shared_memory.h"
 #include "collective/transport/transport.h"
 
 namespace ruccl {
@@ -44,6 +45,14 @@ enum class PayloadChecksum : std::uint8_t {
   Auto,
   On,   ///< every Data frame, and refuse one without (a peer whose checksum is Off)
   Off,  ///< no payload checksums sent; checked ones are still verified
+};
+
+/// Whether ranks on the same host send their messages through shared memory (shm_channel.h).
+enum class SharedMemory : std::uint8_t {
+  /// Every pair of ranks with the same host identity (kernel boot, network and mount namespaces,
+  /// user) whose segment can be made; the others, and every agreement record, over TCP.
+  Auto,
+  Off,  ///< every message over TCP
 };
 
 struct TcpTransportOptions {
@@ -81,6 +90,13 @@ struct TcpTransportOptions {
   /// group should use the same; a rank whose policy for a link is on refuses unchecked frames.
   /// A wire Corrupt fault (below) is a payload failing its CRC: it needs checksums on.
   PayloadChecksum payload_checksum = PayloadChecksum::Auto;
+  /// The shared-memory data path between ranks of this host (RUCCL_TCP_SHARED_MEMORY=auto|off
+  /// for from_env). Every rank of a group should use the same (a pair uses it only when both
+  /// sides do). Off whenever wire_faults is set: those are faults of the TCP wire.
+  SharedMemory shared_memory = SharedMemory::Auto;
+  /// Each direction's ring of a shared-memory pair, in kPieceBytes slots (at least 2): 2 MiB
+  /// (8 slots), 4 MiB of /dev/shm per pair (RUCCL_TCP_SHARED_MEMORY_RING_BYTES for from_env).
+  std::size_t shared_memory_ring_bytes = std::size_t{2} << 20;
   /// How error messages name the ranks.
   RankNames names;
   /// Tests: faults this rank injects on the wire, below the framing (fault_plan.h; message k =
@@ -135,12 +151,18 @@ class TcpTransport final : public Transport {
   /// naming this rank). For fault injection (FaultHooks::kill_rank over TCP).
   void sever() noexcept;
 
+  /// Whether messages to and from `peer` go through shared memory (TcpTransportOptions::
+  /// shared_memory).
+  bool shares_memory_with(int peer) const {
+    return shm_.channels[static_cast<std::size_t>(peer)] != nullptr;
+  }
+
   /// Keeps `resource` (the store the group met in) alive as long as this transport.
   void keep_alive(std::shared_ptr<void> resource) { keep_alive_ = std::move(resource); }
 
   TcpTransport(int rank, int world_size, SessionBytes session, TcpTransportOptions options,
                std::vector<std::optional<TcpLink>> data,
-               std::vector<std::optional<TcpLink>> control);
+               std::vector<std::optional<TcpLink>> control, SharedMemoryPeers shm = {});
 
  private:
   /// A message (or a run of its frames) being received from one peer: the frame at message
@@ -160,6 +182,13 @@ class TcpTransport final : public Transport {
   bool advance(Receive& r);
   /// Checks a frame header against the message expected from its peer.
   void check_frame(const Receive& r, const FrameHeader& h);
+  /// A shared-memory peer's next piece of the message `r` receives, checked against it, or
+  /// nullptr while there is none. A frame on the peer's data connection meanwhile is a call that
+  /// cannot match (its record while this rank waits for a message) or a lost peer: thrown.
+  const ShmPiece* next_piece(Receive& r);
+  /// Frees the piece next_piece returned, waking the peer if it waits for a slot.
+  void release_piece(Receive& r, const ShmPiece& piece);
+  ShmChannel* channel(int peer) { return shm_.channels[static_cast<std::size_t>(peer)].get(); }
   /// Writes every peer's queued sends as far as the sockets allow.
   void flush_all();
   /// Drives `step` (non-blocking progress; true when done) until done: spins, then sleeps in
@@ -170,6 +199,9 @@ class TcpTransport final : public Transport {
   template <typename Step, typename Missing>
   void drive(Step&& step, const std::vector<int>& readers, Missing&& missing,
              const Deadline& deadline, const char* what, bool may_yield = false);
+  /// Before a sleep in poll(): raises the sleep flags of the shared-memory rings this rank waits
+  /// on (those of `readers`, and those it sends into). False when one moved meanwhile.
+  bool prepare_to_sleep(const std::vector<int>& readers);
   /// Receives several messages into contiguous buffers concurrently.
   void receive_all(std::span<Receive> receives, const Deadline& deadline, const char* what);
   /// Fails the group with `error` and throws it (sends withdrawn first).
@@ -198,6 +230,7 @@ class TcpTransport final : public Transport {
   std::unique_ptr<TcpFailureState> state_;
   std::vector<std::optional<TcpLink>> links_;
   std::unique_ptr<TcpControl> control_;
+  SharedMemoryPeers shm_;
   std::vector<std::uint8_t> staging_;                // one piece (recv_with)
   std::vector<std::vector<std::uint8_t>> gathered_;  // per peer (recv_all_with)
   std::vector<std::uint8_t> record_bytes_;           // encoded records, by rank

@@ -75,6 +75,7 @@ struct InProcessCopying {
 };
 
 /// Every transport the collective tests run over.
-#define RUCCL_GROUP_FACTORIES InProcess, InProcessThroughFaultWrapper, InProcessCopying, TcpLoopback
+#define RUCCL_GROUP_FACTORIES \
+  InProcess, InProcessThroughFaultWrapper, InProcessCopying, TcpLoopback, TcpSharedMemory
 
 }  // namespace ruccl::testing

@@ -90,9 +90,21 @@ inline bool finished_within(const Communicator& comm,
   return comm.finished();
 }
 
-/// The TCP transport on loopback, for the group-factory test list (group_factories.h).
+/// The TCP transport on loopback, every message over TCP, for the group-factory test list
+/// (group_factories.h).
 struct TcpLoopback {
   static constexpr const char* kName = "tcp loopback";
+  static std::vector<Communicator> make(int world, CommunicatorOptions options) {
+    TcpTransportOptions transport;
+    transport.shared_memory = SharedMemory::Off;
+    return make_tcp_loopback_group(world, options, transport);
+  }
+};
+
+/// The TCP transport on loopback with its shared-memory data path (the default between ranks of
+/// one host): records over TCP, messages through the rings.
+struct TcpSharedMemory {
+  static constexpr const char* kName = "tcp with shared memory";
   static std::vector<Communicator> make(int world, CommunicatorOptions options) {
     return make_tcp_loopback_group(world, options);
   }

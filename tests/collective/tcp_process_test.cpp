@@ -23,6 +23,7 @@
 #include "collective/net/socket.h"
 #include "collective/store/store.h"
 #include "tensor/core/error.h"
+#include "tests/collective/dev_shm.h"
 
 extern char** environ;
 
@@ -45,7 +46,8 @@ class Job {
  public:
   Job(int world, std::vector<std::string> args, std::vector<std::string> extra_env = {}) {
     const std::uint16_t port = free_port();
-    const std::string session = session_id_to_hex(random_session_id());
+    session_ = session_id_to_hex(random_session_id());
+    const std::string& session = session_;
     for (int r = 0; r < world; ++r) {
       std::vector<std::string> env;
       for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);
@@ -72,6 +74,8 @@ class Job {
   }
 
   pid_t pid(int r) const { return pids_[static_cast<std::size_t>(r)]; }
+  /// The job's session id (32 hex digits): it names the job's shared-memory segments.
+  const std::string& session() const { return session_; }
   std::string output(int r) const {
     std::ifstream in(outputs_[static_cast<std::size_t>(r)]);
     std::stringstream s;
@@ -124,10 +128,13 @@ class Job {
     return pid;
   }
 
+  std::string session_;
   std::vector<pid_t> pids_;
   std::vector<int> status_;
   std::vector<std::string> outputs_;
 };
+
+using testing::dev_shm_has;
 
 #ifdef RUCCL_SANITIZE
 constexpr long long kLossBoundMs = 1000;  // sanitizers slow every rank several times
@@ -213,6 +220,8 @@ TEST_CASE("tcp rank killed during a large all_reduce fails the others promptly n
     WARN("rank " << r << " failed " << ms << " ms after the kill");
     CHECK(ms < kLossBoundMs);
   }
+  // The killed rank's segments were unlinked when the group connected: nothing is left behind.
+  CHECK_FALSE(dev_shm_has(str("ruccl-", job.session())));
 }
 
 TEST_CASE("tcp stopped rank is found by its missing heartbeat", "[collective][tcp][process]") {
@@ -248,6 +257,36 @@ TEST_CASE("tcp processes all_reduce with the kernel's or a given socket buffer s
       CHECK(job.wait(r) == 0);
       CHECK_THAT(job.output(r), Catch::Contains(str("ok rank ", r, " of 2")));
     }
+  }
+}
+
+TEST_CASE("tcp processes all_reduce through shared memory or over TCP alone, leaving no segment",
+          "[collective][tcp][process][shm]") {
+  for (const char* mode : {"auto", "off"}) {
+    INFO("RUCCL_TCP_SHARED_MEMORY=" << mode);
+    Job job(3, {RUCCL_TCP_WORKER, "sum", "3000000"},
+            {str("RUCCL_TCP_SHARED_MEMORY=", mode), "RUCCL_TCP_SHARED_MEMORY_RING_BYTES=524288"});
+    for (int r = 0; r < 3; ++r) {
+      INFO(job.output(r));
+      CHECK(job.wait(r) == 0);
+      CHECK_THAT(job.output(r), Catch::Contains(str("ok rank ", r, " of 3")));
+    }
+    CHECK_FALSE(dev_shm_has(str("ruccl-", job.session())));
+  }
+}
+
+TEST_CASE("a malformed RUCCL_TCP_SHARED_MEMORY is InvalidConfig naming it",
+          "[collective][tcp][process][shm]") {
+  for (const auto& [name, value] :
+       {std::pair<const char*, const char*>{"RUCCL_TCP_SHARED_MEMORY", "on"},
+        {"RUCCL_TCP_SHARED_MEMORY_RING_BYTES", "0"},
+        {"RUCCL_TCP_SHARED_MEMORY_RING_BYTES", "2MiB"}}) {
+    INFO(name << "=" << value);
+    Job job(1, {RUCCL_TCP_WORKER, "sum", "10"}, {str(name, "=", value)});
+    INFO(job.output(0));
+    CHECK(job.wait(0) == 3);
+    CHECK_THAT(job.output(0), Catch::Contains("error InvalidConfig"));
+    CHECK_THAT(job.output(0), Catch::Contains(str(name, ": expected")));
   }
 }
 

@@ -93,6 +93,7 @@ TEST_CASE("tcp ranks whose payload checksum settings differ fail at the first me
           "[collective][tcp]") {
   const auto out = run_customized([](int r, TcpTransportOptions& o) {
     o.payload_checksum = r == 0 ? PayloadChecksum::Off : PayloadChecksum::On;
+    o.shared_memory = SharedMemory::Off;  // payload checksums are for frames on the wire
   });
   for (const Outcome& o : out) {
     INFO(o.message);
