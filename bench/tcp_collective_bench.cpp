@@ -23,7 +23,9 @@
 //       [--sizes 4096,65536,...] [--algorithm auto|direct|ring|tree] [--segment-bytes N]
 //       [--rounds R] [--quick] [--no-peers] [--peers DIR] [--csv] [--ruccl-run PATH]
 //   tcp_collective_bench --crossover [--worlds 2,4] [--rounds R] [--quick] [--csv]
-//       Direct vs Ring vs Tree all_reduce, 4 KiB .. 16 MiB: where Algorithm::Auto should switch.
+//       [--shared-memory off|auto]
+//       Direct vs Ring vs Tree all_reduce, 4 KiB .. 16 MiB: where Algorithm::Auto should switch
+//       (every message over TCP, or, with --shared-memory auto, through shared memory).
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -149,6 +151,7 @@ struct Config {
   int rounds = 3;
   int div = 1;
   bool peers = true, csv = false, crossover = false;
+  std::string crossover_shared_memory = "off";  // --crossover: RUCCL_TCP_SHARED_MEMORY
   std::string peers_dir, ruccl_run, self;
 };
 
@@ -323,9 +326,9 @@ void print_crossover(const Config& c, const Results& res) {
   CommunicatorOptions defaults;
   for (int w : c.worlds) {
     std::printf(
-        "\n%sall_reduce over TCP, %d processes: Direct vs Ring vs Tree, time us (median "
-        "over %d rounds)\n\n",
-        c.csv ? "# " : "#### ", w, c.rounds);
+        "\n%sall_reduce over TCP (shared memory %s), %d processes: Direct vs Ring vs Tree, time "
+        "us (median over %d rounds)\n\n",
+        c.csv ? "# " : "#### ", c.crossover_shared_memory.c_str(), w, c.rounds);
     print_row({"size", "direct us", "ring us", "tree us", "fastest", "ring / direct", "Auto today"},
               c.csv);
     if (!c.csv) print_row({"---:", "---:", "---:", "---:", "---", "---:", "---"}, false);
@@ -355,7 +358,8 @@ int usage() {
   std::fprintf(stderr,
                "usage: tcp_collective_bench [--ops LIST] [--worlds 2,4] [--sizes B,B,...] "
                "[--algorithm auto|direct|ring|tree] [--segment-bytes N] [--rounds R] [--quick] "
-               "[--no-peers] [--peers DIR] [--csv] [--ruccl-run PATH] [--crossover]\n");
+               "[--no-peers] [--peers DIR] [--csv] [--ruccl-run PATH] [--crossover] "
+               "[--shared-memory off|auto]\n");
   return 2;
 }
 
@@ -406,6 +410,8 @@ int main(int argc, char** argv) {
         c.peers_dir = argv[++a];
       else if (flag == "--ruccl-run")
         c.ruccl_run = argv[++a];
+      else if (flag == "--shared-memory")
+        c.crossover_shared_memory = argv[++a];
       else
         return usage();
     }
@@ -447,7 +453,7 @@ int main(int argc, char** argv) {
       std::vector<std::function<void()>> steps;
       if (c.crossover) {
         for (const char* a : {"direct", "ring", "tree"})
-          steps.push_back([&, a] { run_ours(c, w, a, a, res); });
+          steps.push_back([&, a] { run_ours(c, w, a, a, res, c.crossover_shared_memory.c_str()); });
       } else {
         steps.push_back([&] { run_ours(c, w, c.algorithm, "ruccl", res); });
         steps.push_back([&] { run_ours(c, w, c.algorithm, "ruccl-shm", res, "auto"); });

@@ -50,11 +50,13 @@ void validate_communicator_options(const CommunicatorOptions& options, const std
 }
 
 Algorithm auto_algorithm(OpKind kind, std::size_t bytes, bool zero_copy,
-                         const CommunicatorOptions& options, int world) {
+                         const CommunicatorOptions& options, int world, bool shared_memory) {
   if (zero_copy) return Algorithm::Direct;
-  const bool reduces = kind == OpKind::AllReduce || kind == OpKind::Reduce;
+  const bool from_3 = (kind == OpKind::AllReduce || kind == OpKind::Reduce) && world >= 3;
   const std::size_t threshold =
-      reduces && world >= 3 ? options.ring_threshold_bytes_from_3 : options.ring_threshold_bytes;
+      shared_memory ? (from_3 ? options.shared_memory_ring_threshold_bytes_from_3
+                              : options.shared_memory_ring_threshold_bytes)
+                    : (from_3 ? options.ring_threshold_bytes_from_3 : options.ring_threshold_bytes);
   return bytes < threshold ? Algorithm::Direct : Algorithm::Ring;
 }
 

@@ -92,6 +92,12 @@ struct CommunicatorOptions {
   /// 4 processes Direct up to 2 MiB, Ring from 4 MiB.
   std::size_t ring_threshold_bytes = std::size_t{2} << 20;
   std::size_t ring_threshold_bytes_from_3 = std::size_t{4} << 20;
+  /// The same thresholds where every pair of ranks exchanges messages through shared memory
+  /// (Transport::shared_memory: the TCP transport on one host), where a copy is a memcpy, not a
+  /// trip through the kernel. Measured on 2 cores (docs/performance.md, "Algorithm::Auto
+  /// through shared memory"): Ring wins from 16 KiB with 2 processes, from 64 KiB with 4.
+  std::size_t shared_memory_ring_threshold_bytes = std::size_t{16} << 10;
+  std::size_t shared_memory_ring_threshold_bytes_from_3 = std::size_t{64} << 10;
   /// Direct all-reduce: at or below this many bytes every rank folds every input (one exchange);
   /// above, a pairwise reduce-scatter then all-gather (two exchanges, less work per rank).
   std::size_t direct_fold_all_bytes = std::size_t{64} << 10;
@@ -124,9 +130,11 @@ void validate_communicator_options(const CommunicatorOptions& options, const std
 /// lives: in process always Direct (every rank reads its peers' memory in place, the fewest bytes
 /// moved); a copying transport Direct below options.ring_threshold_bytes and Ring at or above
 /// (bandwidth-optimal, pipelined in segment_bytes); an all_reduce or reduce of `world` >= 3
-/// ranks uses options.ring_threshold_bytes_from_3 instead. Never returns Auto.
+/// ranks uses options.ring_threshold_bytes_from_3 instead; a transport whose every pair shares
+/// memory (`shared_memory`) the shared_memory_ thresholds. Never returns Auto.
 Algorithm auto_algorithm(OpKind kind, std::size_t bytes, bool zero_copy,
-                         const CommunicatorOptions& options, int world = 2);
+                         const CommunicatorOptions& options, int world = 2,
+                         bool shared_memory = false);
 
 /// Over a copying transport with 3 or more ranks the ring all-reduce and reduce move their chunks
 /// in segments of at most this many bytes (one TCP frame): measured over TCP with 3 and 4

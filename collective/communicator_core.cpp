@@ -134,7 +134,7 @@ Algorithm CommunicatorCore::choose_algorithm(CallScope& scope, const CallOptions
   }
   if (a == Algorithm::Auto && bytes.has_value()) {
     a = auto_algorithm(scope.record.kind, *bytes, transport_->zero_copy(), options_,
-                       transport_->world_size());
+                       transport_->world_size(), transport_->shared_memory());
   }
   int arity = 0;
   if (a == Algorithm::Tree) {

@@ -139,7 +139,8 @@ Tensor AlgorithmEngine::broadcast(const EngineCall& call, const Tensor& t, int r
   // Auto stays Auto in the record (non-roots did not know the size): resolved here from root's.
   Algorithm algorithm = call.algorithm();
   if (algorithm == Algorithm::Auto) {
-    algorithm = auto_algorithm(OpKind::Broadcast, nbytes, transport_.zero_copy(), options_);
+    algorithm = auto_algorithm(OpKind::Broadcast, nbytes, transport_.zero_copy(), options_,
+                               transport_.world_size(), transport_.shared_memory());
   }
   switch (algorithm) {
     case Algorithm::Ring:

@@ -71,6 +71,7 @@ CallObserver::CallObserver(Transport& transport, const std::string& engine,
       rank_(transport.rank()),
       world_(transport.world_size()),
       zero_copy_(transport.zero_copy()),
+      shared_memory_(transport.shared_memory()),
       options_(options),
       settings_(debug_settings_from_env()) {
   const std::string host = local_host_name();
@@ -85,16 +86,26 @@ CallObserver::CallObserver(Transport& transport, const std::string& engine,
     log_.write(
         DebugLevel::Info,
         str(options.rank_names.name(rank_), " of ", world_, " on ", host, " (pid ", ::getpid(),
-            "): transport ", zero_copy_ ? "in process (zero copy)" : "copying", ", engine ", engine,
-            "; algorithms all_reduce ", algo(options.all_reduce_algorithm), ", reduce ",
-            algo(options.reduce_algorithm), ", broadcast ", algo(options.broadcast_algorithm),
-            "; Auto: ",
-            zero_copy_ ? "direct at every size"
-                       : str("direct below ", size_text(options.ring_threshold_bytes),
-                             world_ >= 3 ? str(" (all_reduce, reduce: ",
-                                               size_text(options.ring_threshold_bytes_from_3), ")")
-                                         : std::string(),
-                             ", ring at or above"),
+            "): transport ",
+            zero_copy_       ? "in process (zero copy)"
+            : shared_memory_ ? "copying through shared memory"
+                             : "copying",
+            ", engine ", engine, "; algorithms all_reduce ", algo(options.all_reduce_algorithm),
+            ", reduce ", algo(options.reduce_algorithm), ", broadcast ",
+            algo(options.broadcast_algorithm), "; Auto: ",
+            zero_copy_
+                ? "direct at every size"
+                : str("direct below ",
+                      size_text(shared_memory_ ? options.shared_memory_ring_threshold_bytes
+                                               : options.ring_threshold_bytes),
+                      world_ >= 3
+                          ? str(" (all_reduce, reduce: ",
+                                size_text(shared_memory_
+                                              ? options.shared_memory_ring_threshold_bytes_from_3
+                                              : options.ring_threshold_bytes_from_3),
+                                ")")
+                          : std::string(),
+                      ", ring at or above"),
             "; direct all_reduce folds all up to ", size_text(options.direct_fold_all_bytes),
             "; ring segments ", size_text(options.segment_bytes),
             ring_segment_bytes(options, world_, zero_copy_) != options.segment_bytes
@@ -160,7 +171,7 @@ TraceEvent CallObserver::event_of(const CallRecord& record, std::span<const Call
   e.bytes = record_bytes(*described);
   auto a = static_cast<Algorithm>(record.algorithm);
   if (a == Algorithm::Auto && is_broadcast(record.kind) && ok) {
-    a = auto_algorithm(OpKind::Broadcast, e.bytes, zero_copy_, options_);
+    a = auto_algorithm(OpKind::Broadcast, e.bytes, zero_copy_, options_, world_, shared_memory_);
   } else if (a == Algorithm::Auto && !is_broadcast(record.kind)) {
     a = Algorithm::Direct;  // the collectives with one algorithm; barrier: the agreement itself
   }

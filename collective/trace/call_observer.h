@@ -81,6 +81,7 @@ class CallObserver {
   int rank_;
   int world_;
   bool zero_copy_;
+  bool shared_memory_;
   bool observing_waits_ = false;
   CommunicatorOptions options_;
   DebugSettings settings_;

@@ -57,6 +57,7 @@ class FaultInjectingTransport final : public Transport {
   int rank() const override { return inner_->rank(); }
   int world_size() const override { return inner_->world_size(); }
   bool zero_copy() const override { return !copying_ && inner_->zero_copy(); }
+  bool shared_memory() const override { return inner_->shared_memory(); }
   void start_agree(const CallRecord& mine, const Deadline& deadline) override;
   void finish_agree(const CallRecord& mine, std::span<CallRecord> all,
                     const Deadline& deadline) override;

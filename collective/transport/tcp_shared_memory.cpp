@@ -105,8 +105,21 @@ SharedMemoryPeers connect_shared_memory(Store& store, int rank, int world_size,
     ShmChannel::unlink(segment(rank, q));
     if (outcome != kReady) peers.channels[static_cast<std::size_t>(q)].reset();
   }
-  bool any = false;
-  for (const auto& channel : peers.channels) any = any || channel != nullptr;
+  // 4. Whether every pair shares memory (Algorithm::Auto's thresholds): every rank says whether
+  // all of its pairs do, and reads what the others said, so all ranks agree.
+  bool mine = true, any = false;
+  for (int p = 0; p < world_size; ++p) {
+    const bool shared = peers.channels[static_cast<std::size_t>(p)] != nullptr;
+    if (p != rank) mine = mine && shared;
+    any = any || shared;
+  }
+  store.set(str(options.store_prefix, "/shm/everywhere/", rank), mine ? "1" : "0");
+  peers.everywhere = mine;
+  for (int p = 0; p < world_size && peers.everywhere; ++p) {
+    if (p == rank) continue;
+    peers.everywhere = await(store, str(options.store_prefix, "/shm/everywhere/", p), p, options,
+                             rank, deadline) == "1";
+  }
   if (!any) peers.bell.reset();
   return peers;
 }

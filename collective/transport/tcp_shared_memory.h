@@ -19,6 +19,7 @@ struct TcpTransportOptions;
 struct SharedMemoryPeers {
   std::unique_ptr<LocalBell> bell;                    // null when no peer shares memory
   std::vector<std::unique_ptr<ShmChannel>> channels;  // by peer; null: that peer is over TCP
+  bool everywhere = false;                            // every pair of the group shares memory
 };
 
 /// The channels of `rank`. Every rank of the group calls it after connecting the mesh, `enabled`

@@ -156,6 +156,8 @@ class TcpTransport final : public Transport {
   bool shares_memory_with(int peer) const {
     return shm_.channels[static_cast<std::size_t>(peer)] != nullptr;
   }
+  /// Whether every pair of the group shares memory (the same on every rank).
+  bool shared_memory() const override { return shm_.everywhere; }
 
   /// Keeps `resource` (the store the group met in) alive as long as this transport.
   void keep_alive(std::shared_ptr<void> resource) { keep_alive_ = std::move(resource); }

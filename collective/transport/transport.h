@@ -94,6 +94,10 @@ class Transport {
   /// Whether receivers read the sender's memory in place (in process). Only steers the choice of
   /// algorithm (CommunicatorOptions, Algorithm::Auto).
   virtual bool zero_copy() const { return false; }
+  /// Whether every pair of ranks exchanges its messages through shared memory (the TCP transport
+  /// on one host): copies are a memcpy, so Auto switches to Ring at smaller sizes. The same on
+  /// every rank of a group. Only steers the choice of algorithm.
+  virtual bool shared_memory() const { return false; }
 
   /// Publishes `mine` (its seq must be this rank's next collective number) and waits until every
   /// rank published its record with the same seq; fills `all` (size world_size, index = rank).

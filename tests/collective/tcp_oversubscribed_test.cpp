@@ -59,8 +59,10 @@ TEST_CASE("ring segments over a copying transport are capped at one frame from w
   CHECK(ring_segment_bytes(o, 4, false) == 192);
 }
 
-TEST_CASE("Auto over a copying transport switches to Ring at 2 MiB, at 4 MiB from world 3",
-          "[collective][tcp]") {
+TEST_CASE(
+    "Auto over a copying transport switches to Ring at 2 MiB, at 4 MiB from world 3 (16 KiB, 64 "
+    "KiB through shared memory)",
+    "[collective][tcp]") {
   const CommunicatorOptions o;
   constexpr std::size_t kMiB = std::size_t{1} << 20;
   for (const int world : {2, 3, 4}) {
@@ -71,23 +73,35 @@ TEST_CASE("Auto over a copying transport switches to Ring at 2 MiB, at 4 MiB fro
       CHECK(auto_algorithm(kind, threshold - 1, false, o, world) == Algorithm::Direct);
       CHECK(auto_algorithm(kind, threshold, false, o, world) == Algorithm::Ring);
       CHECK(auto_algorithm(kind, 1 << 30, true, o, world) == Algorithm::Direct);  // in process
+      // Through shared memory everywhere: 16 KiB, and 64 KiB from world 3.
+      const std::size_t shm = wide ? 64 << 10 : 16 << 10;
+      CHECK(auto_algorithm(kind, shm - 1, false, o, world, true) == Algorithm::Direct);
+      CHECK(auto_algorithm(kind, shm, false, o, world, true) == Algorithm::Ring);
     }
   }
   // Over TCP the group resolves Auto with its world size (3 ranks: 3 MiB is still Direct, 6 MiB
-  // is a Ring of 2 MiB chunks in 8 segments of 256 KiB), as its trace records.
-  auto comms = make_tcp_loopback_group(3, short_timeout());
-  std::vector<std::vector<TraceEvent>> events(3);
-  run_ranks(std::move(comms), [&](Communicator& comm) {
-    comm.trace().enable();
-    comm.all_reduce(Tensor::ones(Shape{3 * 1024 * 256}, DType::F32));
-    comm.all_reduce(Tensor::ones(Shape{6 * 1024 * 256}, DType::F32));
-    events[static_cast<std::size_t>(comm.rank())] = comm.trace().events();
-  });
-  for (const auto& e : events) {
-    REQUIRE(e.size() == 2);
-    CHECK(static_cast<Algorithm>(e[0].algorithm) == Algorithm::Direct);
-    CHECK(static_cast<Algorithm>(e[1].algorithm) == Algorithm::Ring);
-    CHECK(e[1].segments == 8);
+  // is a Ring of 2 MiB chunks in 8 segments of 256 KiB), as its trace records; through shared
+  // memory 32 KiB is Direct and 64 KiB a Ring.
+  for (const bool shared : {false, true}) {
+    INFO("shared memory " << shared);
+    TcpTransportOptions transport;
+    transport.shared_memory = shared ? SharedMemory::Auto : SharedMemory::Off;
+    auto comms = make_tcp_loopback_group(3, short_timeout(), transport);
+    std::vector<std::vector<TraceEvent>> events(3);
+    const std::int64_t small = shared ? 8 * 1024 : 3 * 1024 * 256;
+    const std::int64_t large = shared ? 16 * 1024 : 6 * 1024 * 256;
+    run_ranks(std::move(comms), [&](Communicator& comm) {
+      comm.trace().enable();
+      comm.all_reduce(Tensor::ones(Shape{small}, DType::F32));
+      comm.all_reduce(Tensor::ones(Shape{large}, DType::F32));
+      events[static_cast<std::size_t>(comm.rank())] = comm.trace().events();
+    });
+    for (const auto& e : events) {
+      REQUIRE(e.size() == 2);
+      CHECK(static_cast<Algorithm>(e[0].algorithm) == Algorithm::Direct);
+      CHECK(static_cast<Algorithm>(e[1].algorithm) == Algorithm::Ring);
+      CHECK(e[1].segments == (shared ? 1 : 8));
+    }
   }
 }
 
