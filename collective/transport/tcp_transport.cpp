@@ -247,7 +247,8 @@ bool TcpTransport::advance(Receive& r) {
 
 template <typename Step, typename Missing>
 void TcpTransport::drive(Step&& step, const std::vector<int>& readers, Missing&& missing,
-                         const Deadline& deadline, const char* what, bool may_yield) {
+                         const Deadline& deadline, const char* what, bool may_yield,
+                         bool messages) {
   const auto yield_until = may_yield ? yield_ : spin_;
   const auto start = Deadline::Clock::now();
   std::vector<pollfd> fds;
@@ -275,7 +276,7 @@ void TcpTransport::drive(Step&& step, const std::vector<int>& readers, Missing&&
       sched_yield();
       continue;
     }
-    if (!prepare_to_sleep(readers)) continue;  // a ring moved meanwhile
+    if (!prepare_to_sleep(readers, messages)) continue;  // a ring moved meanwhile
     fds.clear();
     fds.push_back(pollfd{state_->wake_fd(), POLLIN, 0});
     if (shm_.bell) fds.push_back(pollfd{shm_.bell->fd(), POLLIN, 0});
@@ -304,12 +305,12 @@ void TcpTransport::drive(Step&& step, const std::vector<int>& readers, Missing&&
       absent));
 }
 
-bool TcpTransport::prepare_to_sleep(const std::vector<int>& readers) {
+bool TcpTransport::prepare_to_sleep(const std::vector<int>& readers, bool messages) {
   if (!shm_.bell) return true;
   bool sleep = true;
   for (const int p : readers) {
     ShmChannel* ch = channel(p);
-    if (ch != nullptr && ch->sleep_reading()) sleep = false;
+    if (messages && ch != nullptr && ch->sleep_reading()) sleep = false;
   }
   for (auto& ch : shm_.channels) {
     if (ch && ch->sending() && ch->sleep_writing()) sleep = false;
@@ -334,7 +335,8 @@ void TcpTransport::receive_all(std::span<Receive> receives, const Deadline& dead
   auto missing = [&] { return readers; };
   std::size_t outstanding = 0;
   for (const Receive& r : receives) outstanding += r.until - std::min(r.until, r.got);
-  drive(step, readers, missing, deadline, what, outstanding <= kYieldBytes);
+  drive(step, readers, missing, deadline, what, outstanding <= kYieldBytes,
+        !receives.empty() && receives.front().type == FrameType::Data);
 }
 
 std::string TcpTransport::calls_reached(const Deadline& deadline,
@@ -529,7 +531,7 @@ void TcpTransport::recv_with(int peer, std::uint64_t tag, std::size_t nbytes,
     do {
       const ShmPiece* piece = nullptr;
       drive([&] { return (piece = next_piece(r)) != nullptr; }, readers, [&] { return readers; },
-            deadline, "a message", nbytes - r.got <= kYieldBytes);
+            deadline, "a message", nbytes - r.got <= kYieldBytes, true);
       try {
         consume(r.got, piece->data, piece->nbytes);
       } catch (...) {

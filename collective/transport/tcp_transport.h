@@ -198,12 +198,17 @@ class TcpTransport final : public Transport {
   /// sends. Throws the group's
   /// failure, PeerLost, or Timeout naming missing().
   /// `may_yield`: a latency-bound wait (small messages), which yields after spinning.
+  /// `messages`: the wait is for messages of `readers` (through their shared-memory rings, where
+  /// they share memory), not for their records.
   template <typename Step, typename Missing>
   void drive(Step&& step, const std::vector<int>& readers, Missing&& missing,
-             const Deadline& deadline, const char* what, bool may_yield = false);
+             const Deadline& deadline, const char* what, bool may_yield = false,
+             bool messages = false);
   /// Before a sleep in poll(): raises the sleep flags of the shared-memory rings this rank waits
-  /// on (those of `readers`, and those it sends into). False when one moved meanwhile.
-  bool prepare_to_sleep(const std::vector<int>& readers);
+  /// on (those of `readers` when `messages`, and those it sends into). False when one moved
+  /// meanwhile. (A wait for records never raises a reader flag: a ring holding this call's early
+  /// messages would keep it from sleeping, and their writer would ring for nothing.)
+  bool prepare_to_sleep(const std::vector<int>& readers, bool messages);
   /// Receives several messages into contiguous buffers concurrently.
   void receive_all(std::span<Receive> receives, const Deadline& deadline, const char* what);
   /// Fails the group with `error` and throws it (sends withdrawn first).
