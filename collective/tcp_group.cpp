@@ -6,6 +6,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <utility>
 
 #include "collective/launch/launch_env.h"
 #include "collective/store/tcp_store.h"
@@ -49,34 +50,25 @@ std::optional<long long> read_positive(const char* name, const char* unit, long 
   return v;
 }
 
-void read_checksum(const char* name, PayloadChecksum& out) {
+/// One of `choices` (its spelling, its value) from environment variable `name`, when set;
+/// InvalidConfig naming the variable and the spellings otherwise.
+template <typename E>
+void read_choice(const char* name, std::initializer_list<std::pair<std::string_view, E>> choices,
+                 E& out) {
   const char* text = std::getenv(name);
   if (text == nullptr) return;
-  const std::string_view v = text;
-  if (v == "auto") {
-    out = PayloadChecksum::Auto;
-  } else if (v == "on") {
-    out = PayloadChecksum::On;
-  } else if (v == "off") {
-    out = PayloadChecksum::Off;
-  } else {
-    throw CollectiveError(CollectiveErrorKind::InvalidConfig,
-                          str(name, ": expected auto, on or off, got \"", text, "\""));
+  std::string expected;
+  std::size_t i = 0;
+  for (const auto& [spelling, value] : choices) {
+    if (spelling == text) {
+      out = value;
+      return;
+    }
+    expected += str(i == 0 ? "" : (i + 1 == choices.size() ? " or " : ", "), spelling);
+    ++i;
   }
-}
-
-void read_shared_memory(const char* name, SharedMemory& out) {
-  const char* text = std::getenv(name);
-  if (text == nullptr) return;
-  const std::string_view v = text;
-  if (v == "auto") {
-    out = SharedMemory::Auto;
-  } else if (v == "off") {
-    out = SharedMemory::Off;
-  } else {
-    throw CollectiveError(CollectiveErrorKind::InvalidConfig,
-                          str(name, ": expected auto or off, got \"", text, "\""));
-  }
+  throw CollectiveError(CollectiveErrorKind::InvalidConfig,
+                        str(name, ": expected ", expected, ", got \"", text, "\""));
 }
 
 void read_ms(const char* name, std::chrono::milliseconds& out) {
@@ -140,8 +132,12 @@ Communicator TcpGroup::from_env(Device device, CommunicatorOptions options,
     }
     transport.socket_buffer_bytes = static_cast<int>(*bytes);
   }
-  read_checksum("RUCCL_TCP_PAYLOAD_CHECKSUM", transport.payload_checksum);
-  read_shared_memory("RUCCL_TCP_SHARED_MEMORY", transport.shared_memory);
+  read_choice(
+      "RUCCL_TCP_PAYLOAD_CHECKSUM",
+      {{"auto", PayloadChecksum::Auto}, {"on", PayloadChecksum::On}, {"off", PayloadChecksum::Off}},
+      transport.payload_checksum);
+  read_choice("RUCCL_TCP_SHARED_MEMORY", {{"auto", SharedMemory::Auto}, {"off", SharedMemory::Off}},
+              transport.shared_memory);
   if (const auto bytes = read_positive("RUCCL_TCP_SHARED_MEMORY_RING_BYTES", "bytes")) {
     transport.shared_memory_ring_bytes = static_cast<std::size_t>(*bytes);
   }

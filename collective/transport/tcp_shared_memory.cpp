@@ -65,16 +65,21 @@ SharedMemoryPeers connect_shared_memory(Store& store, int rank, int world_size,
     local[static_cast<std::size_t>(p)] = theirs == identity;
   }
   auto segment = [&](int low, int high) { return str("/ruccl-", group, "-", low, "-", high); };
+  // Makes or opens the channel with `peer`: kReady, or why it could not.
+  auto attach = [&](int peer, auto&& make) -> std::string {
+    try {
+      peers.channels[static_cast<std::size_t>(peer)] = make();
+      return kReady;
+    } catch (const CollectiveError& e) {
+      return e.what();
+    }
+  };
+  const std::size_t ring = options.shared_memory_ring_bytes;
   // 1. Create the segments with every higher local rank (no waiting).
   for (int q = rank + 1; q < world_size; ++q) {
     if (!local[static_cast<std::size_t>(q)]) continue;
-    std::string outcome = kReady;
-    try {
-      peers.channels[static_cast<std::size_t>(q)] =
-          ShmChannel::create(segment(rank, q), session, rank, q, options.shared_memory_ring_bytes);
-    } catch (const CollectiveError& e) {
-      outcome = e.what();
-    }
+    const std::string outcome =
+        attach(q, [&] { return ShmChannel::create(segment(rank, q), session, rank, q, ring); });
     store.set(pair_key(options, rank, q, "created"), outcome);
   }
   // 2. Open the segments every lower local rank created (each waits only on step 1).
@@ -83,12 +88,8 @@ SharedMemoryPeers connect_shared_memory(Store& store, int rank, int world_size,
     std::string outcome =
         await(store, pair_key(options, p, rank, "created"), p, options, rank, deadline);
     if (outcome == kReady) {
-      try {
-        peers.channels[static_cast<std::size_t>(p)] =
-            ShmChannel::open(segment(p, rank), session, rank, p, options.shared_memory_ring_bytes);
-      } catch (const CollectiveError& e) {
-        outcome = e.what();
-      }
+      outcome =
+          attach(p, [&] { return ShmChannel::open(segment(p, rank), session, rank, p, ring); });
     }
     store.set(pair_key(options, p, rank, "opened"), outcome);
   }

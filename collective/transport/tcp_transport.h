@@ -6,6 +6,10 @@
 // caller's buffer as the socket takes them, while the rank waits for anything); and a control
 // connection served by a watcher thread (heartbeats, Abort, Goodbye; see tcp_control.h).
 //
+// Between two ranks of one host (the same kernel, network and mount namespaces, user) the
+// messages go through a shared-memory ring instead (TcpTransportOptions::shared_memory,
+// shm_channel.h, tcp_shared_memory.h): the records, heartbeats and failures stay on TCP.
+//
 // A message is sent as frames of at most kPieceBytes (tcp_frame.h: magic, version, session id,
 // sequence, tag, lengths, CRC-32C of header and payload). A receiver checks every header field
 // before it reads the payload, reads the payload straight into the caller's buffer (recv_into)
