@@ -1,5 +1,6 @@
 #include "collective/transport/tcp_shared_memory.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "collective/transport/crc32c.h"
@@ -64,6 +65,17 @@ SharedMemoryPeers connect_shared_memory(Store& store, int rank, int world_size,
         await(store, str(options.store_prefix, "/host/", p), p, options, rank, deadline);
     local[static_cast<std::size_t>(p)] = theirs == identity;
   }
+  // The rings of this host's L ranks (L(L-1), every rank computing the same from the same
+  // identities) must fit the budget: smaller rings first, none under 2 slots.
+  const std::size_t here =
+      1 + static_cast<std::size_t>(std::count(local.begin(), local.end(), true));
+  std::size_t ring = options.shared_memory_ring_bytes;
+  if (here > 1) {
+    const std::size_t fit =
+        options.shared_memory_budget_bytes / (here * (here - 1)) / kPieceBytes * kPieceBytes;
+    ring = std::min(ring, fit);
+    if (fit < 2 * kPieceBytes) std::fill(local.begin(), local.end(), false);
+  }
   auto segment = [&](int low, int high) { return str("/ruccl-", group, "-", low, "-", high); };
   // Makes or opens the channel with `peer`: kReady, or why it could not.
   auto attach = [&](int peer, auto&& make) -> std::string {
@@ -74,7 +86,6 @@ SharedMemoryPeers connect_shared_memory(Store& store, int rank, int world_size,
       return e.what();
     }
   };
-  const std::size_t ring = options.shared_memory_ring_bytes;
   // 1. Create the segments with every higher local rank (no waiting).
   for (int q = rank + 1; q < world_size; ++q) {
     if (!local[static_cast<std::size_t>(q)]) continue;

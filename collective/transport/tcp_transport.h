@@ -101,6 +101,10 @@ struct TcpTransportOptions {
   /// Each direction's ring of a shared-memory pair, in kPieceBytes slots (at least 2): 2 MiB
   /// (8 slots), 4 MiB of /dev/shm per pair (RUCCL_TCP_SHARED_MEMORY_RING_BYTES for from_env).
   std::size_t shared_memory_ring_bytes = std::size_t{2} << 20;
+  /// What the rings of one host may take in all: L ranks there have L(L-1) rings (a full mesh),
+  /// so from 17 ranks on a host the rings shrink to fit, and beyond 32 (where 2 slots would not
+  /// fit) that host's ranks send everything over TCP. Every rank should use the same.
+  std::size_t shared_memory_budget_bytes = std::size_t{512} << 20;
   /// How error messages name the ranks.
   RankNames names;
   /// Tests: faults this rank injects on the wire, below the framing (fault_plan.h; message k =

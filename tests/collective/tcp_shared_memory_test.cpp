@@ -182,6 +182,33 @@ TEST_CASE("tcp ranks of one host share memory unless told not to, and leave noth
   CHECK_FALSE(wired[1]->shares_memory_with(0));
 }
 
+TEST_CASE("tcp rings of one host shrink to the budget, and a host over it uses TCP alone",
+          "[collective][tcp][shm]") {
+  // 3 ranks: 6 rings. 6 x 2 slots fit exactly; one byte less and no ring fits its 2 slots.
+  for (const std::size_t budget : {6 * 2 * kPieceBytes, 6 * 2 * kPieceBytes - 1}) {
+    INFO("budget " << budget);
+    TcpTransportOptions options;
+    options.shared_memory_budget_bytes = budget;
+    auto transports = connect_transports(3, random_session_id(), options);
+    const bool fits = budget == 6 * 2 * kPieceBytes;
+    for (int r = 0; r < 3; ++r) {
+      for (int p = 0; p < 3; ++p) {
+        if (p != r) CHECK(transports[static_cast<std::size_t>(r)]->shares_memory_with(p) == fits);
+      }
+    }
+    // Either way exact, the shrunken rings (2 slots) many times over.
+    std::vector<Communicator> comms;
+    for (auto& t : transports) comms.emplace_back(std::move(t), Device::cpu(), short_timeout());
+    std::vector<int> ok(3, 0);
+    run_ranks(std::move(comms), [&](Communicator& comm) {
+      const Tensor in = Tensor::full(Shape{1000000}, comm.rank() + 1.0, DType::F32);
+      const auto v = comm.all_reduce(in, ReduceOperation::Sum).to_vector<float>();
+      ok[static_cast<std::size_t>(comm.rank())] = v.front() == 6.0F && v.back() == 6.0F;
+    });
+    CHECK(ok == std::vector<int>(3, 1));
+  }
+}
+
 TEST_CASE("tcp pair whose segment cannot be made falls back to TCP on both sides",
           "[collective][tcp][shm]") {
   const SessionBytes session = random_session_id();
