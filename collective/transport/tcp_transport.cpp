@@ -71,10 +71,7 @@ TcpTransport::~TcpTransport() {
       if (link && link->flush() == LinkStep::Pending) drained = false;
     }
     for (int p = 0; p < world_; ++p) {
-      ShmChannel* ch = channel(p);
-      if (ch == nullptr || !ch->sending()) continue;
-      if (ch->pump()) shm_.bell->ring(p);
-      if (ch->sending()) drained = false;
+      if (pump(p)) drained = false;
     }
     if (drained) break;
     sched_yield();
@@ -130,9 +127,24 @@ void TcpTransport::flush_all() {
   for (int p = 0; p < world_; ++p) {
     auto& link = links_[static_cast<std::size_t>(p)];
     if (link && !link->drained()) check_step(p, link->flush());
-    ShmChannel* ch = channel(p);
-    if (ch != nullptr && ch->sending() && ch->pump()) shm_.bell->ring(p);
+    pump(p);
   }
+}
+
+bool TcpTransport::pump(int peer) {
+  ShmChannel* ch = channel(peer);
+  if (ch == nullptr || !ch->sending()) return false;
+  if (ch->pump()) shm_.bell->ring(peer);
+  return ch->sending();
+}
+
+CollectiveError TcpTransport::message_mismatch(const Receive& r, std::uint64_t tag,
+                                               std::uint64_t nbytes) const {
+  return CollectiveError(
+      CollectiveErrorKind::CollectiveKindMismatch,
+      str(options_.names.name(rank_), " expected message tag ", r.tag, " (", r.nbytes,
+          " bytes) from ", options_.names.name(r.peer), ", got tag ", tag, " (", nbytes, " bytes)"),
+      {std::min(rank_, r.peer), std::max(rank_, r.peer)});
 }
 
 void TcpTransport::check_frame(const Receive& r, const FrameHeader& h) {
@@ -160,13 +172,8 @@ void TcpTransport::check_frame(const Receive& r, const FrameHeader& h) {
     }
     return;
   }
-  if (h.tag != r.tag || h.message_bytes != r.nbytes) {
-    fail_and_throw(CollectiveError(CollectiveErrorKind::CollectiveKindMismatch,
-                                   str(options_.names.name(rank_), " expected message tag ", r.tag,
-                                       " (", r.nbytes, " bytes) from ", options_.names.name(r.peer),
-                                       ", got tag ", h.tag, " (", h.message_bytes, " bytes)"),
-                                   {std::min(rank_, r.peer), std::max(rank_, r.peer)}));
-  }
+  if (h.tag != r.tag || h.message_bytes != r.nbytes)
+    fail_and_throw(message_mismatch(r, h.tag, h.message_bytes));
   const std::size_t expected = std::min(kPieceBytes, r.nbytes - r.got);
   if (h.payload_bytes != expected) {
     link.protocol_error(str("frame of ", h.payload_bytes, " bytes at offset ", r.got, " of a ",
@@ -192,12 +199,7 @@ const ShmPiece* TcpTransport::next_piece(Receive& r) {
     }
   }
   if (piece->tag != r.tag || piece->message_bytes != r.nbytes) {
-    fail_and_throw(
-        CollectiveError(CollectiveErrorKind::CollectiveKindMismatch,
-                        str(options_.names.name(rank_), " expected message tag ", r.tag, " (",
-                            r.nbytes, " bytes) from ", options_.names.name(r.peer), ", got tag ",
-                            piece->tag, " (", piece->message_bytes, " bytes)"),
-                        {std::min(rank_, r.peer), std::max(rank_, r.peer)}));
+    fail_and_throw(message_mismatch(r, piece->tag, piece->message_bytes));
   }
   const std::size_t expected = std::min(kPieceBytes, r.nbytes - r.got);
   if (piece->offset != r.got || piece->nbytes != expected) {
@@ -476,7 +478,7 @@ void TcpTransport::isend(int peer, std::uint64_t tag, const void* data, std::siz
     // it: a receiver woken by the record finds the message already there.
     if (ch->sending()) wait_send(peer, deadline);
     ch->start_send(tag, data, nbytes);
-    if (ch->pump()) shm_.bell->ring(peer);
+    pump(peer);
     try {
       check_step(peer, link.flush());
     } catch (const CollectiveError& e) {

@@ -192,6 +192,11 @@ class TcpTransport final : public Transport {
   bool advance(Receive& r);
   /// Checks a frame header against the message expected from its peer.
   void check_frame(const Receive& r, const FrameHeader& h);
+  /// CollectiveKindMismatch: a message of `tag` and `nbytes` came where `r` was expected.
+  CollectiveError message_mismatch(const Receive& r, std::uint64_t tag, std::uint64_t nbytes) const;
+  /// Copies what fits of the message being sent to shared-memory peer `peer` into its ring
+  /// (waking the peer if it sleeps); true while some of it is still to copy.
+  bool pump(int peer);
   /// A shared-memory peer's next piece of the message `r` receives, checked against it, or
   /// nullptr while there is none. A frame on the peer's data connection meanwhile is a call that
   /// cannot match (its record while this rank waits for a message) or a lost peer: thrown.
