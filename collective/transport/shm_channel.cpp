@@ -28,13 +28,10 @@ struct ShmChannel::RingControl {
   alignas(64) std::atomic<std::uint64_t> head;  // pieces freed (the reader's)
   alignas(64) std::atomic<std::uint32_t> reader_sleeping;
   alignas(64) std::atomic<std::uint32_t> writer_sleeping;
-  // The writer's last two records (a writer is at most one call ahead of a reader that has not
-  // read its record yet): slot seq % 2 holds the call number and the pieces before its record.
-  alignas(64) std::atomic<std::uint64_t> record_seq[2];
-  std::atomic<std::uint64_t> record_pieces[2];
 };
 
 struct ShmChannel::SlotHeader {
+  std::uint64_t kind;  // kSlotData or kSlotRecord
   std::uint64_t tag;
   std::uint64_t message_bytes;
   std::uint64_t offset;
@@ -48,7 +45,9 @@ static_assert(std::atomic<std::uint64_t>::is_always_lock_free &&
               "ring counters must be lock-free to be shared between processes");
 
 constexpr std::uint64_t kShmMagic = 0x6d68734c4343'7572ULL;  // "ruCCLshm", little-endian
-constexpr std::uint32_t kShmVersion = 1;
+constexpr std::uint32_t kShmVersion = 2;                     // 2: records through the ring
+constexpr std::uint64_t kSlotData = 0;
+constexpr std::uint64_t kSlotRecord = 1;
 constexpr std::size_t kControlOffset = 256;
 constexpr std::size_t kControlBytes = 512;
 constexpr std::size_t kHeadersOffset = kControlOffset + 2 * kControlBytes;
@@ -71,7 +70,7 @@ std::uint32_t slot_count(std::size_t ring_bytes) {
 }
 
 std::size_t data_offset(std::uint32_t slots) {
-  const std::size_t end = kHeadersOffset + 2 * slots * sizeof(std::uint64_t) * 4;
+  const std::size_t end = kHeadersOffset + 2 * slots * sizeof(ShmChannel::SlotHeader);
   return (end + kPage - 1) / kPage * kPage;
 }
 
@@ -253,30 +252,58 @@ void ShmChannel::unlink(const std::string& name) noexcept { ::shm_unlink(name.c_
 void ShmChannel::start_send(std::uint64_t tag, const void* data, std::size_t nbytes) {
   RUCCL_ASSERT(!sending_);
   sending_ = true;
+  record_first_ = record_pending_;  // a record queued before this message goes first
   tag_ = tag;
   data_ = static_cast<const std::uint8_t*>(data);
   nbytes_ = nbytes;
   offset_ = 0;
 }
 
-bool ShmChannel::pump() {
-  bool ring = false;
-  while (sending_) {
-    const std::uint64_t tail = out_.control->tail.load(std::memory_order_relaxed);
-    if (tail - out_.control->head.load(std::memory_order_acquire) >= slots_) break;
-    const std::size_t slot = tail % slots_;
+void ShmChannel::queue_record(std::uint64_t seq, std::span<const std::uint8_t> encoded) {
+  RUCCL_ASSERT(!record_pending_ && encoded.size() <= kPieceBytes);
+  record_pending_ = true;
+  record_first_ = !sending_;
+  record_seq_ = seq;
+  record_.assign(encoded.begin(), encoded.end());
+}
+
+ShmChannel::Published ShmChannel::publish_one() {
+  const std::uint64_t tail = out_.control->tail.load(std::memory_order_relaxed);
+  if (tail - out_.control->head.load(std::memory_order_acquire) >= slots_) return Published::None;
+  const std::size_t slot = tail % slots_;
+  std::uint8_t* bytes = out_.data + slot * kPieceBytes;
+  Published what = Published::Record;
+  if (record_pending_ && (record_first_ || !sending_)) {
+    std::memcpy(bytes, record_.data(), record_.size());
+    out_.headers[slot] = SlotHeader{kSlotRecord, record_seq_, record_.size(), 0, record_.size()};
+    record_pending_ = false;
+  } else {
     const std::size_t n = std::min(kPieceBytes, nbytes_ - offset_);
-    if (n != 0) std::memcpy(out_.data + slot * kPieceBytes, data_ + offset_, n);
-    out_.headers[slot] = SlotHeader{tag_, nbytes_, offset_, n};
-    out_.control->tail.store(tail + 1, std::memory_order_seq_cst);
+    if (n != 0) std::memcpy(bytes, data_ + offset_, n);
+    out_.headers[slot] = SlotHeader{kSlotData, tag_, nbytes_, offset_, n};
     offset_ += n;
     if (offset_ >= nbytes_) sending_ = false;
-    if (out_.control->reader_sleeping.load(std::memory_order_seq_cst) != 0 &&
-        out_.control->reader_sleeping.exchange(0, std::memory_order_seq_cst) != 0) {
-      ring = true;
-    }
+    what = Published::Data;
   }
-  return ring;
+  out_.control->tail.store(tail + 1, std::memory_order_seq_cst);
+  return what;
+}
+
+bool ShmChannel::take_reader_flag() {
+  return out_.control->reader_sleeping.load(std::memory_order_seq_cst) != 0 &&
+         out_.control->reader_sleeping.exchange(0, std::memory_order_seq_cst) != 0;
+}
+
+bool ShmChannel::pump() {
+  bool ring = false;
+  Published what = Published::None;
+  // The reader is woken after each piece of a message still being copied (it may start on the
+  // first pieces of a long one) and once at the end, never between a record and the message
+  // right behind it.
+  while (has_output() && (what = publish_one()) != Published::None) {
+    if (what == Published::Data && sending_ && !ring) ring = take_reader_flag();
+  }
+  return take_reader_flag() || ring;
 }
 
 const ShmPiece* ShmChannel::peek() {
@@ -284,7 +311,8 @@ const ShmPiece* ShmChannel::peek() {
   if (in_.control->tail.load(std::memory_order_acquire) == head) return nullptr;
   const std::size_t slot = head % slots_;
   const SlotHeader h = in_.headers[slot];  // read once: the reader checks what it then uses
-  piece_ = ShmPiece{h.tag, h.message_bytes, h.offset, h.nbytes, in_.data + slot * kPieceBytes};
+  piece_ = ShmPiece{h.kind != kSlotData,          h.tag, h.message_bytes, h.offset, h.nbytes,
+                    in_.data + slot * kPieceBytes};
   return &piece_;
 }
 
@@ -293,22 +321,6 @@ bool ShmChannel::release() {
   in_.control->head.store(head + 1, std::memory_order_seq_cst);
   return in_.control->writer_sleeping.load(std::memory_order_seq_cst) != 0 &&
          in_.control->writer_sleeping.exchange(0, std::memory_order_seq_cst) != 0;
-}
-
-void ShmChannel::note_record(std::uint64_t seq) {
-  std::uint64_t pieces = out_.control->tail.load(std::memory_order_relaxed);
-  if (sending_) {
-    pieces += nbytes_ == 0 ? 1 : (nbytes_ - offset_ + kPieceBytes - 1) / kPieceBytes;
-  }
-  out_.control->record_pieces[seq % 2].store(pieces, std::memory_order_relaxed);
-  out_.control->record_seq[seq % 2].store(seq, std::memory_order_release);
-}
-
-std::int64_t ShmChannel::unread_before_record(std::uint64_t seq) const {
-  if (in_.control->record_seq[seq % 2].load(std::memory_order_acquire) != seq) return -1;
-  const std::uint64_t pieces = in_.control->record_pieces[seq % 2].load(std::memory_order_relaxed);
-  const std::uint64_t head = in_.control->head.load(std::memory_order_relaxed);
-  return pieces >= head ? static_cast<std::int64_t>(pieces - head) : -1;
 }
 
 bool ShmChannel::sleep_reading() {

@@ -8,21 +8,25 @@
 // around it; through a ring it is copied once.
 //
 // The ring is single-producer single-consumer: `tail` (pieces published) is written only by the
-// sender, `head` (pieces freed) only by the receiver; a slot's header (tag, message size, offset,
-// length) and its bytes are written before `tail` moves past it and read after. A side that
+// sender, `head` (pieces freed) only by the receiver; a slot's header (kind, tag, message size,
+// offset, length) and its bytes are written before `tail` moves past it and read after. A side that
 // finds nothing to do may sleep: it raises its flag (reader_sleeping or writer_sleeping), checks
 // the ring once more, and sleeps in poll() on its LocalBell; the other side, after moving its
 // counter, checks the flag and rings the bell. Both sides use sequentially consistent operations
 // for the flag and the counter, so at least one of them sees the other's write (no lost wake-up).
 //
-// Everything else (agreement records, heartbeats, failure, Goodbye) stays on the pair's TCP
-// connections: a peer that dies is noticed there (TcpControl), and a ring never blocks anyone
-// beyond their deadline.
+// A call's agreement record goes through the ring too, as a piece of its own ahead of the call's
+// messages (the order a TCP stream would give them), so a small collective between two ranks of
+// one host makes no system call unless a side sleeps. Everything else (heartbeats, failure,
+// Goodbye) stays on the pair's TCP connections: a peer that dies is noticed there (TcpControl),
+// and a ring never blocks anyone beyond their deadline.
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "collective/net/socket.h"
 #include "collective/transport/tcp_frame.h"
@@ -53,8 +57,10 @@ class LocalBell {
   std::string group_;
 };
 
-/// One piece of a message in a ring slot, as its sender described it.
+/// One piece of a message in a ring slot, as its sender described it; or an agreement record
+/// (`record`: tag = the call's number, one piece holding the encoded record).
 struct ShmPiece {
+  bool record = false;
   std::uint64_t tag = 0;
   std::uint64_t message_bytes = 0;
   std::uint64_t offset = 0;
@@ -83,28 +89,25 @@ class ShmChannel {
   // ---- sending (one caller's message at a time) ------------------------------------------------
   /// Whether a message is still being copied into the ring (its buffer is still read).
   bool sending() const { return sending_; }
+  /// Whether anything is still to publish: a message, or a record (the channel's own copy).
+  bool has_output() const { return sending_ || record_pending_; }
   /// Starts copying `nbytes` at `data` (valid until !sending() or drop_send()).
   void start_send(std::uint64_t tag, const void* data, std::size_t nbytes);
+  /// Whether a record queued by queue_record is still to publish (the ring was full).
+  bool record_pending() const { return record_pending_; }
+  /// Queues this rank's encoded record of call `seq` (at most kPieceBytes; copied; none
+  /// pending): it goes after the message being copied, if any, and before the next one.
+  void queue_record(std::uint64_t seq, std::span<const std::uint8_t> encoded);
   /// Copies as many pieces as there are free slots. True when the reader sleeps: ring its bell.
   bool pump();
-  /// Forgets the message being sent (the group failed).
-  void drop_send() noexcept { sending_ = false; }
+  /// Forgets the message and the record being sent (the group failed).
+  void drop_send() noexcept { sending_ = record_pending_ = false; }
 
   // ---- receiving ------------------------------------------------------------------------------
   /// The next published piece, or nullptr when the ring is empty. Valid until release().
   const ShmPiece* peek();
   /// Frees the piece peek() returned. True when the writer sleeps: ring its bell.
   bool release();
-
-  // ---- ordering against the agreement records (which travel over TCP) ------------------------
-  /// Before this rank's record of call `seq` goes to the peer: notes in the ring how many pieces
-  /// precede it (published, and those of a message still being copied).
-  void note_record(std::uint64_t seq);
-  /// After the peer's record of call `seq` arrived: how many of the pieces that preceded it this
-  /// rank has not consumed (0 when the calls line up: more is a message the peer sent that this
-  /// rank never received, a point-to-point send against this rank's collective), or -1 when the
-  /// peer noted no record `seq` (a malformed ring).
-  std::int64_t unread_before_record(std::uint64_t seq) const;
 
   // ---- sleeping -------------------------------------------------------------------------------
   /// Raises this side's reader flag; true when a piece arrived meanwhile (do not sleep).
@@ -125,6 +128,11 @@ class ShmChannel {
     std::uint8_t* data;
   };
   ShmChannel(void* base, std::size_t bytes, std::uint32_t slots, bool low);
+  enum class Published : std::uint8_t { None, Record, Data };
+  /// Publishes the next piece (the record or the message's) if a slot is free.
+  Published publish_one();
+  /// Lowers the reader's flag; true when it was raised (the reader sleeps: ring its bell).
+  bool take_reader_flag();
 
   void* base_;
   std::size_t bytes_;
@@ -136,6 +144,10 @@ class ShmChannel {
   const std::uint8_t* data_ = nullptr;
   std::size_t nbytes_ = 0;
   std::size_t offset_ = 0;
+  bool record_pending_ = false;
+  bool record_first_ = false;  ///< the record goes before the message being copied
+  std::uint64_t record_seq_ = 0;
+  std::vector<std::uint8_t> record_;
   ShmPiece piece_;
 };
 

@@ -133,9 +133,9 @@ void TcpTransport::flush_all() {
 
 bool TcpTransport::pump(int peer) {
   ShmChannel* ch = channel(peer);
-  if (ch == nullptr || !ch->sending()) return false;
+  if (ch == nullptr || !ch->has_output()) return false;
   if (ch->pump()) shm_.bell->ring(peer);
-  return ch->sending();
+  return ch->has_output();
 }
 
 CollectiveError TcpTransport::message_mismatch(const Receive& r, std::uint64_t tag,
@@ -147,21 +147,21 @@ CollectiveError TcpTransport::message_mismatch(const Receive& r, std::uint64_t t
       {std::min(rank_, r.peer), std::max(rank_, r.peer)});
 }
 
+CollectiveError TcpTransport::kind_mismatch(const Receive& r, bool got_record) const {
+  // A peer in a collective while this rank is in a point-to-point call, or the other way round.
+  return CollectiveError(
+      CollectiveErrorKind::CollectiveKindMismatch,
+      str(options_.names.name(rank_), " expected ",
+          r.type == FrameType::Record ? "the agreement record of a collective"
+                                      : "a message of a send or collective",
+          " from ", options_.names.name(r.peer), ", got ",
+          got_record ? "the record of a collective" : "a message", ": the calls can never match"),
+      {std::min(rank_, r.peer), std::max(rank_, r.peer)});
+}
+
 void TcpTransport::check_frame(const Receive& r, const FrameHeader& h) {
   const TcpLink& link = *links_[static_cast<std::size_t>(r.peer)];
-  if (h.type != r.type) {
-    // A peer in a collective while this rank is in a point-to-point call, or the other way
-    // round: the calls can never match.
-    fail_and_throw(CollectiveError(
-        CollectiveErrorKind::CollectiveKindMismatch,
-        str(options_.names.name(rank_), " expected ",
-            r.type == FrameType::Record ? "the agreement record of a collective"
-                                        : "a message of a send or collective",
-            " from ", options_.names.name(r.peer), ", got ",
-            h.type == FrameType::Record ? "the record of a collective" : "a message",
-            ": the calls can never match"),
-        {std::min(rank_, r.peer), std::max(rank_, r.peer)}));
-  }
+  if (h.type != r.type) fail_and_throw(kind_mismatch(r, h.type == FrameType::Record));
   if (h.type == FrameType::Record) {
     if (h.tag != r.tag) {
       link.protocol_error(str("the record of call #", h.tag, " (expected call #", r.tag, ")"));
@@ -182,43 +182,54 @@ void TcpTransport::check_frame(const Receive& r, const FrameHeader& h) {
 }
 
 const ShmPiece* TcpTransport::next_piece(Receive& r) {
-  ShmChannel& ch = *channel(r.peer);
-  const ShmPiece* piece = ch.peek();
-  if (piece == nullptr) {
-    // Nothing in the ring: look at the data connection, where nothing but records comes from
-    // this peer. The ring is checked again after: the peer publishes a call's messages before
-    // it sends the next call's record.
-    TcpLink& link = *links_[static_cast<std::size_t>(r.peer)];
-    const LinkStep step = link.read_header();
-    piece = ch.peek();
-    if (piece == nullptr) {
-      check_step(r.peer, step);
-      if (step == LinkStep::Pending) return nullptr;
-      check_frame(r, link.incoming().header);
-      link.protocol_error("a Data frame from a peer that sends its messages through shared memory");
+  const ShmPiece* piece = channel(r.peer)->peek();
+  if (piece == nullptr) return nullptr;
+  if (piece->record != (r.type == FrameType::Record))
+    fail_and_throw(kind_mismatch(r, piece->record));
+  const TcpLink& link = *links_[static_cast<std::size_t>(r.peer)];
+  if (piece->record) {
+    if (piece->tag != r.tag) {
+      fail_and_throw(link.malformed(
+          str("a shared-memory record of call #", piece->tag, " (expected call #", r.tag, ")")));
     }
+    if (piece->nbytes > kMaxEncodedCallRecordBytes || piece->offset != 0 ||
+        piece->message_bytes != piece->nbytes) {
+      fail_and_throw(
+          link.malformed(str("a shared-memory record of ", piece->nbytes, " bytes at offset ",
+                             piece->offset, " (at most ", kMaxEncodedCallRecordBytes, ", whole)")));
+    }
+    return piece;
   }
   if (piece->tag != r.tag || piece->message_bytes != r.nbytes) {
     fail_and_throw(message_mismatch(r, piece->tag, piece->message_bytes));
   }
   const std::size_t expected = std::min(kPieceBytes, r.nbytes - r.got);
   if (piece->offset != r.got || piece->nbytes != expected) {
-    fail_and_throw(links_[static_cast<std::size_t>(r.peer)]->malformed(
-        str("a shared-memory piece of ", piece->nbytes, " bytes at offset ", piece->offset,
-            " (expected ", expected, " at ", r.got, " of a ", r.nbytes, "-byte message)")));
+    fail_and_throw(link.malformed(str("a shared-memory piece of ", piece->nbytes,
+                                      " bytes at offset ", piece->offset, " (expected ", expected,
+                                      " at ", r.got, " of a ", r.nbytes, "-byte message)")));
   }
   return piece;
 }
 
+void TcpTransport::check_quiet_link(int peer) {
+  TcpLink& link = *links_[static_cast<std::size_t>(peer)];
+  const LinkStep step = link.read_header();
+  check_step(peer, step);
+  if (step == LinkStep::Pending) return;
+  link.protocol_error("a frame from a peer that sends through shared memory");
+}
+
 void TcpTransport::release_piece(Receive& r, const ShmPiece& piece) {
   r.got += piece.nbytes;
-  if (r.got >= r.until) r.done = true;
+  if (piece.record) r.nbytes = piece.nbytes;
+  if (piece.record || r.got >= r.until) r.done = true;
   if (channel(r.peer)->release()) shm_.bell->ring(r.peer);
 }
 
 bool TcpTransport::advance(Receive& r) {
   if (r.done) return true;
-  if (r.type == FrameType::Data && channel(r.peer) != nullptr) {
+  if (channel(r.peer) != nullptr) {
     while (!r.done) {
       const ShmPiece* piece = next_piece(r);
       if (piece == nullptr) return false;
@@ -249,8 +260,7 @@ bool TcpTransport::advance(Receive& r) {
 
 template <typename Step, typename Missing>
 void TcpTransport::drive(Step&& step, const std::vector<int>& readers, Missing&& missing,
-                         const Deadline& deadline, const char* what, bool may_yield,
-                         bool messages) {
+                         const Deadline& deadline, const char* what, bool may_yield) {
   const auto yield_until = may_yield ? yield_ : spin_;
   const auto start = Deadline::Clock::now();
   std::vector<pollfd> fds;
@@ -278,7 +288,7 @@ void TcpTransport::drive(Step&& step, const std::vector<int>& readers, Missing&&
       sched_yield();
       continue;
     }
-    if (!prepare_to_sleep(readers, messages)) continue;  // a ring moved meanwhile
+    if (!prepare_to_sleep(readers)) continue;  // a ring moved meanwhile
     fds.clear();
     fds.push_back(pollfd{state_->wake_fd(), POLLIN, 0});
     if (shm_.bell) fds.push_back(pollfd{shm_.bell->fd(), POLLIN, 0});
@@ -296,6 +306,14 @@ void TcpTransport::drive(Step&& step, const std::vector<int>& readers, Missing&&
       for (auto& ch : shm_.channels) {
         if (ch) ch->woke();
       }
+      for (std::size_t i = 0; i < readers.size(); ++i) {
+        if (channel(readers[i]) == nullptr || fds[2 + i].revents == 0) continue;
+        try {
+          check_quiet_link(readers[i]);
+        } catch (const CollectiveError& e) {
+          fail_and_throw(e);
+        }
+      }
     }
   }
   const std::vector<int> absent = missing();
@@ -307,15 +325,15 @@ void TcpTransport::drive(Step&& step, const std::vector<int>& readers, Missing&&
       absent));
 }
 
-bool TcpTransport::prepare_to_sleep(const std::vector<int>& readers, bool messages) {
+bool TcpTransport::prepare_to_sleep(const std::vector<int>& readers) {
   if (!shm_.bell) return true;
   bool sleep = true;
   for (const int p : readers) {
     ShmChannel* ch = channel(p);
-    if (messages && ch != nullptr && ch->sleep_reading()) sleep = false;
+    if (ch != nullptr && ch->sleep_reading()) sleep = false;
   }
   for (auto& ch : shm_.channels) {
-    if (ch && ch->sending() && ch->sleep_writing()) sleep = false;
+    if (ch && ch->has_output() && ch->sleep_writing()) sleep = false;
   }
   return sleep;
 }
@@ -337,8 +355,7 @@ void TcpTransport::receive_all(std::span<Receive> receives, const Deadline& dead
   auto missing = [&] { return readers; };
   std::size_t outstanding = 0;
   for (const Receive& r : receives) outstanding += r.until - std::min(r.until, r.got);
-  drive(step, readers, missing, deadline, what, outstanding <= kYieldBytes,
-        !receives.empty() && receives.front().type == FrameType::Data);
+  drive(step, readers, missing, deadline, what, outstanding <= kYieldBytes);
 }
 
 std::string TcpTransport::calls_reached(const Deadline& deadline,
@@ -347,7 +364,7 @@ std::string TcpTransport::calls_reached(const Deadline& deadline,
                                     options_.names);
 }
 
-void TcpTransport::start_agree(const CallRecord& mine, const Deadline&) {
+void TcpTransport::start_agree(const CallRecord& mine, const Deadline& deadline) {
   if (state_->failed()) throw_failure();
   calls_seen_[static_cast<std::size_t>(rank_)] = mine.seq;
   call_fault();
@@ -355,8 +372,18 @@ void TcpTransport::start_agree(const CallRecord& mine, const Deadline&) {
   encode_call_record(mine, encoded);
   for (int p = 0; p < world_; ++p) {
     if (p == rank_) continue;
-    if (ShmChannel* ch = channel(p)) ch->note_record(mine.seq);
-    links_[static_cast<std::size_t>(p)]->queue_owned(FrameType::Record, mine.seq, encoded);
+    if (ShmChannel* ch = channel(p)) {
+      // The previous call's record is still waiting for a slot only when the peer has not read
+      // what came before it (a send it never received): wait for the slot, or for the group to
+      // fail when the peer finds the message in the place of a record.
+      if (ch->record_pending()) {
+        drive([&] { return !ch->record_pending(); }, {}, [&] { return std::vector<int>{p}; },
+              deadline, "a slot of its shared-memory ring (a receive)");
+      }
+      ch->queue_record(mine.seq, encoded);
+    } else {
+      links_[static_cast<std::size_t>(p)]->queue_owned(FrameType::Record, mine.seq, encoded);
+    }
   }
   // Not written yet: the first isend to each peer (or finish_agree) writes the record with it.
 }
@@ -387,22 +414,6 @@ void TcpTransport::finish_agree(const CallRecord& mine, std::span<CallRecord> al
           str("the record of call #", record.seq, " in a frame of call #", mine.seq)));
     }
     calls_seen_[static_cast<std::size_t>(r.peer)] = record.seq;
-    if (const ShmChannel* ch = channel(r.peer)) {
-      // Over TCP a message the peer sent before its record would have arrived in its place.
-      const std::int64_t unread = ch->unread_before_record(mine.seq);
-      if (unread < 0) {
-        fail_and_throw(link.malformed(
-            str("its shared-memory ring has no note of call #", mine.seq, " beside the record")));
-      }
-      if (unread > 0) {
-        fail_and_throw(CollectiveError(
-            CollectiveErrorKind::CollectiveKindMismatch,
-            str(options_.names.name(rank_), " expected the agreement record of a collective from ",
-                options_.names.name(r.peer),
-                ", got a message before it: the calls can never match"),
-            {std::min(rank_, r.peer), std::max(rank_, r.peer)}));
-      }
-    }
   }
 }
 
@@ -474,16 +485,11 @@ void TcpTransport::isend(int peer, std::uint64_t tag, const void* data, std::siz
   if (state_->failed()) throw_failure();
   TcpLink& link = *links_[static_cast<std::size_t>(peer)];
   if (ShmChannel* ch = channel(peer)) {
-    // Into the ring as far as it has room, then the call's record (queued by start_agree) after
-    // it: a receiver woken by the record finds the message already there.
+    // Into the ring as far as it has room, behind the call's record (queued by start_agree):
+    // the receiver is woken once, and finds both.
     if (ch->sending()) wait_send(peer, deadline);
     ch->start_send(tag, data, nbytes);
     pump(peer);
-    try {
-      check_step(peer, link.flush());
-    } catch (const CollectiveError& e) {
-      fail_and_throw(e);
-    }
     return;
   }
   // One caller's buffer per direction in flight (the Transport contract: the previous buffer may
@@ -533,7 +539,7 @@ void TcpTransport::recv_with(int peer, std::uint64_t tag, std::size_t nbytes,
     do {
       const ShmPiece* piece = nullptr;
       drive([&] { return (piece = next_piece(r)) != nullptr; }, readers, [&] { return readers; },
-            deadline, "a message", nbytes - r.got <= kYieldBytes, true);
+            deadline, "a message", nbytes - r.got <= kYieldBytes);
       try {
         consume(r.got, piece->data, piece->nbytes);
       } catch (...) {

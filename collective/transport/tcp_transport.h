@@ -7,8 +7,8 @@
 // connection served by a watcher thread (heartbeats, Abort, Goodbye; see tcp_control.h).
 //
 // Between two ranks of one host (the same kernel, network and mount namespaces, user) the
-// messages go through a shared-memory ring instead (TcpTransportOptions::shared_memory,
-// shm_channel.h, tcp_shared_memory.h): the records, heartbeats and failures stay on TCP.
+// records and messages go through a shared-memory ring instead (TcpTransportOptions::
+// shared_memory, shm_channel.h, tcp_shared_memory.h): heartbeats and failures stay on TCP.
 //
 // A message is sent as frames of at most kPieceBytes (tcp_frame.h: magic, version, session id,
 // sequence, tag, lengths, CRC-32C of header and payload). A receiver checks every header field
@@ -192,15 +192,20 @@ class TcpTransport final : public Transport {
   bool advance(Receive& r);
   /// Checks a frame header against the message expected from its peer.
   void check_frame(const Receive& r, const FrameHeader& h);
+  /// CollectiveKindMismatch: a record (`got_record`) or a message came where `r` expected the
+  /// other: a collective against a point-to-point call, which can never match.
+  CollectiveError kind_mismatch(const Receive& r, bool got_record) const;
   /// CollectiveKindMismatch: a message of `tag` and `nbytes` came where `r` was expected.
   CollectiveError message_mismatch(const Receive& r, std::uint64_t tag, std::uint64_t nbytes) const;
   /// Copies what fits of the message being sent to shared-memory peer `peer` into its ring
   /// (waking the peer if it sleeps); true while some of it is still to copy.
   bool pump(int peer);
-  /// A shared-memory peer's next piece of the message `r` receives, checked against it, or
-  /// nullptr while there is none. A frame on the peer's data connection meanwhile is a call that
-  /// cannot match (its record while this rank waits for a message) or a lost peer: thrown.
+  /// A shared-memory peer's next piece of the record or message `r` receives, checked against
+  /// it, or nullptr while there is none.
   const ShmPiece* next_piece(Receive& r);
+  /// A shared-memory peer's data connection became readable, where it sends nothing: its close
+  /// (PeerLost) or a frame it should not have sent (malformed). Throws either.
+  void check_quiet_link(int peer);
   /// Frees the piece next_piece returned, waking the peer if it waits for a slot.
   void release_piece(Receive& r, const ShmPiece& piece);
   ShmChannel* channel(int peer) { return shm_.channels[static_cast<std::size_t>(peer)].get(); }
@@ -211,17 +216,12 @@ class TcpTransport final : public Transport {
   /// sends. Throws the group's
   /// failure, PeerLost, or Timeout naming missing().
   /// `may_yield`: a latency-bound wait (small messages), which yields after spinning.
-  /// `messages`: the wait is for messages of `readers` (through their shared-memory rings, where
-  /// they share memory), not for their records.
   template <typename Step, typename Missing>
   void drive(Step&& step, const std::vector<int>& readers, Missing&& missing,
-             const Deadline& deadline, const char* what, bool may_yield = false,
-             bool messages = false);
+             const Deadline& deadline, const char* what, bool may_yield = false);
   /// Before a sleep in poll(): raises the sleep flags of the shared-memory rings this rank waits
-  /// on (those of `readers` when `messages`, and those it sends into). False when one moved
-  /// meanwhile. (A wait for records never raises a reader flag: a ring holding this call's early
-  /// messages would keep it from sleeping, and their writer would ring for nothing.)
-  bool prepare_to_sleep(const std::vector<int>& readers, bool messages);
+  /// on (those of `readers`, and those it sends into). False when one moved meanwhile.
+  bool prepare_to_sleep(const std::vector<int>& readers);
   /// Receives several messages into contiguous buffers concurrently.
   void receive_all(std::span<Receive> receives, const Deadline& deadline, const char* what);
   /// Fails the group with `error` and throws it (sends withdrawn first).

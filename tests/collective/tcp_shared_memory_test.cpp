@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <numeric>
 #include <thread>
+#include <tuple>
 
 #include "collective/collective.h"
 #include "collective/store/in_memory_store.h"
@@ -78,6 +79,65 @@ TEST_CASE("shm channel carries pieces in order across the ring's end", "[collect
   CHECK(empty->nbytes == 0);
   CHECK(empty->message_bytes == 0);
   low->release();
+}
+
+TEST_CASE("shm channel puts a call's record where a TCP stream would: before the call's messages",
+          "[collective][tcp][shm]") {
+  const std::string name = unique_name("records");
+  const SessionBytes session = session_of(6);
+  auto low = ShmChannel::create(name, session, 0, 1, 2 * kPieceBytes);  // 2 slots
+  auto high = ShmChannel::open(name, session, 1, 0, 2 * kPieceBytes);
+  ShmChannel::unlink(name);
+  const std::vector<std::uint8_t> record{1, 2, 3, 4, 5};
+  std::vector<std::uint8_t> message(kPieceBytes + 8, 7);
+  // What the reader sees next: (record?, tag, bytes), each piece freed after it is read.
+  auto next = [&] {
+    const ShmPiece* piece = high->peek();
+    REQUIRE(piece != nullptr);
+    const auto seen = std::make_tuple(piece->record, piece->tag, piece->nbytes);
+    if (piece->record) {
+      CHECK(std::vector<std::uint8_t>(piece->data, piece->data + piece->nbytes) == record);
+      CHECK(piece->message_bytes == piece->nbytes);
+      CHECK(piece->offset == 0);
+    }
+    high->release();
+    low->pump();
+    return seen;
+  };
+  using Seen = std::tuple<bool, std::uint64_t, std::uint64_t>;
+
+  // Queued before the message: it goes first, and one wake-up covers both (not one between).
+  CHECK_FALSE(high->sleep_reading());
+  low->queue_record(3, record);
+  low->start_send(11, message.data(), message.size());
+  CHECK(low->pump());  // the reader sleeps: ring once, after the record and the first piece
+  CHECK(low->sending());
+  CHECK(low->has_output());
+  high->woke();
+  CHECK(next() == Seen{true, 3, record.size()});
+  CHECK(next() == Seen{false, 11, kPieceBytes});
+  CHECK(next() == Seen{false, 11, 8});
+  CHECK_FALSE(low->has_output());
+
+  // Queued while a message is being copied (3 pieces through 2 slots): it goes after that
+  // message, and still before the next one when that one starts while the record waits for a
+  // slot.
+  std::vector<std::uint8_t> long_message(2 * kPieceBytes + 8, 5);
+  std::vector<std::uint8_t> spare(16, 9);
+  low->start_send(12, long_message.data(), long_message.size());
+  low->pump();
+  CHECK(low->sending());  // 2 of 3 pieces in
+  low->queue_record(4, record);
+  CHECK(next() == Seen{false, 12, kPieceBytes});
+  CHECK_FALSE(low->sending());  // the third piece took the freed slot, not the record
+  CHECK(low->record_pending());
+  low->start_send(13, spare.data(), spare.size());
+  CHECK(next() == Seen{false, 12, kPieceBytes});
+  CHECK(next() == Seen{false, 12, 8});
+  CHECK(next() == Seen{true, 4, record.size()});
+  CHECK(next() == Seen{false, 13, 16});
+  CHECK(high->peek() == nullptr);
+  CHECK_FALSE(low->has_output());
 }
 
 TEST_CASE("shm channel's sleep flags make the other side ring exactly when needed",
