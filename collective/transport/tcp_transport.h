@@ -204,7 +204,8 @@ class TcpTransport final : public Transport {
   /// it, or nullptr while there is none.
   const ShmPiece* next_piece(Receive& r);
   /// A shared-memory peer's data connection became readable, where it sends nothing: its close
-  /// (PeerLost) or a frame it should not have sent (malformed). Throws either.
+  /// (PeerLost) or a frame it should not have sent (malformed). Throws either once its ring is
+  /// empty (a peer that left after its last call published that call's messages first).
   void check_quiet_link(int peer);
   /// Frees the piece next_piece returned, waking the peer if it waits for a slot.
   void release_piece(Receive& r, const ShmPiece& piece);
