@@ -10,6 +10,7 @@
 //   trap SIGNUM CODE     on SIGNUM print "got SIGNUM" and exit with CODE
 //   touch PATH / wait-file PATH   create PATH / wait (up to 30 s) until PATH exists
 //   if-rank R / if-restart N   run the next action only on rank R / in restart N
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -128,8 +129,14 @@ int main(int argc, char** argv) {
     } else if (action == "pid") {
       if (run) put(1, "pid " + std::to_string(::getpid()) + "\n");
     } else if (action == "sleep") {
-      const int ms = std::stoi(arg());
-      if (run) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+      // In 10 ms slices: ThreadSanitizer's runtime may defer a signal that arrives outside a
+      // blocking call until the next one, and one 60 s sleep then hid a trapped SIGTERM from
+      // the launcher test until ruccl-run's grace period ended (seen once in CI's TSan phase).
+      const auto until =
+          std::chrono::steady_clock::now() + std::chrono::milliseconds(std::stoi(arg()));
+      while (run && std::chrono::steady_clock::now() < until) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
     } else if (action == "exit") {
       const int code = std::stoi(arg());
       if (run) return code;
