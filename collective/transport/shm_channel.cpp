@@ -311,8 +311,9 @@ const ShmPiece* ShmChannel::peek() {
   if (in_.control->tail.load(std::memory_order_acquire) == head) return nullptr;
   const std::size_t slot = head % slots_;
   const SlotHeader h = in_.headers[slot];  // read once: the reader checks what it then uses
-  piece_ = ShmPiece{h.kind != kSlotData,          h.tag, h.message_bytes, h.offset, h.nbytes,
-                    in_.data + slot * kPieceBytes};
+  const bool record = h.kind != kSlotData;
+  piece_ =
+      ShmPiece{record, h.tag, h.message_bytes, h.offset, h.nbytes, in_.data + slot * kPieceBytes};
   return &piece_;
 }
 

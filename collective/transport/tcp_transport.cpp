@@ -295,6 +295,7 @@ void TcpTransport::drive(Step&& step, const std::vector<int>& readers, Missing&&
     fds.clear();
     fds.push_back(pollfd{state_->wake_fd(), POLLIN, 0});
     if (shm_.bell) fds.push_back(pollfd{shm_.bell->fd(), POLLIN, 0});
+    const std::size_t first_reader = fds.size();  // readers' data connections from here
     for (const int p : readers)
       fds.push_back(pollfd{links_[static_cast<std::size_t>(p)]->fd(), POLLIN, 0});
     for (int p = 0; p < world_; ++p) {
@@ -310,7 +311,7 @@ void TcpTransport::drive(Step&& step, const std::vector<int>& readers, Missing&&
         if (ch) ch->woke();
       }
       for (std::size_t i = 0; i < readers.size(); ++i) {
-        if (channel(readers[i]) == nullptr || fds[2 + i].revents == 0) continue;
+        if (channel(readers[i]) == nullptr || fds[first_reader + i].revents == 0) continue;
         try {
           check_quiet_link(readers[i]);
         } catch (const CollectiveError& e) {

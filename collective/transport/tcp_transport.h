@@ -197,8 +197,8 @@ class TcpTransport final : public Transport {
   CollectiveError kind_mismatch(const Receive& r, bool got_record) const;
   /// CollectiveKindMismatch: a message of `tag` and `nbytes` came where `r` was expected.
   CollectiveError message_mismatch(const Receive& r, std::uint64_t tag, std::uint64_t nbytes) const;
-  /// Copies what fits of the message being sent to shared-memory peer `peer` into its ring
-  /// (waking the peer if it sleeps); true while some of it is still to copy.
+  /// Copies what fits of the record and message being sent to shared-memory peer `peer` into
+  /// its ring (waking the peer if it sleeps); true while some of them is still to copy.
   bool pump(int peer);
   /// A shared-memory peer's next piece of the record or message `r` receives, checked against
   /// it, or nullptr while there is none.
