@@ -60,9 +60,11 @@ Algorithm auto_algorithm(OpKind kind, std::size_t bytes, bool zero_copy,
   return bytes < threshold ? Algorithm::Direct : Algorithm::Ring;
 }
 
-std::size_t ring_segment_bytes(const CommunicatorOptions& options, int world, bool zero_copy) {
+std::size_t ring_segment_bytes(const CommunicatorOptions& options, int world, bool zero_copy,
+                               bool shared_memory) {
   if (zero_copy || world < 3) return options.segment_bytes;
-  return std::min(options.segment_bytes, kCopyingRingSegmentBytes);
+  return std::min(options.segment_bytes,
+                  shared_memory ? kSharedMemoryRingSegmentBytes : kCopyingRingSegmentBytes);
 }
 
 }  // namespace ruccl

@@ -142,10 +142,18 @@ Algorithm auto_algorithm(OpKind kind, std::size_t bytes, bool zero_copy,
 /// partial a rank sends on was folded a moment ago and is still in cache), while with 2 processes
 /// 4 MiB stays faster (docs/performance.md, "TCP between processes").
 inline constexpr std::size_t kCopyingRingSegmentBytes = std::size_t{256} << 10;
-/// The segment size of a ring all-reduce or reduce: options.segment_bytes, capped at
-/// kCopyingRingSegmentBytes over a copying transport from world 3 up. Depends only on what every
-/// rank of a group shares (its options, its world size, its kind of transport), so every rank
-/// cuts the same segments.
-std::size_t ring_segment_bytes(const CommunicatorOptions& options, int world, bool zero_copy);
+/// The cap instead when every pair of the group shares memory: the fold reads a segment straight
+/// out of the ring slot, and a 64 KiB one is still in cache when it is folded and sent on;
+/// measured with 3 and 4 processes on 2 cores, 1.01-1.71x faster than 256 KiB at 1-64 MiB
+/// (medians of 8-10 alternated runs; 32 KiB no faster), while 2 processes keep 4 MiB
+/// (docs/performance.md, "2026-12-03, session 15").
+inline constexpr std::size_t kSharedMemoryRingSegmentBytes = std::size_t{64} << 10;
+/// The segment size of a ring all-reduce or reduce: options.segment_bytes, capped from world 3
+/// up over a copying transport at kCopyingRingSegmentBytes, or at kSharedMemoryRingSegmentBytes
+/// when every pair shares memory (`shared_memory`). Depends only on what every rank of a group
+/// shares (its options, its world size, its kind of transport; the transport agrees
+/// `shared_memory` through the store), so every rank cuts the same segments.
+std::size_t ring_segment_bytes(const CommunicatorOptions& options, int world, bool zero_copy,
+                               bool shared_memory);
 
 }  // namespace ruccl

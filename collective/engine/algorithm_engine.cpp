@@ -71,7 +71,8 @@ Tensor AlgorithmEngine::all_reduce(const EngineCall& call, const Tensor& t, Redu
   switch (call.algorithm()) {
     case Algorithm::Ring:
       ring_all_reduce(ctx, in.data_ptr(), out.data_ptr(), count, kernel,
-                      ring_segment_bytes(options_, ctx.world(), transport_.zero_copy()));
+                      ring_segment_bytes(options_, ctx.world(), transport_.zero_copy(),
+                                         transport_.shared_memory()));
       break;
     case Algorithm::Tree:
       tree_all_reduce(ctx, in.data_ptr(), out.data_ptr(), count, kernel, call.record.tree_arity);
@@ -99,7 +100,8 @@ std::optional<Tensor> AlgorithmEngine::reduce(const EngineCall& call, const Tens
   switch (call.algorithm()) {
     case Algorithm::Ring:
       ring_reduce(ctx, in.data_ptr(), out_ptr, count, kernel, root,
-                  ring_segment_bytes(options_, ctx.world(), transport_.zero_copy()));
+                  ring_segment_bytes(options_, ctx.world(), transport_.zero_copy(),
+                                     transport_.shared_memory()));
       break;
     case Algorithm::Tree:
       tree_reduce(ctx, in.data_ptr(), out_ptr, count, kernel, root, call.record.tree_arity);

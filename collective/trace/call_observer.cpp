@@ -83,6 +83,8 @@ CallObserver::CallObserver(Transport& transport, const std::string& engine,
   if (!settings_.trace_file.empty()) trace_.enable();
   if (log_.enabled(DebugLevel::Info)) {
     const auto algo = [](Algorithm a) { return algorithm_name(a) ? algorithm_name(a) : "?"; };
+    const std::size_t ring_segment =
+        ring_segment_bytes(options, world_, zero_copy_, shared_memory_);
     log_.write(
         DebugLevel::Info,
         str(options.rank_names.name(rank_), " of ", world_, " on ", host, " (pid ", ::getpid(),
@@ -108,9 +110,8 @@ CallObserver::CallObserver(Transport& transport, const std::string& engine,
                       ", ring at or above"),
             "; direct all_reduce folds all up to ", size_text(options.direct_fold_all_bytes),
             "; ring segments ", size_text(options.segment_bytes),
-            ring_segment_bytes(options, world_, zero_copy_) != options.segment_bytes
-                ? str(" (all_reduce, reduce: ",
-                      size_text(ring_segment_bytes(options, world_, zero_copy_)), ")")
+            ring_segment != options.segment_bytes
+                ? str(" (all_reduce, reduce: ", size_text(ring_segment), ")")
                 : std::string(),
             "; tree arity ", options.tree_arity, "; timeout ", options.timeout.count(),
             " ms; trace ", settings_.trace_file.empty() ? "off" : settings_.trace_file));
@@ -180,9 +181,10 @@ TraceEvent CallObserver::event_of(const CallRecord& record, std::span<const Call
     // A ring moves chunks of bytes / world, each in messages of at most segment_bytes.
     const std::uint64_t chunk =
         (e.bytes + static_cast<std::uint64_t>(world_) - 1) / static_cast<std::uint64_t>(world_);
-    const std::uint64_t segment = is_broadcast(record.kind)
-                                      ? options_.segment_bytes
-                                      : ring_segment_bytes(options_, world_, zero_copy_);
+    const std::uint64_t segment =
+        is_broadcast(record.kind)
+            ? options_.segment_bytes
+            : ring_segment_bytes(options_, world_, zero_copy_, shared_memory_);
     e.segments =
         static_cast<std::int64_t>(std::max<std::uint64_t>(1, (chunk + segment - 1) / segment));
   }

@@ -1,6 +1,7 @@
 // What the TCP transport does differently when its ranks outnumber the cores (docs/performance.md,
 // "TCP between processes"): waits for small messages yield the core before they sleep, and the
-// ring all-reduce / reduce move 256 KiB segments from world 3 up (ring_segment_bytes). Results
+// ring all-reduce / reduce move 256 KiB segments from world 3 up, 64 KiB ones through shared
+// memory (ring_segment_bytes). Results
 // stay bit-identical to the in-process transport at every segment boundary, and deadlines and
 // aborts still reach ranks that wait by yielding.
 #include <catch2/catch.hpp>
@@ -43,20 +44,27 @@ std::vector<std::vector<std::uint8_t>> run_reduction(std::vector<Communicator> c
   return out;
 }
 
-TEST_CASE("ring segments over a copying transport are capped at one frame from world 3 up",
-          "[collective][tcp]") {
+TEST_CASE(
+    "ring segments over a copying transport are capped at one frame from world 3 up, at 64 KiB "
+    "through shared memory",
+    "[collective][tcp]") {
   CommunicatorOptions o;
   REQUIRE(o.segment_bytes == CommunicatorOptions::kDefaultSegmentBytes);
   REQUIRE(kCopyingRingSegmentBytes == kPieceBytes);
+  REQUIRE(kSharedMemoryRingSegmentBytes == std::size_t{64} << 10);
   for (const int world : {1, 2}) {
-    CHECK(ring_segment_bytes(o, world, false) == o.segment_bytes);
+    for (const bool shared : {false, true}) {
+      CHECK(ring_segment_bytes(o, world, false, shared) == o.segment_bytes);
+    }
   }
   for (const int world : {3, 4, 8}) {
-    CHECK(ring_segment_bytes(o, world, false) == kCopyingRingSegmentBytes);
-    CHECK(ring_segment_bytes(o, world, true) == o.segment_bytes);  // in process: as set
+    CHECK(ring_segment_bytes(o, world, false, false) == kCopyingRingSegmentBytes);
+    CHECK(ring_segment_bytes(o, world, false, true) == kSharedMemoryRingSegmentBytes);
+    CHECK(ring_segment_bytes(o, world, true, false) == o.segment_bytes);  // in process: as set
   }
   o.segment_bytes = 192;  // smaller than the cap: kept (tests reach the multi-segment paths)
-  CHECK(ring_segment_bytes(o, 4, false) == 192);
+  CHECK(ring_segment_bytes(o, 4, false, false) == 192);
+  CHECK(ring_segment_bytes(o, 4, false, true) == 192);
 }
 
 TEST_CASE(
@@ -81,7 +89,7 @@ TEST_CASE(
   }
   // Over TCP the group resolves Auto with its world size (3 ranks: 3 MiB is still Direct, 6 MiB
   // is a Ring of 2 MiB chunks in 8 segments of 256 KiB), as its trace records; through shared
-  // memory 32 KiB is Direct and 64 KiB a Ring.
+  // memory 32 KiB is Direct and 768 KiB a Ring of 256 KiB chunks in 4 segments of 64 KiB.
   for (const bool shared : {false, true}) {
     INFO("shared memory " << shared);
     TcpTransportOptions transport;
@@ -89,7 +97,7 @@ TEST_CASE(
     auto comms = make_tcp_loopback_group(3, short_timeout(), transport);
     std::vector<std::vector<TraceEvent>> events(3);
     const std::int64_t small = shared ? 8 * 1024 : 3 * 1024 * 256;
-    const std::int64_t large = shared ? 16 * 1024 : 6 * 1024 * 256;
+    const std::int64_t large = shared ? 3 * 64 * 1024 : 6 * 1024 * 256;
     run_ranks(std::move(comms), [&](Communicator& comm) {
       comm.trace().enable();
       comm.all_reduce(Tensor::ones(Shape{small}, DType::F32));
@@ -100,32 +108,40 @@ TEST_CASE(
       REQUIRE(e.size() == 2);
       CHECK(static_cast<Algorithm>(e[0].algorithm) == Algorithm::Direct);
       CHECK(static_cast<Algorithm>(e[1].algorithm) == Algorithm::Ring);
-      CHECK(e[1].segments == (shared ? 1 : 8));
+      CHECK(e[1].segments == (shared ? 4 : 8));
     }
   }
 }
 
-TEST_CASE("tcp ring all_reduce and reduce in 256 KiB segments are bit-identical at the boundaries",
-          "[collective][tcp]") {
-  // F32 chunks of exactly 65536 elements are one 256 KiB segment; one element more is a second
+TEST_CASE(
+    "tcp ring all_reduce and reduce in 256 KiB segments (64 KiB through shared memory) are "
+    "bit-identical at the boundaries",
+    "[collective][tcp]") {
+  // F32 chunks of exactly one segment's elements are one segment; one element more is a second
   // segment of one element; one less leaves the last chunk short by one (its segment too).
-  constexpr std::int64_t kSegment = 65536;
-  for (const int world : {3, 4}) {
-    for (const std::int64_t count : {world * kSegment - 1, world * kSegment, world * kSegment + 1,
-                                     world * (2 * kSegment) + world - 1}) {
-      INFO("world " << world << " count " << count);
-      const auto tcp = run_reduction(make_tcp_loopback_group(world, short_timeout()), count,
-                                     DType::F32, Algorithm::Ring);
-      const auto local = run_reduction(InProcessGroup::create(world, {}, short_timeout()), count,
-                                       DType::F32, Algorithm::Direct);
-      REQUIRE(local[0].size() == static_cast<std::size_t>(count) * 4);
-      for (int r = 0; r < world; ++r) CHECK(tcp[static_cast<std::size_t>(r)] == local[0]);
-      const auto tcp_reduce = run_reduction(make_tcp_loopback_group(world, short_timeout()), count,
-                                            DType::F64, Algorithm::Ring, true);
-      const auto local_reduce = run_reduction(InProcessGroup::create(world, {}, short_timeout()),
-                                              count, DType::F64, Algorithm::Direct, true);
-      CHECK(tcp_reduce[1] == local_reduce[1]);
-      CHECK(tcp_reduce[1].size() == static_cast<std::size_t>(count) * 8);
+  for (const bool shared : {false, true}) {
+    TcpTransportOptions transport;
+    transport.shared_memory = shared ? SharedMemory::Auto : SharedMemory::Off;
+    const auto segment = static_cast<std::int64_t>(
+        (shared ? kSharedMemoryRingSegmentBytes : kCopyingRingSegmentBytes) / 4);
+    for (const int world : {3, 4}) {
+      for (const std::int64_t count : {world * segment - 1, world * segment, world * segment + 1,
+                                       world * (2 * segment) + world - 1}) {
+        INFO("shared memory " << shared << " world " << world << " count " << count);
+        const auto tcp = run_reduction(make_tcp_loopback_group(world, short_timeout(), transport),
+                                       count, DType::F32, Algorithm::Ring);
+        const auto local = run_reduction(InProcessGroup::create(world, {}, short_timeout()), count,
+                                         DType::F32, Algorithm::Direct);
+        REQUIRE(local[0].size() == static_cast<std::size_t>(count) * 4);
+        for (int r = 0; r < world; ++r) CHECK(tcp[static_cast<std::size_t>(r)] == local[0]);
+        const auto tcp_reduce =
+            run_reduction(make_tcp_loopback_group(world, short_timeout(), transport), count,
+                          DType::F64, Algorithm::Ring, true);
+        const auto local_reduce = run_reduction(InProcessGroup::create(world, {}, short_timeout()),
+                                                count, DType::F64, Algorithm::Direct, true);
+        CHECK(tcp_reduce[1] == local_reduce[1]);
+        CHECK(tcp_reduce[1].size() == static_cast<std::size_t>(count) * 8);
+      }
     }
   }
 }
