@@ -6,11 +6,15 @@
 //
 // Pipelining: every chunk moves in K segments of at most segment_bytes (K from the largest chunk,
 // so every step has K messages on every link; a smaller chunk's last segment may be empty). The
-// messages of a pass are numbered j = s * K + k; each rank sends message 0, then alternates
-// "receive j, send j + 1". Message j + 1 only needs what message j - K + 1 <= j brought, so segment
-// k of step s + 1 leaves while segment k + 1 of step s is still arriving: sending, reducing and
-// receiving overlap, and at most one message per link is in flight (Transport::isend). Segments
-// only cut chunks into element ranges: every element is combined exactly as without them.
+// pass runs segment by segment: message j = k * P + t carries segment k of step t (P steps: W - 1
+// of the reduce-scatter, then with the all-gather W - 1 more), so each segment index is a small
+// ring of its own, and the segments' rings follow one another. Each rank sends message 0, then
+// alternates "receive j, send j + 1": message j + 1 forwards exactly what message j brought
+// (folded, or complete), while it is still in cache, so the kernel's or the shared-memory ring's
+// copy of a partial reads it from there, not from memory a chunk later. Sending, reducing and
+// receiving overlap across the ring (a rank folds segment j while its right neighbour receives
+// j - 1), and at most one message per link is in flight (Transport::isend). Segments only cut
+// chunks into element ranges: every element is combined exactly as without them.
 #include <algorithm>
 #include <vector>
 
@@ -89,47 +93,47 @@ void ring_reduce_scatter_into(const AlgorithmContext& ctx, const void* in, void*
     return;
   }
   const RingSegments seg(count, static_cast<std::size_t>(w), es, segment_bytes);
-  const std::size_t k_count = seg.per_chunk;
-  const std::size_t steps = static_cast<std::size_t>(w - 1);
-  const std::size_t reduce_messages = steps * k_count;
+  const auto steps = static_cast<std::size_t>(w - 1);
+  const std::size_t pass_steps = then_all_gather ? 2 * steps : steps;  // P
   const int right = static_cast<int>(mod(r + 1, w));
   const int left = static_cast<int>(mod(r - 1, w));
+  // Message j: segment k = j / P of step t = j % P; a step t >= W - 1 is all-gather step t - W + 1.
   auto send = [&](std::size_t j) {
-    if (j < reduce_messages) {
-      const auto s = static_cast<long long>(j / k_count);
-      const std::size_t c = mod(r - s - 1, w);
-      const std::size_t begin = seg.begin(c, j % k_count);
-      ctx.transport.isend(right, step_tag(ctx, 0, j), s == 0 ? at(in, begin) : at(work, begin),
-                          seg.bytes(c, j % k_count), ctx.deadline);
+    const std::size_t k = j / pass_steps;
+    const auto t = static_cast<long long>(j % pass_steps);
+    if (t < w - 1) {
+      const std::size_t c = mod(r - t - 1, w);
+      const std::size_t begin = seg.begin(c, k);
+      ctx.transport.isend(right, step_tag(ctx, 0, j), t == 0 ? at(in, begin) : at(work, begin),
+                          seg.bytes(c, k), ctx.deadline);
       return;
     }
-    const std::size_t g = j - reduce_messages;
-    const std::size_t c = mod(r - static_cast<long long>(g / k_count), w);
-    ctx.transport.isend(right, step_tag(ctx, 0x8000, g), at(work, seg.begin(c, g % k_count)),
-                        seg.bytes(c, g % k_count), ctx.deadline);
+    const std::size_t c = mod(r - (t - (w - 1)), w);
+    ctx.transport.isend(right, step_tag(ctx, 0x8000, j), at(work, seg.begin(c, k)), seg.bytes(c, k),
+                        ctx.deadline);
   };
   auto receive = [&](std::size_t j) {
-    if (j < reduce_messages) {
-      const auto s = static_cast<long long>(j / k_count);
-      const std::size_t c = mod(r - s - 2, w);
-      const std::size_t begin = seg.begin(c, j % k_count);
-      const std::size_t nbytes = seg.bytes(c, j % k_count);
+    const std::size_t k = j / pass_steps;
+    const auto t = static_cast<long long>(j % pass_steps);
+    if (t < w - 1) {
+      const std::size_t c = mod(r - t - 2, w);
+      const std::size_t begin = seg.begin(c, k);
+      const std::size_t nbytes = seg.bytes(c, k);
       ctx.transport.recv_with(
           left, step_tag(ctx, 0, j), nbytes,
           [&](std::size_t offset, const void* data, std::size_t n) {
             kernel.combine(at(work, begin + offset), data, at(in, begin + offset), n / es);
           },
           ctx.deadline);
-      // The last step completes chunk r: Mean divides it now, before it is sent on.
-      if (s == w - 2) kernel.finish(at(work, begin), nbytes / es, static_cast<int>(w));
+      // The last step completes segment k of chunk r: Mean divides it now, before it is sent on.
+      if (t == w - 2) kernel.finish(at(work, begin), nbytes / es, static_cast<int>(w));
       return;
     }
-    const std::size_t g = j - reduce_messages;
-    const std::size_t c = mod(r - static_cast<long long>(g / k_count) - 1, w);
-    ctx.transport.recv_into(left, step_tag(ctx, 0x8000, g), at(work, seg.begin(c, g % k_count)),
-                            seg.bytes(c, g % k_count), ctx.deadline);
+    const std::size_t c = mod(r - (t - (w - 1)) - 1, w);
+    ctx.transport.recv_into(left, step_tag(ctx, 0x8000, j), at(work, seg.begin(c, k)),
+                            seg.bytes(c, k), ctx.deadline);
   };
-  ring_pass(ctx, right, then_all_gather ? 2 * reduce_messages : reduce_messages, send, receive);
+  ring_pass(ctx, right, seg.per_chunk * pass_steps, send, receive);
 }
 
 }  // namespace
