@@ -145,7 +145,8 @@ inline constexpr std::size_t kCopyingRingSegmentBytes = std::size_t{256} << 10;
 /// The cap instead when every pair of the group shares memory: the fold reads a segment straight
 /// out of the ring slot, and a 64 KiB one is still in cache when it is folded and sent on;
 /// measured with 3 and 4 processes on 2 cores, 1.01-1.71x faster than 256 KiB at 1-64 MiB
-/// (medians of 8-10 alternated runs; 32 KiB no faster), while 2 processes keep 4 MiB
+/// (medians of 8-10 alternated runs; 32 KiB no faster; in segment order, ring.cpp, 1.20-1.37x
+/// with 4 processes), while 2 processes keep 4 MiB
 /// (docs/performance.md, "2026-12-03, session 15").
 inline constexpr std::size_t kSharedMemoryRingSegmentBytes = std::size_t{64} << 10;
 /// The segment size of a ring all-reduce or reduce: options.segment_bytes, capped from world 3
