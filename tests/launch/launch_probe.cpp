@@ -18,6 +18,7 @@
 #include <string>
 #include <thread>
 
+#include <poll.h>
 #include <sched.h>
 #include <unistd.h>
 
@@ -129,14 +130,14 @@ int main(int argc, char** argv) {
     } else if (action == "pid") {
       if (run) put(1, "pid " + std::to_string(::getpid()) + "\n");
     } else if (action == "sleep") {
-      // In 10 ms slices: ThreadSanitizer's runtime may defer a signal that arrives outside a
-      // blocking call until the next one, and one 60 s sleep then hid a trapped SIGTERM from
-      // the launcher test until ruccl-run's grace period ended (seen once in CI's TSan phase).
+      // In 10 ms slices of poll(): ThreadSanitizer's runtime defers a signal that arrives
+      // outside what it counts as a blocking call until its next interceptor, and runs the
+      // handler at once only inside one (poll is; its nanosleep is not). One 60 s sleep hid a
+      // trapped SIGTERM from the launcher test until ruccl-run's grace period ended, and 10 ms
+      // nanosleep slices once hid a SIGHUP the same way (both seen in CI's TSan phase only).
       const auto until =
           std::chrono::steady_clock::now() + std::chrono::milliseconds(std::stoi(arg()));
-      while (run && std::chrono::steady_clock::now() < until) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-      }
+      while (run && std::chrono::steady_clock::now() < until) ::poll(nullptr, 0, 10);
     } else if (action == "exit") {
       const int code = std::stoi(arg());
       if (run) return code;
