@@ -18,7 +18,6 @@
 #include <string>
 #include <thread>
 
-#include <poll.h>
 #include <sched.h>
 #include <unistd.h>
 
@@ -43,6 +42,7 @@ int env_int(const char* name) {
 
 volatile sig_atomic_t trap_code = 0;
 char trap_line[64];
+int trapped = 0;  // the signal `trap` set, or 0
 
 void on_trap(int) {
   (void)!::write(1, trap_line, std::strlen(trap_line));
@@ -130,14 +130,23 @@ int main(int argc, char** argv) {
     } else if (action == "pid") {
       if (run) put(1, "pid " + std::to_string(::getpid()) + "\n");
     } else if (action == "sleep") {
-      // In 10 ms slices of poll(): ThreadSanitizer's runtime defers a signal that arrives
-      // outside what it counts as a blocking call until its next interceptor, and runs the
-      // handler at once only inside one (poll is; its nanosleep is not). One 60 s sleep hid a
-      // trapped SIGTERM from the launcher test until ruccl-run's grace period ended, and 10 ms
-      // nanosleep slices once hid a SIGHUP the same way (both seen in CI's TSan phase only).
+      // A trapped signal is taken synchronously while sleeping (blocked, then sigtimedwait in
+      // 10 ms slices), not by its handler: ThreadSanitizer's runtime runs a handler only at
+      // points of its choosing, and twice in CI's TSan phase a trapped signal (a SIGTERM during
+      // one 60 s sleep, later a SIGHUP during 10 ms sleep_for slices) waited out ruccl-run's
+      // grace period.
       const auto until =
           std::chrono::steady_clock::now() + std::chrono::milliseconds(std::stoi(arg()));
-      while (run && std::chrono::steady_clock::now() < until) ::poll(nullptr, 0, 10);
+      sigset_t set;
+      sigemptyset(&set);
+      if (trapped != 0) sigaddset(&set, trapped);
+      sigprocmask(SIG_BLOCK, &set, nullptr);
+      const timespec slice{0, 10'000'000};
+      while (run && std::chrono::steady_clock::now() < until) {
+        if (trapped != 0 && sigtimedwait(&set, nullptr, &slice) == trapped) on_trap(trapped);
+        if (trapped == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+      sigprocmask(SIG_UNBLOCK, &set, nullptr);
     } else if (action == "exit") {
       const int code = std::stoi(arg());
       if (run) return code;
@@ -153,6 +162,7 @@ int main(int argc, char** argv) {
       if (run) {
         std::snprintf(trap_line, sizeof trap_line, "got %d\n", sig);
         trap_code = code;
+        trapped = sig;
         std::signal(sig, on_trap);
       }
     } else {
