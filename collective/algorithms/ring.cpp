@@ -12,9 +12,9 @@
 // alternates "receive j, send j + 1": message j + 1 forwards exactly what message j brought
 // (folded, or complete), while it is still in cache, so the kernel's or the shared-memory ring's
 // copy of a partial reads it from there, not from memory a chunk later. Sending, reducing and
-// receiving overlap across the ring (a rank folds segment j while its right neighbour receives
-// j - 1), and at most one message per link is in flight (Transport::isend). Segments only cut
-// chunks into element ranges: every element is combined exactly as without them.
+// receiving overlap across the ring (a rank folds message j while its right neighbour receives
+// the message j - 1 it sent on), and at most one message per link is in flight (Transport::isend).
+// Segments only cut chunks into element ranges: every element is combined exactly as without them.
 #include <algorithm>
 #include <vector>
 

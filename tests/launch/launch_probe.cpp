@@ -143,8 +143,11 @@ int main(int argc, char** argv) {
       sigprocmask(SIG_BLOCK, &set, nullptr);
       const timespec slice{0, 10'000'000};
       while (run && std::chrono::steady_clock::now() < until) {
-        if (trapped != 0 && sigtimedwait(&set, nullptr, &slice) == trapped) on_trap(trapped);
-        if (trapped == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        if (trapped == 0) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        } else if (sigtimedwait(&set, nullptr, &slice) == trapped) {
+          on_trap(trapped);
+        }
       }
       sigprocmask(SIG_UNBLOCK, &set, nullptr);
     } else if (action == "exit") {
