@@ -211,6 +211,19 @@ LinkStep TcpLink::read_header() {
   return LinkStep::Done;
 }
 
+void TcpLink::arm_wakeup() {
+  const std::size_t need = in_.has_header ? in_.header.payload_bytes - in_.payload_got
+                                          : kFrameHeaderBytes - in_.header_got;
+  const std::size_t buffered = ahead_end_ - ahead_begin_;
+  const int wanted = static_cast<int>(need > buffered ? need - buffered : 1);
+  if (wanted == wake_bytes_) return;
+  // The kernel caps the mark at half the receive buffer; a failure keeps the old mark, which is
+  // never above what the step needs (it only costs wakeups).
+  if (::setsockopt(socket_.fd(), SOL_SOCKET, SO_RCVLOWAT, &wanted, sizeof wanted) == 0) {
+    wake_bytes_ = wanted;
+  }
+}
+
 LinkStep TcpLink::read_payload(void* dst) {
   auto* out = static_cast<std::uint8_t*>(dst);
   const std::size_t n = in_.header.payload_bytes;

@@ -94,6 +94,14 @@ class TcpLink {
   /// frame is finished (its header stays readable) and the next read_header starts the next.
   LinkStep read_payload(void* dst);
   const IncomingFrame& incoming() const { return in_; }
+  /// Before the transport sleeps in poll() on this link: asks the kernel (SO_RCVLOWAT) to report
+  /// it readable, and to wake the sleeper, only once the bytes the next read step cannot do
+  /// without have arrived: the rest of the current frame's payload, or the rest of a header. A
+  /// frame's bytes follow its header on the wire, so that much always comes (or the connection
+  /// ends, which wakes poll() whatever the mark). One wakeup per frame and its header instead of
+  /// one per arriving packet: on a loopback the sender runs the receive path, and every early
+  /// wakeup is a context switch taken from it.
+  void arm_wakeup();
   /// CollectiveError(PeerLost, ranks {peer}) "<peer> sent a malformed frame: <why>; ...".
   CollectiveError malformed(const std::string& why) const;
   /// Throws malformed(why).
@@ -141,6 +149,7 @@ class TcpLink {
   std::unique_ptr<std::uint8_t[]> ahead_;  // bytes received but not yet parsed: [begin, end)
   std::size_t ahead_begin_ = 0;
   std::size_t ahead_end_ = 0;
+  int wake_bytes_ = 1;  // the socket's SO_RCVLOWAT (the kernel's default is 1)
 };
 
 }  // namespace ruccl

@@ -33,9 +33,6 @@ std::chrono::nanoseconds yield_time(const TcpTransportOptions& options) {
                                  : std::chrono::nanoseconds(0);
 }
 
-// A wait for at most this many bytes is latency-bound (TcpTransportOptions::yield).
-constexpr std::size_t kYieldBytes = std::size_t{64} << 10;
-
 }  // namespace
 
 TcpTransport::TcpTransport(int rank, int world_size, SessionBytes session,
@@ -263,8 +260,7 @@ bool TcpTransport::advance(Receive& r) {
 
 template <typename Step, typename Missing>
 void TcpTransport::drive(Step&& step, const std::vector<int>& readers, Missing&& missing,
-                         const Deadline& deadline, const char* what, bool may_yield) {
-  const auto yield_until = may_yield ? yield_ : spin_;
+                         const Deadline& deadline, const char* what) {
   const auto start = Deadline::Clock::now();
   std::vector<pollfd> fds;
   int last_missing = -1;  // while the trace records: the peer this wait ended on
@@ -287,7 +283,7 @@ void TcpTransport::drive(Step&& step, const std::vector<int>& readers, Missing&&
     const auto now = Deadline::Clock::now();
     if (deadline.expired(now)) break;
     if (now - start < spin_) continue;
-    if (now - start < yield_until) {
+    if (now - start < yield_) {
       sched_yield();
       continue;
     }
@@ -296,8 +292,11 @@ void TcpTransport::drive(Step&& step, const std::vector<int>& readers, Missing&&
     fds.push_back(pollfd{state_->wake_fd(), POLLIN, 0});
     if (shm_.bell) fds.push_back(pollfd{shm_.bell->fd(), POLLIN, 0});
     const std::size_t first_reader = fds.size();  // readers' data connections from here
-    for (const int p : readers)
-      fds.push_back(pollfd{links_[static_cast<std::size_t>(p)]->fd(), POLLIN, 0});
+    for (const int p : readers) {
+      auto& link = links_[static_cast<std::size_t>(p)];
+      if (channel(p) == nullptr) link->arm_wakeup();  // a shared-memory peer's link stays quiet
+      fds.push_back(pollfd{link->fd(), POLLIN, 0});
+    }
     for (int p = 0; p < world_; ++p) {
       auto& link = links_[static_cast<std::size_t>(p)];
       if (link && !link->drained()) fds.push_back(pollfd{link->fd(), POLLOUT, 0});
@@ -357,9 +356,7 @@ void TcpTransport::receive_all(std::span<Receive> receives, const Deadline& dead
     return all;
   };
   auto missing = [&] { return readers; };
-  std::size_t outstanding = 0;
-  for (const Receive& r : receives) outstanding += r.until - std::min(r.until, r.got);
-  drive(step, readers, missing, deadline, what, outstanding <= kYieldBytes);
+  drive(step, readers, missing, deadline, what);
 }
 
 std::string TcpTransport::calls_reached(const Deadline& deadline,
@@ -543,7 +540,7 @@ void TcpTransport::recv_with(int peer, std::uint64_t tag, std::size_t nbytes,
     do {
       const ShmPiece* piece = nullptr;
       drive([&] { return (piece = next_piece(r)) != nullptr; }, readers, [&] { return readers; },
-            deadline, "a message", nbytes - r.got <= kYieldBytes);
+            deadline, "a message");
       try {
         consume(r.got, piece->data, piece->nbytes);
       } catch (...) {

@@ -18,14 +18,15 @@
 //
 // Waiting spins (retrying the non-blocking socket calls: a loopback round trip costs ~3 us that
 // way, ~40 us when the process sleeps and is woken) for `spin`, then sleeps in poll() on the
-// sockets and the failure state's wake descriptor. With more ranks on this machine than cores, a
-// wait for a small message (at most kYieldBytes outstanding: the agreement records, a small
-// all_reduce) first yields the core (sched_yield between tries) for `yield` before it sleeps: the
-// rank it waits for is then usually the one the core goes to, and a woken sleeper costs a
-// scheduler round trip per message (4 KiB all_reduce over 4 processes on 2 cores: 382 -> 217 us,
-// docs/performance.md). The window is bounded because a yield can also hand the core to an
-// unrelated process for its time slice; a wait for a large message never yields (it is
-// bandwidth-bound, and the peer filling the socket needs the core).
+// sockets and the failure state's wake descriptor, each data connection's SO_RCVLOWAT set so that
+// the kernel wakes it once the bytes its next step needs are there (TcpLink::arm_wakeup). With
+// more ranks on this machine than cores, a wait first yields the core (sched_yield between tries)
+// for `yield` before it sleeps: the rank it waits for is then usually the one the core goes to,
+// where a woken sleeper costs a scheduler round trip (on a VM an inter-processor interrupt) per
+// wakeup (4 KiB all_reduce over 4 processes on 2 cores: 382 -> 217 us; a large one over TCP
+// alone, with the SO_RCVLOWAT mark, 1.1-1.3x faster than sleeping at once: docs/performance.md,
+// session 16). The window is bounded because a yield can also hand the core to an unrelated
+// process for its time slice.
 #include <functional>
 #include <memory>
 #include <optional>
@@ -76,7 +77,7 @@ struct TcpTransportOptions {
   /// the ranks on this machine (`local_ranks`) fit its cores, else 2 us (a spinning rank would
   /// take the core of the rank it waits for).
   std::chrono::nanoseconds spin{0};
-  /// After the spin, how long a wait for a small message yields the core (sched_yield between
+  /// After the spin, how long a wait yields the core (sched_yield between
   /// tries) before it sleeps in poll(). Negative: the default, 100 us when `local_ranks` exceed
   /// the cores, else 0 (a rank with its own core spins instead).
   std::chrono::nanoseconds yield{-1};
@@ -216,10 +217,9 @@ class TcpTransport final : public Transport {
   /// poll() on the sockets of `readers` (which `step` may update) and of every peer with queued
   /// sends. Throws the group's
   /// failure, PeerLost, or Timeout naming missing().
-  /// `may_yield`: a latency-bound wait (small messages), which yields after spinning.
   template <typename Step, typename Missing>
   void drive(Step&& step, const std::vector<int>& readers, Missing&& missing,
-             const Deadline& deadline, const char* what, bool may_yield = false);
+             const Deadline& deadline, const char* what);
   /// Before a sleep in poll(): raises the sleep flags of the shared-memory rings this rank waits
   /// on (those of `readers`, and those it sends into). False when one moved meanwhile.
   bool prepare_to_sleep(const std::vector<int>& readers);

@@ -1,14 +1,20 @@
 // TcpLink over a socketpair with a small send buffer: batched writes (several frames in one
 // sendmsg) that the socket takes only in part, and reads through the read-ahead buffer, across
 // every boundary that matters (empty payloads, one byte, a header's length, the read-ahead size
-// and its half, several frames of one message), arrive intact and in order.
+// and its half, several frames of one message), arrive intact and in order. Over a loopback TCP
+// connection with a raw sender: the SO_RCVLOWAT mark of arm_wakeup holds a sleeper until the
+// bytes its next step needs have come, and a closed connection still wakes it at once.
+#include <poll.h>
 #include <sys/socket.h>
 
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cstdint>
 #include <numeric>
 #include <vector>
 
+#include "collective/net/socket.h"
+#include "collective/transport/crc32c.h"
 #include "collective/transport/tcp_link.h"
 #include "collective/transport/transport.h"
 
@@ -153,4 +159,105 @@ TEST_CASE("tcp link that checks payloads refuses a Data frame without a checksum
     CHECK_THAT(e.what(), Catch::StartsWith("rank 0 sent a malformed frame: expected a payload "
                                            "CRC-32C (this rank checks payloads on this link"));
   }
+}
+
+namespace {
+
+// A receiving TcpLink on one end of a loopback TCP connection, and the other end as a raw
+// socket, so that a test writes a frame's bytes exactly where it wants them to stop.
+struct RawSender {
+  net::Socket raw;
+  TcpLink link;
+  SessionBytes session;
+};
+
+RawSender make_raw_sender() {
+  using namespace std::chrono_literals;
+  net::Socket listener = net::listen_tcp("127.0.0.1", 0);
+  net::Socket raw = net::connect_tcp(net::local_endpoint(listener), Deadline::after(5s));
+  net::Socket server = net::accept_tcp(listener, Deadline::after(5s));
+  SessionBytes session{};
+  session[0] = 9;
+  return RawSender{std::move(raw), TcpLink(std::move(server), session, 1, "rank 1"), session};
+}
+
+// The 64 header bytes of Data frame `seq` carrying `payload` whole (one-frame message).
+std::vector<std::uint8_t> data_header(const SessionBytes& session, std::uint64_t seq,
+                                      const std::vector<std::uint8_t>& payload) {
+  FrameHeader h;
+  h.type = FrameType::Data;
+  h.payload_bytes = static_cast<std::uint32_t>(payload.size());
+  h.session = session;
+  h.seq = seq;
+  h.tag = 3;
+  h.message_bytes = payload.size();
+  h.payload_crc = crc32c(payload.data(), payload.size());
+  std::vector<std::uint8_t> out(kFrameHeaderBytes);
+  encode_frame_header(h, std::span<std::uint8_t, kFrameHeaderBytes>(out.data(), kFrameHeaderBytes));
+  return out;
+}
+
+void write_bytes(const net::Socket& s, const std::uint8_t* data, std::size_t n) {
+  using namespace std::chrono_literals;
+  net::write_all(s, data, n, Deadline::after(5s));
+}
+
+// Whether the kernel reports `link` readable within `ms` (poll(), as the transport sleeps).
+bool readable_within(const TcpLink& link, int ms) {
+  pollfd p{link.fd(), POLLIN, 0};
+  return ::poll(&p, 1, ms) == 1;
+}
+
+}  // namespace
+
+TEST_CASE("tcp link armed mid-frame is woken when the frame is complete, not per packet",
+          "[collective][tcp]") {
+  RawSender s = make_raw_sender();
+  const std::vector<std::uint8_t> payload = pattern(kPieceBytes, 5);  // the largest frame
+  const std::vector<std::uint8_t> header = data_header(s.session, 2, payload);
+  std::vector<std::uint8_t> got(payload.size());
+
+  // Nothing has come: armed, the link sleeps through half a header.
+  s.link.arm_wakeup();
+  write_bytes(s.raw, header.data(), kFrameHeaderBytes / 2);
+  CHECK_FALSE(readable_within(s.link, 50));
+  write_bytes(s.raw, header.data() + kFrameHeaderBytes / 2, kFrameHeaderBytes / 2);
+  REQUIRE(readable_within(s.link, 5000));
+  REQUIRE(s.link.read_header() == LinkStep::Done);
+
+  // A third of the payload: the step reads it and needs the rest; armed, the link sleeps
+  // through another third and wakes once the last byte has come.
+  const std::size_t third = payload.size() / 3;
+  write_bytes(s.raw, payload.data(), third);
+  while (s.link.incoming().payload_got < third) {
+    REQUIRE(s.link.read_payload(got.data()) == LinkStep::Pending);
+    if (s.link.incoming().payload_got < third) REQUIRE(readable_within(s.link, 5000));
+  }
+  s.link.arm_wakeup();
+  write_bytes(s.raw, payload.data() + third, third);
+  CHECK_FALSE(readable_within(s.link, 50));
+  write_bytes(s.raw, payload.data() + 2 * third, payload.size() - 2 * third);
+  REQUIRE(readable_within(s.link, 5000));
+  REQUIRE(s.link.read_payload(got.data()) == LinkStep::Done);
+  CHECK(got == payload);
+}
+
+TEST_CASE("tcp link armed mid-frame is woken at once when the peer closes", "[collective][tcp]") {
+  RawSender s = make_raw_sender();
+  const std::vector<std::uint8_t> payload = pattern(100000, 8);
+  const std::vector<std::uint8_t> header = data_header(s.session, 2, payload);
+  std::vector<std::uint8_t> got(payload.size());
+  write_bytes(s.raw, header.data(), header.size());
+  write_bytes(s.raw, payload.data(), 1000);
+  REQUIRE(readable_within(s.link, 5000));
+  REQUIRE(s.link.read_header() == LinkStep::Done);
+  while (s.link.incoming().payload_got < 1000) {
+    REQUIRE(s.link.read_payload(got.data()) == LinkStep::Pending);
+    if (s.link.incoming().payload_got < 1000) REQUIRE(readable_within(s.link, 5000));
+  }
+  s.link.arm_wakeup();  // 99000 bytes to go: a truncated frame the peer never finishes
+  CHECK_FALSE(readable_within(s.link, 50));
+  s.raw.close();
+  CHECK(readable_within(s.link, 1000));
+  CHECK(s.link.read_payload(got.data()) == LinkStep::Closed);
 }
