@@ -62,9 +62,12 @@ Algorithm auto_algorithm(OpKind kind, std::size_t bytes, bool zero_copy,
 
 std::size_t ring_segment_bytes(const CommunicatorOptions& options, int world, bool zero_copy,
                                bool shared_memory) {
-  if (zero_copy || world < 3) return options.segment_bytes;
-  return std::min(options.segment_bytes,
-                  shared_memory ? kSharedMemoryRingSegmentBytes : kCopyingRingSegmentBytes);
+  if (zero_copy) return options.segment_bytes;
+  if (shared_memory) {
+    return world < 3 ? options.segment_bytes
+                     : std::min(options.segment_bytes, kSharedMemoryRingSegmentBytes);
+  }
+  return std::min(options.segment_bytes, kCopyingRingSegmentBytes);
 }
 
 }  // namespace ruccl

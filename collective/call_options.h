@@ -136,11 +136,12 @@ Algorithm auto_algorithm(OpKind kind, std::size_t bytes, bool zero_copy,
                          const CommunicatorOptions& options, int world = 2,
                          bool shared_memory = false);
 
-/// Over a copying transport with 3 or more ranks the ring all-reduce and reduce move their chunks
-/// in segments of at most this many bytes (one TCP frame): measured over TCP with 3 and 4
-/// processes on 2 cores, 256 KiB segments beat 4 MiB ones by 1.2-1.7x at 16 and 64 MiB (the
-/// partial a rank sends on was folded a moment ago and is still in cache), while with 2 processes
-/// 4 MiB stays faster (docs/performance.md, "TCP between processes").
+/// Over a copying transport (TCP) the ring all-reduce and reduce move their chunks in segments of
+/// at most this many bytes (one TCP frame): measured over TCP with 3 and 4 processes on 2 cores,
+/// 256 KiB segments beat 4 MiB ones by 1.2-1.7x at 16 and 64 MiB (the partial a rank sends on was
+/// folded a moment ago and is still in cache); with 2 processes, once the ring ran in segment
+/// order and waits marked SO_RCVLOWAT, 1.45-1.74x at 2-64 MiB (session 16; earlier sessions had
+/// 2 processes keep 4 MiB) (docs/performance.md, "TCP between processes").
 inline constexpr std::size_t kCopyingRingSegmentBytes = std::size_t{256} << 10;
 /// The cap instead when every pair of the group shares memory: the fold reads a segment straight
 /// out of the ring slot, and a 64 KiB one is still in cache when it is folded and sent on;
@@ -149,11 +150,12 @@ inline constexpr std::size_t kCopyingRingSegmentBytes = std::size_t{256} << 10;
 /// with 4 processes), while 2 processes keep 4 MiB
 /// (docs/performance.md, "2026-12-03, session 15").
 inline constexpr std::size_t kSharedMemoryRingSegmentBytes = std::size_t{64} << 10;
-/// The segment size of a ring all-reduce or reduce: options.segment_bytes, capped from world 3
-/// up over a copying transport at kCopyingRingSegmentBytes, or at kSharedMemoryRingSegmentBytes
-/// when every pair shares memory (`shared_memory`). Depends only on what every rank of a group
-/// shares (its options, its world size, its kind of transport; the transport agrees
-/// `shared_memory` through the store), so every rank cuts the same segments.
+/// The segment size of a ring all-reduce or reduce: options.segment_bytes, capped over a copying
+/// transport at kCopyingRingSegmentBytes, or, from world 3 up, at kSharedMemoryRingSegmentBytes
+/// when every pair shares memory (`shared_memory`; 2 ranks keep options.segment_bytes there).
+/// Depends only on what every rank of a group shares (its options, its world size, its kind of
+/// transport; the transport agrees `shared_memory` through the store), so every rank cuts the
+/// same segments.
 std::size_t ring_segment_bytes(const CommunicatorOptions& options, int world, bool zero_copy,
                                bool shared_memory);
 
