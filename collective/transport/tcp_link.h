@@ -73,6 +73,8 @@ class TcpLink {
   LinkStep flush();
   /// Whether everything queued has been written to the socket.
   bool drained() const { return sends_.empty(); }
+  /// Bytes written to and read from the socket so far (a wait spins on while this moves).
+  std::uint64_t bytes_moved() const { return moved_; }
   /// Whether a queued message still reads a caller's buffer (Data; owned frames do not).
   bool borrows() const {
     for (const Send& s : sends_) {
@@ -150,6 +152,7 @@ class TcpLink {
   std::size_t ahead_begin_ = 0;
   std::size_t ahead_end_ = 0;
   int wake_bytes_ = 1;  // the socket's SO_RCVLOWAT (the kernel's default is 1)
+  std::uint64_t moved_ = 0;
 };
 
 }  // namespace ruccl

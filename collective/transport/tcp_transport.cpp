@@ -131,7 +131,10 @@ void TcpTransport::flush_all() {
 bool TcpTransport::pump(int peer) {
   ShmChannel* ch = channel(peer);
   if (ch == nullptr || !ch->has_output()) return false;
-  if (ch->pump()) shm_.bell->ring(peer);
+  if (ch->pump()) {
+    ++shm_moved_;
+    shm_.bell->ring(peer);
+  }
   return ch->has_output();
 }
 
@@ -181,6 +184,7 @@ void TcpTransport::check_frame(const Receive& r, const FrameHeader& h) {
 const ShmPiece* TcpTransport::next_piece(Receive& r) {
   const ShmPiece* piece = channel(r.peer)->peek();
   if (piece == nullptr) return nullptr;
+  ++shm_moved_;
   if (piece->record != (r.type == FrameType::Record))
     fail_and_throw(kind_mismatch(r, piece->record));
   const TcpLink& link = *links_[static_cast<std::size_t>(r.peer)];
@@ -262,6 +266,10 @@ template <typename Step, typename Missing>
 void TcpTransport::drive(Step&& step, const std::vector<int>& readers, Missing&& missing,
                          const Deadline& deadline, const char* what) {
   const auto start = Deadline::Clock::now();
+  // The spin and the yield restart whenever bytes move: a wait sleeps only after a quiet spell,
+  // not on every frame of a long message that is still streaming in.
+  auto quiet_since = start;
+  std::uint64_t moved = bytes_moved();
   std::vector<pollfd> fds;
   int last_missing = -1;  // while the trace records: the peer this wait ended on
   for (std::uint32_t i = 1;; ++i) {
@@ -282,8 +290,12 @@ void TcpTransport::drive(Step&& step, const std::vector<int>& readers, Missing&&
     if (observing_waits() && !readers.empty()) last_missing = readers.back();
     const auto now = Deadline::Clock::now();
     if (deadline.expired(now)) break;
-    if (now - start < spin_) continue;
-    if (now - start < yield_) {
+    if (const std::uint64_t m = bytes_moved(); m != moved) {
+      moved = m;
+      quiet_since = now;
+    }
+    if (now - quiet_since < spin_) continue;
+    if (now - quiet_since < yield_) {
       sched_yield();
       continue;
     }
@@ -326,6 +338,14 @@ void TcpTransport::drive(Step&& step, const std::vector<int>& readers, Missing&&
           deadline.timeout().count(), " ms waiting for ", what, " from ",
           options_.names.list(absent), " that never arrived", calls_reached(deadline, absent)),
       absent));
+}
+
+std::uint64_t TcpTransport::bytes_moved() const {
+  std::uint64_t moved = shm_moved_;
+  for (const auto& link : links_) {
+    if (link) moved += link->bytes_moved();
+  }
+  return moved;
 }
 
 bool TcpTransport::prepare_to_sleep(const std::vector<int>& readers) {
