@@ -146,7 +146,7 @@ LinkStep TcpLink::flush() {
       return LinkStep::Closed;  // EPIPE, ECONNRESET, ...
     }
     // Credit what was written to the batched frames, in order.
-    moved_ += static_cast<std::uint64_t>(k);
+    sent_ += static_cast<std::uint64_t>(k);
     auto left = static_cast<std::size_t>(k);
     for (auto it = sends_.begin(); left > 0 && batched > 0; ++it, --batched) {
       Send& s = *it;
@@ -170,7 +170,7 @@ LinkStep TcpLink::fill() {
     const ssize_t k = ::recv(socket_.fd(), ahead_.get(), kReadAheadBytes, MSG_DONTWAIT);
     if (k > 0) {
       ahead_end_ = static_cast<std::size_t>(k);
-      moved_ += static_cast<std::uint64_t>(k);
+      received_ += static_cast<std::uint64_t>(k);
       return LinkStep::Done;
     }
     if (k == 0) return LinkStep::Closed;
@@ -247,7 +247,7 @@ LinkStep TcpLink::read_payload(void* dst) {
         return LinkStep::Closed;
       }
       got = static_cast<std::size_t>(k);
-      moved_ += got;
+      received_ += got;
     }
     if (!in_.header.unchecked_payload) in_.crc = crc32c(at, got, in_.crc);
     in_.payload_got += got;

@@ -73,8 +73,9 @@ class TcpLink {
   LinkStep flush();
   /// Whether everything queued has been written to the socket.
   bool drained() const { return sends_.empty(); }
-  /// Bytes written to and read from the socket so far (a wait spins on while this moves).
-  std::uint64_t bytes_moved() const { return moved_; }
+  /// Bytes written to and read from the socket so far (a wait spins on while this moves). Two
+  /// counts: the control channel sends and receives on one link from two threads.
+  std::uint64_t bytes_moved() const { return sent_ + received_; }
   /// Whether a queued message still reads a caller's buffer (Data; owned frames do not).
   bool borrows() const {
     for (const Send& s : sends_) {
@@ -151,8 +152,9 @@ class TcpLink {
   std::unique_ptr<std::uint8_t[]> ahead_;  // bytes received but not yet parsed: [begin, end)
   std::size_t ahead_begin_ = 0;
   std::size_t ahead_end_ = 0;
-  int wake_bytes_ = 1;  // the socket's SO_RCVLOWAT (the kernel's default is 1)
-  std::uint64_t moved_ = 0;
+  int wake_bytes_ = 1;          // the socket's SO_RCVLOWAT (the kernel's default is 1)
+  std::uint64_t sent_ = 0;      // written by the sending side only
+  std::uint64_t received_ = 0;  // written by the receiving side only
 };
 
 }  // namespace ruccl
