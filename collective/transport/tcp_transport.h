@@ -79,9 +79,9 @@ struct TcpTransportOptions {
   /// the ranks on this machine (`local_ranks`) fit its cores, else 2 us (a spinning rank would
   /// take the core of the rank it waits for).
   std::chrono::nanoseconds spin{0};
-  /// After the spin, how long a wait yields the core (sched_yield between
-  /// tries) before it sleeps in poll(). Negative: the default, 100 us when `local_ranks` exceed
-  /// the cores, else 0 (a rank with its own core spins instead).
+  /// After the spin, how long a wait yields the core (sched_yield between tries) before it
+  /// sleeps in poll(). Negative: the default, 100 us when `local_ranks` exceed the cores, else 0
+  /// (a rank with its own core spins instead).
   std::chrono::nanoseconds yield{-1};
   int local_ranks = 1;
   /// The send and receive buffers of every data connection (SO_SNDBUF, SO_RCVBUF;

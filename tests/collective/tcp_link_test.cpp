@@ -208,6 +208,15 @@ bool readable_within(const TcpLink& link, int ms) {
   return ::poll(&p, 1, ms) == 1;
 }
 
+// Reads the current frame's payload into `dst` until at least `n` bytes of it have come (the
+// frame stays incomplete: every read is Pending), waiting as the transport does.
+void read_payload_until(TcpLink& link, std::uint8_t* dst, std::size_t n) {
+  while (link.incoming().payload_got < n) {
+    REQUIRE(link.read_payload(dst) == LinkStep::Pending);
+    if (link.incoming().payload_got < n) REQUIRE(readable_within(link, 5000));
+  }
+}
+
 }  // namespace
 
 TEST_CASE("tcp link armed mid-frame is woken when the frame is complete, not per packet",
@@ -229,10 +238,7 @@ TEST_CASE("tcp link armed mid-frame is woken when the frame is complete, not per
   // through another third and wakes once the last byte has come.
   const std::size_t third = payload.size() / 3;
   write_bytes(s.raw, payload.data(), third);
-  while (s.link.incoming().payload_got < third) {
-    REQUIRE(s.link.read_payload(got.data()) == LinkStep::Pending);
-    if (s.link.incoming().payload_got < third) REQUIRE(readable_within(s.link, 5000));
-  }
+  read_payload_until(s.link, got.data(), third);
   s.link.arm_wakeup();
   write_bytes(s.raw, payload.data() + third, third);
   CHECK_FALSE(readable_within(s.link, 50));
@@ -251,10 +257,7 @@ TEST_CASE("tcp link armed mid-frame is woken at once when the peer closes", "[co
   write_bytes(s.raw, payload.data(), 1000);
   REQUIRE(readable_within(s.link, 5000));
   REQUIRE(s.link.read_header() == LinkStep::Done);
-  while (s.link.incoming().payload_got < 1000) {
-    REQUIRE(s.link.read_payload(got.data()) == LinkStep::Pending);
-    if (s.link.incoming().payload_got < 1000) REQUIRE(readable_within(s.link, 5000));
-  }
+  read_payload_until(s.link, got.data(), 1000);
   s.link.arm_wakeup();  // 99000 bytes to go: a truncated frame the peer never finishes
   CHECK_FALSE(readable_within(s.link, 50));
   s.raw.close();
