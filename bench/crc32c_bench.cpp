@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "collective/transport/crc32c.h"
+#include "collective/common/crc32c.h"
 
 namespace {
 

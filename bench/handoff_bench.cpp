@@ -1,6 +1,6 @@
 // handoff_bench: what one hand-off between two threads costs, the floor under every step of an
 // in-process collective and the reason for the spin-then-block waits of
-// collective/transport/doorbell.h. Two threads pass a turn back and forth; one hand-off is half a
+// collective/transport/in_process/doorbell.h. Two threads pass a turn back and forth; one hand-off is half a
 // round trip. Three mechanisms:
 //   spin      both threads spin on an atomic (with the CPU's pause hint)
 //   yield     both threads loop on the atomic calling sched_yield (std::this_thread::yield)

@@ -41,7 +41,7 @@
 #include <vector>
 
 #include "collective/collective.h"
-#include "collective/engine/mpi/mpi_group.h"
+#include "collective/mpi_group.h"
 #include "tensor/tensor.h"
 
 namespace {

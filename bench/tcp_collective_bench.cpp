@@ -36,6 +36,7 @@
 #include "bench/tcp_bench_support.h"
 #include "collective/collective.h"
 #include "tensor/tensor.h"
+#include "collective/algorithms/selection.h"
 
 namespace {
 

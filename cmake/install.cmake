@@ -10,7 +10,8 @@ if(RUCCL_WITH_CUDA)
 endif()
 set(_ruccl_header_excludes)
 if(NOT RUCCL_WITH_MPI)
-  set(_ruccl_header_excludes PATTERN "engine/mpi" EXCLUDE)  # headers of a part not built
+  # headers of a part not built
+  set(_ruccl_header_excludes PATTERN "collective/mpi" EXCLUDE PATTERN "mpi_group.h" EXCLUDE)
 endif()
 foreach(layer ${_ruccl_header_dirs})
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/${layer} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/ruccl

@@ -2,7 +2,7 @@
 // The data-movement collectives are in communicator_data_ops.cpp.
 #include "collective/communicator.h"
 
-#include "collective/communicator_core.h"
+#include "collective/core/communicator_core.h"
 #include "collective/engine/algorithm_engine.h"
 
 namespace ruccl {

@@ -19,33 +19,24 @@
 #include <string>
 #include <vector>
 
-#include "collective/call_options.h"
-#include "collective/collective_error.h"
-#include "collective/reduce_operation.h"
+#include "collective/protocol/call_options.h"
+#include "collective/common/collective_error.h"
+#include "collective/common/reduce_operation.h"
+#include "collective/engine/engine_factory.h"
 #include "collective/trace/call_stats.h"
 #include "collective/trace/call_trace.h"
 #include "tensor/core/tensor.h"
 
 namespace ruccl {
 
-class Transport;
 class CommunicatorCore;
-class CollectiveEngine;
-/// Makes a rank's collective engine over its transport (collective/engine/collective_engine.h).
-using EngineFactory = std::function<std::unique_ptr<CollectiveEngine>(
-    Transport& transport, Device device, const CommunicatorOptions& options)>;
-
-/// Result of all_to_all_v: the received rows (in source-rank order) and how many came from each.
-struct AllToAllVResult {
-  Tensor output;
-  std::vector<std::int64_t> recv_counts;
-};
 
 /// One rank's endpoint of a group. Cheap to copy: copies refer to the same endpoint. Use one
 /// endpoint from one thread at a time.
 class Communicator {
  public:
-  /// An endpoint over `transport` (InProcessGroup::create, and later TCP/NCCL, build these).
+  /// An endpoint over `transport` (the group factories build these: InProcessGroup::create,
+  /// TcpGroup, MpiGroup; the CUDA layer's NcclGroup).
   /// Runs collectives with our algorithms over the transport (AlgorithmEngine).
   Communicator(std::unique_ptr<Transport> transport, Device device, CommunicatorOptions options);
   /// The same with the engine `engine` makes over the transport (MPI, ...): the core still
@@ -57,7 +48,7 @@ class Communicator {
   /// OpenMPI variables), over TCP: see TcpGroup::from_env (collective/tcp_group.h). Built with
   /// MPI (RUCCL_WITH_MPI), a process started by mpirun (OMPI_COMM_WORLD_*) or by srun --mpi=pmix
   /// (PMIX_RANK) joins MPI_COMM_WORLD with the MPI engine instead (MpiGroup::world,
-  /// collective/engine/mpi/mpi_group.h). RUCCL_ENGINE=mpi or tcp chooses explicitly; another
+  /// collective/mpi_group.h). RUCCL_ENGINE=mpi or tcp chooses explicitly; another
   /// value is InvalidConfig naming it.
   static Communicator from_env(Device device = Device::cpu(), CommunicatorOptions options = {});
 

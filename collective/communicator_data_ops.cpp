@@ -1,9 +1,9 @@
 // Communicator: the data-movement collectives (checked and agreed here, run by the engine) and
 // point-to-point send/recv.
 #include "collective/communicator.h"
-#include "collective/communicator_core.h"
+#include "collective/core/communicator_core.h"
 #include "collective/engine/algorithm_engine.h"
-#include "collective/p2p_header.h"
+#include "collective/protocol/p2p_header.h"
 
 namespace ruccl {
 

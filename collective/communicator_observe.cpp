@@ -1,6 +1,6 @@
 // Communicator: what a rank's calls did (statistics and trace: collective/trace/).
 #include "collective/communicator.h"
-#include "collective/communicator_core.h"
+#include "collective/core/communicator_core.h"
 
 namespace ruccl {
 

@@ -1,6 +1,6 @@
 #include "collective/in_process_group.h"
 
-#include "collective/transport/in_process_transport.h"
+#include "collective/transport/in_process/in_process_transport.h"
 
 namespace ruccl {
 

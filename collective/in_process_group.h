@@ -2,7 +2,7 @@
 // InProcessGroup: a group whose ranks are threads of one process.
 #include <vector>
 
-#include "collective/call_options.h"
+#include "collective/protocol/call_options.h"
 #include "collective/communicator.h"
 #include "tensor/core/device.h"
 

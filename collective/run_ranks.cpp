@@ -2,7 +2,7 @@
 
 #include <thread>
 
-#include "collective/collective_error.h"
+#include "collective/common/collective_error.h"
 
 namespace ruccl {
 

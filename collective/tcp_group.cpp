@@ -3,17 +3,12 @@
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
-#include <map>
-#include <mutex>
 #include <optional>
 #include <utility>
 
 #include "collective/launch/launch_env.h"
 #include "collective/store/tcp_store.h"
-#include "ruccl/config.h"
-#if RUCCL_WITH_MPI
-#include "collective/engine/mpi/mpi_group.h"
-#endif
+#include "collective/transport/tcp/tcp_transport.h"
 
 namespace ruccl {
 
@@ -151,68 +146,6 @@ Communicator TcpGroup::from_env(Device device, CommunicatorOptions options,
                               std::move(options), std::move(transport), engine);
   comm.barrier(CallOptions().with_label("Communicator::from_env"));
   return comm;
-}
-
-namespace {
-
-std::mutex env_engines_mutex;
-std::map<std::string, StoreEngineFactory>& env_engines() {
-  static std::map<std::string, StoreEngineFactory> engines;
-  return engines;
-}
-
-StoreEngineFactory env_engine(const std::string& name) {
-  std::lock_guard<std::mutex> lock(env_engines_mutex);
-  const auto it = env_engines().find(name);
-  return it == env_engines().end() ? StoreEngineFactory{} : it->second;
-}
-
-}  // namespace
-
-void register_env_engine(const std::string& name, StoreEngineFactory engine) {
-  std::lock_guard<std::mutex> lock(env_engines_mutex);
-  env_engines()[name] = std::move(engine);
-}
-
-bool mpi_engine_from_env() {
-  const char* engine = std::getenv("RUCCL_ENGINE");
-  const std::string asked = engine != nullptr ? engine : "";
-  if (!asked.empty() && asked != "mpi" && asked != "tcp" && env_engine(asked)) return false;
-  if (asked == "nccl") {
-    throw CollectiveError(CollectiveErrorKind::InvalidConfig,
-                          "RUCCL_ENGINE: expected \"tcp\" or \"mpi\" in this build, got "
-                          "\"nccl\" (ruCCL was built without CUDA, or the CUDA layer is not "
-                          "installed: configure with -DRUCCL_WITH_CUDA=ON)");
-  }
-  if (!asked.empty() && asked != "mpi" && asked != "tcp") {
-    throw CollectiveError(CollectiveErrorKind::InvalidConfig,
-                          str("RUCCL_ENGINE: expected \"mpi\" or \"tcp\", got \"", asked, "\""));
-  }
-  if (!RUCCL_WITH_MPI && asked == "mpi") {
-    throw CollectiveError(CollectiveErrorKind::InvalidConfig,
-                          "RUCCL_ENGINE: expected \"tcp\" in this build, got \"mpi\" (ruCCL was "
-                          "built without MPI: install libopenmpi-dev and configure with "
-                          "-DRUCCL_WITH_MPI=ON)");
-  }
-  const bool mpi_launcher = std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr ||
-                            std::getenv("OMPI_COMM_WORLD_RANK") != nullptr ||
-                            std::getenv("PMIX_RANK") != nullptr;
-  return RUCCL_WITH_MPI && (asked == "mpi" || (asked.empty() && mpi_launcher));
-}
-
-Communicator Communicator::from_env(Device device, CommunicatorOptions options) {
-#if RUCCL_WITH_MPI
-  if (mpi_engine_from_env()) return MpiGroup::world(device, std::move(options));
-#else
-  (void)mpi_engine_from_env();  // a bad RUCCL_ENGINE is an error here too
-#endif
-  const char* asked = std::getenv("RUCCL_ENGINE");
-  if (asked != nullptr) {
-    if (StoreEngineFactory engine = env_engine(asked)) {
-      return TcpGroup::from_env(device, std::move(options), {}, engine);
-    }
-  }
-  return TcpGroup::from_env(device, std::move(options));
 }
 
 }  // namespace ruccl

@@ -6,12 +6,15 @@
 //   // every process (started by ruccl-run, torchrun, srun or mpirun):
 //   Communicator comm = Communicator::from_env();
 //   Tensor sum = comm.all_reduce(t, ReduceOperation::Sum);
+#include <functional>
 #include <memory>
+#include <string>
+#include <string_view>
 
-#include "collective/call_options.h"
+#include "collective/protocol/call_options.h"
 #include "collective/communicator.h"
 #include "collective/store/store.h"
-#include "collective/transport/tcp_transport.h"
+#include "collective/transport/tcp/tcp_options.h"
 
 namespace ruccl {
 

@@ -6,7 +6,7 @@
 #include <span>
 #include <vector>
 
-#include "collective/transport/call_record_codec.h"
+#include "collective/protocol/call_record_codec.h"
 #include "fuzz/fuzz_check.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

@@ -12,12 +12,12 @@
 #include <string>
 #include <vector>
 
-#include "collective/collective_error.h"
-#include "collective/p2p_header.h"
-#include "collective/transport/call_record_codec.h"
-#include "collective/transport/crc32c.h"
-#include "collective/transport/tcp_frame.h"
-#include "collective/transport/tcp_frame_payloads.h"
+#include "collective/common/collective_error.h"
+#include "collective/protocol/p2p_header.h"
+#include "collective/protocol/call_record_codec.h"
+#include "collective/common/crc32c.h"
+#include "collective/transport/tcp/tcp_frame.h"
+#include "collective/transport/tcp/tcp_frame_payloads.h"
 
 using namespace ruccl;
 

@@ -17,10 +17,10 @@
 #include <span>
 #include <vector>
 
-#include "collective/transport/call_record_codec.h"
-#include "collective/transport/crc32c.h"
-#include "collective/transport/tcp_frame.h"
-#include "collective/transport/tcp_frame_payloads.h"
+#include "collective/protocol/call_record_codec.h"
+#include "collective/common/crc32c.h"
+#include "collective/transport/tcp/tcp_frame.h"
+#include "collective/transport/tcp/tcp_frame_payloads.h"
 #include "fuzz/fuzz_check.h"
 
 using namespace ruccl;

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <span>
 
-#include "collective/p2p_header.h"
+#include "collective/protocol/p2p_header.h"
 #include "fuzz/fuzz_check.h"
 #include "tensor/core/checked_arithmetic.h"
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "autodiff/nn/module.h"
-#include "collective/collective_error.h"
+#include "collective/common/collective_error.h"
 
 namespace ruccl::optim {
 

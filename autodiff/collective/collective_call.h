@@ -18,7 +18,7 @@
 #include <cstdint>
 
 #include "autodiff/var.h"
-#include "collective/call_options.h"
+#include "collective/protocol/call_options.h"
 #include "collective/communicator.h"
 #include "tensor/core/tensor.h"
 

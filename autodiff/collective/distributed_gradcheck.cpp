@@ -11,7 +11,7 @@
 
 #include "autodiff/grad_mode.h"
 #include "autodiff/gradcheck_detail.h"
-#include "collective/collective_error.h"
+#include "collective/common/collective_error.h"
 #include "collective/in_process_group.h"
 #include "collective/run_ranks.h"
 

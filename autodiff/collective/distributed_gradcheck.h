@@ -32,7 +32,7 @@
 
 #include "autodiff/gradcheck.h"
 #include "autodiff/var.h"
-#include "collective/call_options.h"
+#include "collective/protocol/call_options.h"
 #include "collective/communicator.h"
 
 namespace ruccl::autodiff::collective {

@@ -9,7 +9,7 @@
 #include <cstddef>
 #include <span>
 
-#include "collective/reduce_operation.h"
+#include "collective/common/reduce_operation.h"
 #include "tensor/core/dtype.h"
 
 namespace ruccl {

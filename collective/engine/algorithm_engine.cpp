@@ -5,6 +5,7 @@
 #include <atomic>
 
 #include "collective/algorithms/algorithm.h"
+#include "collective/algorithms/selection.h"
 
 namespace ruccl {
 

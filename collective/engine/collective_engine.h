@@ -1,7 +1,7 @@
 #pragma once
 // CollectiveEngine: the seam between the Communicator core and what moves and reduces the bytes.
 //
-// The core (collective/communicator_core.h) validates every call's arguments, fingerprints it
+// The core (collective/core/communicator_core.h) validates every call's arguments, fingerprints it
 // into a CallRecord, agrees on it with every rank over the transport (the control channel),
 // enforces the deadline and turns any failure into the same CollectiveError on every rank. Only
 // then does it hand the call to the group's engine, which runs it:
@@ -17,8 +17,10 @@
 #include <span>
 #include <string>
 
-#include "collective/call_options.h"
-#include "collective/communicator.h"
+#include "collective/algorithms/algorithm.h"
+#include "collective/common/reduce_operation.h"
+#include "collective/engine/engine_factory.h"
+#include "collective/protocol/call_options.h"
 #include "collective/transport/transport.h"
 
 namespace ruccl {
@@ -30,20 +32,21 @@ struct EngineCall {
   const CallRecord& record;
   /// Every rank's record of this call (index = rank): valid once the call is agreed.
   std::span<const CallRecord> records;
-  /// The call's label ("all_reduce", or CallOptions::label) and deadline.
+  /// The call's label ("all_reduce", or CallOptions::label).
   const char* label;
-  const Deadline& deadline;
-  /// A message tag base unique to this call: the engine may use tags tag .. tag + 0xFFFF.
-  std::uint64_t tag;
-  /// Set when the engine said sends_with_agreement for this call: its agreement is in flight,
-  /// and the engine must call agreed() after posting its first sends, before its first receive.
-  const FunctionRef<void()>* pending_agreement = nullptr;
+  /// The group's transport, a message tag base unique to this call (the engine may use tags
+  /// tag .. tag + 0xFFFF), the call's deadline and, when the engine said sends_with_agreement
+  /// for this call, its agreement in flight: the engine must then call agreed() after posting
+  /// its first sends, before its first receive. What our algorithms take (an engine that runs
+  /// them over a transport of its own rebinds it: AlgorithmContext::on).
+  AlgorithmContext context;
 
   Algorithm algorithm() const { return static_cast<Algorithm>(record.algorithm); }
+  const Deadline& deadline() const { return context.deadline; }
+  /// Whether the call's agreement is still in flight (see context).
+  bool agreement_pending() const { return context.pending_agreement != nullptr; }
   /// Completes a pending agreement (throws on disagreement, failing the group); else nothing.
-  void agreed() const {
-    if (pending_agreement != nullptr) (*pending_agreement)();
-  }
+  void agreed() const { context.agreed(); }
 };
 
 /// Runs agreed collectives for one rank. Inputs are the caller's tensors, already checked (defined,
@@ -62,7 +65,7 @@ class CollectiveEngine {
   /// order (collective/algorithms/algorithm.h). MPI's reduction order is the implementation's.
   virtual bool bit_identical() const = 0;
   /// Whether a call of `kind` that the core resolved to `algorithm` posts its first sends before
-  /// its agreement completes (EngineCall::pending_agreement): one exchange instead of two.
+  /// its agreement completes (EngineCall::agreement_pending): one exchange instead of two.
   virtual bool sends_with_agreement(OpKind kind, Algorithm algorithm) const {
     (void)kind;
     (void)algorithm;
@@ -87,8 +90,5 @@ class CollectiveEngine {
   virtual AllToAllVResult all_to_all_v(const EngineCall& call, const Tensor& t,
                                        std::span<const std::int64_t> send_counts) = 0;
 };
-
-// EngineFactory (communicator.h) makes the engine of one rank over the group's transport, which
-// outlives the engine.
 
 }  // namespace ruccl

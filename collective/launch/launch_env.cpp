@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <limits>
 
-#include "collective/collective_error.h"
+#include "collective/common/collective_error.h"
 #include "collective/launch/env_reader.h"
 #include "collective/launch/launch_sources.h"
 

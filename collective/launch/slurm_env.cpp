@@ -3,7 +3,7 @@
 // which a step may use only part of.
 #include <limits>
 
-#include "collective/collective_error.h"
+#include "collective/common/collective_error.h"
 #include "collective/launch/launch_sources.h"
 #include "collective/launch/slurm_hostlist.h"
 

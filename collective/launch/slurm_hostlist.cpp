@@ -6,7 +6,7 @@
 #include <limits>
 #include <optional>
 
-#include "collective/collective_error.h"
+#include "collective/common/collective_error.h"
 #include "collective/launch/env_reader.h"
 
 namespace ruccl {

@@ -21,7 +21,7 @@
 #include <thread>
 #include <vector>
 
-#include "collective/collective_error.h"
+#include "collective/common/collective_error.h"
 #include "collective/net/socket_detail.h"
 
 namespace ruccl::net {

@@ -23,7 +23,7 @@
 #include <string>
 #include <string_view>
 
-#include "collective/transport/deadline.h"
+#include "collective/common/deadline.h"
 
 namespace ruccl::net {
 

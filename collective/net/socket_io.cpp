@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "collective/collective_error.h"
+#include "collective/common/collective_error.h"
 #include "collective/net/socket.h"
 #include "collective/net/socket_detail.h"
 

@@ -10,7 +10,7 @@
 #include <cstring>
 #include <thread>
 
-#include "collective/collective_error.h"
+#include "collective/common/collective_error.h"
 #include "collective/net/socket_detail.h"
 
 namespace ruccl {

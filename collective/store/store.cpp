@@ -7,7 +7,7 @@
 #include <cstring>
 #include <limits>
 
-#include "collective/collective_error.h"
+#include "collective/common/collective_error.h"
 
 namespace ruccl {
 

@@ -26,7 +26,7 @@
 #include <string_view>
 #include <vector>
 
-#include "collective/transport/deadline.h"
+#include "collective/common/deadline.h"
 
 namespace ruccl {
 

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <limits>
 
-#include "collective/collective_error.h"
+#include "collective/common/collective_error.h"
 #include "collective/store/tcp_store_server.h"
 
 namespace ruccl {

@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "collective/collective_error.h"
+#include "collective/common/collective_error.h"
 #include "collective/net/socket_detail.h"
 #include "collective/store/store_protocol.h"
 

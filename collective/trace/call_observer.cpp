@@ -6,8 +6,9 @@
 #include <cstring>
 #include <exception>
 
-#include "collective/reduce_operation.h"
+#include "collective/common/reduce_operation.h"
 #include "collective/trace/chrome_trace.h"
+#include "collective/algorithms/selection.h"
 
 namespace ruccl {
 

@@ -14,12 +14,12 @@
 #include <span>
 #include <string>
 
-#include "collective/call_options.h"
-#include "collective/collective_error.h"
+#include "collective/protocol/call_options.h"
+#include "collective/common/collective_error.h"
 #include "collective/trace/call_stats.h"
 #include "collective/trace/call_trace.h"
 #include "collective/trace/debug_settings.h"
-#include "collective/transport/call_record.h"
+#include "collective/protocol/call_record.h"
 #include "collective/transport/transport.h"
 
 namespace ruccl {

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "collective/call_options.h"
-#include "collective/transport/call_record.h"
+#include "collective/protocol/call_options.h"
+#include "collective/protocol/call_record.h"
 
 namespace ruccl {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <exception>
 
-#include "collective/collective_error.h"
+#include "collective/common/collective_error.h"
 
 namespace ruccl {
 

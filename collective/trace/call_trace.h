@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "collective/transport/call_record.h"
+#include "collective/protocol/call_record.h"
 
 namespace ruccl {
 

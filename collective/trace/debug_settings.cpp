@@ -6,7 +6,7 @@
 #include <cctype>
 #include <cstdlib>
 
-#include "collective/collective_error.h"
+#include "collective/common/collective_error.h"
 
 namespace ruccl {
 

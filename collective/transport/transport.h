@@ -33,33 +33,13 @@
 #include <type_traits>
 #include <utility>
 
-#include "collective/collective_error.h"
-#include "collective/transport/call_record.h"
-#include "collective/transport/deadline.h"
+#include "collective/common/collective_error.h"
+#include "collective/protocol/call_record.h"
+#include "collective/common/deadline.h"
+#include "collective/common/function_ref.h"
+#include "collective/protocol/pieces.h"
 
 namespace ruccl {
-
-/// A non-owning reference to a callable (no allocation, unlike std::function): valid only while
-/// the referenced callable lives, which is the duration of the transport call it is passed to.
-template <typename Signature>
-class FunctionRef;
-template <typename R, typename... Args>
-class FunctionRef<R(Args...)> {
- public:
-  template <typename F>
-  requires(!std::is_same_v<std::remove_cvref_t<F>, FunctionRef> &&
-           std::is_invocable_r_v<R, F&, Args...>)
-      FunctionRef(F&& f)  // NOLINT: implicit, like std::function
-      : object_(const_cast<void*>(static_cast<const void*>(std::addressof(f)))),
-        call_([](void* object, Args... args) -> R {
-          return (*static_cast<std::remove_reference_t<F>*>(object))(std::forward<Args>(args)...);
-        }) {}
-  R operator()(Args... args) const { return call_(object_, std::forward<Args>(args)...); }
-
- private:
-  void* object_;
-  R (*call_)(void*, Args...);
-};
 
 /// Consumes one piece of a received message in place: bytes [offset, offset + nbytes) of the
 /// message are at `data`. Pieces come in order, back to back; each but the last is a multiple of
@@ -72,16 +52,6 @@ using ConsumeFn = FunctionRef<void(std::size_t offset, const void* data, std::si
 /// offset reaches its size; data[i] is then its end).
 using ConsumeManyFn =
     FunctionRef<void(std::size_t offset, std::span<const void* const> data, std::size_t nbytes)>;
-
-/// Pieces are at most this long (a reader notices a failed group within one piece: ~25 us of
-/// memcpy) and, but the last, a multiple of kPieceAlign (the largest element size divides it).
-inline constexpr std::size_t kPieceBytes = std::size_t{256} << 10;
-inline constexpr std::size_t kPieceAlign = 64;
-
-/// How many bytes of a `size`-byte message lie in the piece [offset, offset + nbytes).
-inline std::size_t piece_bytes(std::size_t size, std::size_t offset, std::size_t nbytes) {
-  return offset >= size ? 0 : (size - offset < nbytes ? size - offset : nbytes);
-}
 
 /// A rank's connection to the other ranks of its group. One thread uses it at a time, except
 /// fail(), failed() and the destructor's leaving notice, which are safe from any thread.

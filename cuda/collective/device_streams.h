@@ -3,7 +3,7 @@
 // mapping of tensor dtypes and reduce operations onto the fold kernels.
 #include <cuda_runtime.h>
 
-#include "collective/reduce_operation.h"
+#include "collective/common/reduce_operation.h"
 #include "cuda/collective/fold_kernels.cuh"
 #include "tensor/core/device.h"
 #include "tensor/core/dtype.h"

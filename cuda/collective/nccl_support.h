@@ -8,10 +8,10 @@
 #include <string>
 #include <string_view>
 
-#include "collective/collective_error.h"
-#include "collective/reduce_operation.h"
+#include "collective/common/collective_error.h"
+#include "collective/common/reduce_operation.h"
 #include "collective/store/store.h"
-#include "collective/transport/call_record.h"
+#include "collective/protocol/call_record.h"
 #include "tensor/core/dtype.h"
 
 namespace ruccl::cuda {

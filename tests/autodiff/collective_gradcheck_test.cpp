@@ -6,7 +6,7 @@
 
 #include "autodiff/autodiff.h"
 #include "autodiff/collective/collective.h"
-#include "collective/collective_error.h"
+#include "collective/common/collective_error.h"
 #include "tensor/tensor.h"
 #include "tests/support/rank_harness.h"
 

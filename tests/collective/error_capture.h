@@ -7,7 +7,7 @@
 #include <string>
 #include <utility>
 
-#include "collective/collective_error.h"
+#include "collective/common/collective_error.h"
 
 namespace ruccl::testing {
 

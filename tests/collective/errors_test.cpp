@@ -9,6 +9,7 @@
 #include "tests/collective/collective_test_support.h"
 #include "tests/collective/group_factories.h"
 #include "tests/support/rank_harness.h"
+#include "collective/algorithms/selection.h"
 
 using namespace ruccl;
 using namespace ruccl::testing;

@@ -16,9 +16,9 @@
 #include <vector>
 
 #include "collective/collective.h"
-#include "collective/transport/fault_injecting_transport.h"
-#include "collective/transport/in_process_transport.h"
-#include "tests/collective/tcp_loopback.h"
+#include "collective/transport/fault/fault_injecting_transport.h"
+#include "collective/transport/in_process/in_process_transport.h"
+#include "tests/collective/transport/tcp/tcp_loopback.h"
 
 namespace ruccl::testing {
 

@@ -4,7 +4,7 @@
 // engine says it guarantees.
 #include <cstdlib>
 
-#include "collective/engine/mpi/mpi_engine.h"
+#include "collective/mpi/mpi_engine.h"
 #include "collective/run_ranks.h"
 #include "tensor/tensor.h"
 #include "tests/mpi/mpi_job_support.h"

@@ -23,7 +23,7 @@
 #include <variant>
 #include <vector>
 
-#include "collective/collective_error.h"
+#include "collective/common/collective_error.h"
 #include "collective/communicator.h"
 #include "collective/in_process_group.h"
 

@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "collective/collective_error.h"
+#include "collective/common/collective_error.h"
 #include "tensor/core/error.h"
 
 namespace ruccl::run {

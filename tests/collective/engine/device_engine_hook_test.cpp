@@ -8,7 +8,7 @@
 
 #include "collective/engine/algorithm_engine.h"
 #include "collective/in_process_group.h"
-#include "collective/transport/in_process_transport.h"
+#include "collective/transport/in_process/in_process_transport.h"
 #include "tests/support/rank_harness.h"
 
 using namespace ruccl;

@@ -1,4 +1,4 @@
-// One node of a multi-node registered-session test (tests/collective/multinode_session_test.cpp
+// One node of a multi-node registered-session test (tests/collective/registered/multinode_session_test.cpp
 // starts one per node). It registers DEVICES peers (threads) with PeerIds FIRST .. FIRST+DEVICES-1
 // and the node's global config, runs one scenario on each and prints one line per peer:
 //   "peer <id> ok <digest>"               the scenario passed its own exact checks; <digest>: an
@@ -22,8 +22,8 @@
 #include <thread>
 #include <vector>
 
-#include "collective/collective_error.h"
-#include "collective/session/session.h"
+#include "collective/common/collective_error.h"
+#include "collective/registered/register_peer.h"
 #include "tensor/core/error.h"
 
 namespace {

@@ -1,4 +1,4 @@
-// A rank of a multi-process test job (tests/collective/tcp_process_test.cpp starts several with
+// A rank of a multi-process test job (tests/collective/transport/tcp/tcp_process_test.cpp starts several with
 // the RUCCL_* variables ruccl-run sets). It joins through Communicator::from_env and runs one
 // scenario; on a CollectiveError it prints "error <Kind> <monotonic ns> <message>" and exits 3.
 //

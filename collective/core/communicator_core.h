@@ -1,0 +1,156 @@
+#pragma once
+// CommunicatorCore: the state behind a Communicator handle (transport, engine, options, call
+// counter) and the one code path every collective goes through: describe the call, agree, hand it
+// to the engine (collective/engine/collective_engine.h), and turn any failure into a group-wide
+// CollectiveError.
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "collective/protocol/agreement.h"
+#include "collective/algorithms/algorithm.h"
+#include "collective/protocol/call_options.h"
+#include "collective/engine/collective_engine.h"
+#include "collective/trace/call_observer.h"
+#include "collective/transport/transport.h"
+
+namespace ruccl {
+
+/// One collective call in progress on this rank.
+struct CallScope {
+  CallRecord record;
+  const char* label;
+  Deadline deadline;
+  std::int64_t start_ns = 0;  ///< CallObserver::start() when the call began
+};
+
+class CommunicatorCore {
+ public:
+  /// `engine` makes the group's engine over `transport` (make_algorithm_engine by default).
+  CommunicatorCore(std::unique_ptr<Transport> transport, Device device, CommunicatorOptions options,
+                   const EngineFactory& engine);
+
+  Transport& transport() { return *transport_; }
+  CollectiveEngine& engine() { return *engine_; }
+  /// Statistics, trace and RUCCL_DEBUG log of this rank's calls.
+  CallObserver& observer() { return observer_; }
+  int rank() const { return rank_; }
+  int world_size() const { return world_; }
+  Device device() const { return device_; }
+  const CommunicatorOptions& options() const { return options_; }
+
+  /// Starts collective `kind`: throws Aborted when the group is already finished; fills the
+  /// record's seq, kind and words (an invalid word count becomes a local error).
+  CallScope begin(OpKind kind, const CallOptions& call);
+  /// Records a local error of this rank's arguments (the first one wins).
+  void reject(CallScope& scope, CollectiveErrorKind kind, const std::string& message);
+  /// Validates a tensor argument (defined, on this rank's device, dtype allowed); records it in
+  /// the scope (dtype, shape, has_tensor). `reducing`: also check the op is valid for the dtype.
+  void describe_tensor(CallScope& scope, const Tensor& t, const char* what);
+  /// Checks a root rank argument and records it.
+  void describe_root(CallScope& scope, int root);
+  /// Checks that `op` is a ReduceOperation and records it (call before describe_tensor, which
+  /// checks it against the dtype).
+  void describe_reduce_op(CallScope& scope, ReduceOperation op);
+  /// Resolves the call's algorithm (CallOptions, then `group_default`, then Auto by size and
+  /// transport: auto_algorithm) and records it for agreement. Returns it; the arity is in
+  /// scope.record. `bytes` nullopt (a broadcast, whose size only root knows before agreement):
+  /// Auto stays Auto in the record and the engine resolves it from root's record.
+  Algorithm choose_algorithm(CallScope& scope, const CallOptions& call, Algorithm group_default,
+                             std::optional<std::size_t> bytes);
+  /// Publishes the record, waits for every rank's and checks agreement; throws on mismatch (on
+  /// every rank) or on a local error of any rank.
+  void agree(CallScope& scope) {
+    start_agree(scope);
+    finish_agree(scope);
+  }
+  /// agree() in two halves (Transport::start_agree / finish_agree): an engine may post its first
+  /// sends in between (CollectiveEngine::sends_with_agreement).
+  void start_agree(CallScope& scope);
+  void finish_agree(CallScope& scope);
+  /// Every rank's record of the last agreed call (index = rank).
+  const std::vector<CallRecord>& records() const;
+
+  /// The one path of every collective: agrees on the call, then returns body(call) with the
+  /// agreed EngineCall (body calls the engine). When the engine sends with the agreement and this
+  /// rank's arguments are valid, the agreement is only started and the engine completes it
+  /// (EngineCall::agreed) after its first sends, or execute does after body. Any exception fails
+  /// the group and, before it propagates, waits until no peer reads a buffer this rank lent
+  /// (Transport::withdraw_sends).
+  template <typename Body>
+  auto execute(CallScope& scope, Body&& body) {
+    try {
+      auto result = execute_agreed(scope, body);
+      observer_.finish(scope.record, records_, scope.start_ns, true);
+      return result;
+    } catch (...) {
+      observer_.warn_current_exception();
+      observer_.finish(scope.record, {}, scope.start_ns, false);
+      throw;
+    }
+  }
+
+  /// Point-to-point deadline and tag bookkeeping.
+  Deadline p2p_deadline(const CallOptions& call, const char* label) const;
+  std::uint64_t next_p2p_tag(int peer, bool sending);
+
+  /// Throws Aborted "the communicator is finished" when the group has failed.
+  void throw_if_finished(const char* label) const;
+  /// Fails the group with the exception in flight, then withdraws this rank's sends (so the
+  /// caller may release its buffers). Call from this rank's own thread, inside a catch block.
+  void fail_group_from_current_exception(const CallScope& scope) noexcept;
+  void fail_group_from_current_exception(const char* label) noexcept;
+
+ private:
+  template <typename Body>
+  auto execute_agreed(CallScope& scope, Body&& body) {
+    const bool early = scope.record.error_kind == CallRecord::kNone && world_ > 1 &&
+                       engine_->sends_with_agreement(
+                           scope.record.kind, static_cast<Algorithm>(scope.record.algorithm));
+    if (!early) {
+      agree(scope);
+      return run_engine(scope, nullptr, body);
+    }
+    start_agree(scope);
+    bool agreed = false;
+    auto finish = [&] {
+      if (agreed) return;
+      agreed = true;
+      finish_agree(scope);
+    };
+    const FunctionRef<void()> pending(finish);
+    return run_engine(scope, &pending, [&](const EngineCall& call) {
+      auto result = body(call);
+      finish();
+      return result;
+    });
+  }
+
+  template <typename Body>
+  auto run_engine(CallScope& scope, const FunctionRef<void()>* pending, Body&& body) {
+    try {
+      const EngineCall call{scope.record,           records_, scope.label, scope.deadline,
+                            scope.record.seq << 16, pending};
+      return body(call);
+    } catch (...) {
+      fail_group_from_current_exception(scope);
+      throw;
+    }
+  }
+
+  std::unique_ptr<Transport> transport_;
+  std::unique_ptr<CollectiveEngine> engine_;
+  int rank_;
+  int world_;
+  Device device_;
+  CommunicatorOptions options_;
+  std::uint64_t seq_ = 0;
+  std::vector<std::uint64_t> p2p_sent_;
+  std::vector<std::uint64_t> p2p_received_;
+  std::vector<CallRecord> records_;
+  std::string engine_name_;  // engine_->name(), written into every record
+  CallObserver observer_;
+};
+
+}  // namespace ruccl

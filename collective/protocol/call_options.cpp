@@ -1,0 +1,51 @@
+#include "collective/protocol/call_options.h"
+
+#include <string>
+
+#include "collective/common/collective_error.h"
+#include "collective/protocol/pieces.h"
+
+namespace ruccl {
+
+const char* algorithm_name(Algorithm algorithm) {
+  switch (algorithm) {
+    case Algorithm::Auto:
+      return "auto";
+    case Algorithm::Direct:
+      return "direct";
+    case Algorithm::Ring:
+      return "ring";
+    case Algorithm::Tree:
+      return "tree";
+    case Algorithm::Centralized:
+      return "centralized";
+  }
+  return nullptr;
+}
+
+std::string invalid_algorithm_message(Algorithm algorithm) {
+  return "expected an Algorithm (Auto, Direct, Ring, Tree, Centralized), got Algorithm(" +
+         std::to_string(static_cast<int>(algorithm)) + ")";
+}
+
+void validate_communicator_options(const CommunicatorOptions& options, const std::string& who) {
+  auto invalid = [&](const std::string& message) {
+    return CollectiveError(CollectiveErrorKind::InvalidConfig, str(who, ": ", message));
+  };
+  if (options.tree_arity < 2) {
+    throw invalid(str("expected tree_arity >= 2, got ", options.tree_arity));
+  }
+  for (const Algorithm a :
+       {options.all_reduce_algorithm, options.reduce_algorithm, options.broadcast_algorithm}) {
+    if (algorithm_name(a) == nullptr) throw invalid(invalid_algorithm_message(a));
+  }
+  if (options.timeout.count() <= 0) {
+    throw invalid(str("expected a positive timeout, got ", options.timeout.count(), " ms"));
+  }
+  if (options.segment_bytes == 0 || options.segment_bytes % kPieceAlign != 0) {
+    throw invalid(str("expected segment_bytes > 0 and a multiple of ", kPieceAlign, ", got ",
+                      options.segment_bytes));
+  }
+}
+
+}  // namespace ruccl

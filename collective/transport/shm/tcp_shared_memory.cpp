@@ -1,0 +1,139 @@
+#include "collective/transport/shm/tcp_shared_memory.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "collective/common/crc32c.h"
+#include "collective/transport/tcp/tcp_transport.h"
+
+namespace ruccl {
+
+namespace {
+
+constexpr const char* kReady = "ready";
+
+/// Names this group apart from others of the same session (a store may serve several groups).
+std::string group_name(const SessionBytes& session, const TcpTransportOptions& options) {
+  char prefix[9];
+  std::snprintf(prefix, sizeof(prefix), "%08x",
+                crc32c(options.store_prefix.data(), options.store_prefix.size()));
+  return str(session_id_to_hex(session), "-", prefix);
+}
+
+std::string pair_key(const TcpTransportOptions& options, int low, int high, const char* what) {
+  return str(options.store_prefix, "/shm/", low, "-", high, "/", what);
+}
+
+/// Waits for `key`, turning a timeout into one that names `peer`.
+std::string await(Store& store, const std::string& key, int peer,
+                  const TcpTransportOptions& options, int rank, const Deadline& deadline) {
+  try {
+    return store.get_string(key, deadline);
+  } catch (const CollectiveError& e) {
+    if (e.kind() != CollectiveErrorKind::Timeout) throw;
+    throw CollectiveError(
+        CollectiveErrorKind::Timeout,
+        str("TcpTransport::connect: ", options.names.name(rank), ": ", options.names.name(peer),
+            " never set up its shared memory: ", e.what()),
+        {peer});
+  }
+}
+
+}  // namespace
+
+SharedMemoryPeers connect_shared_memory(Store& store, int rank, int world_size,
+                                        const SessionBytes& session,
+                                        const TcpTransportOptions& options, bool enabled,
+                                        const Deadline& deadline) {
+  const std::string group = group_name(session, options);
+  SharedMemoryPeers peers;
+  peers.channels.resize(static_cast<std::size_t>(world_size));
+  std::string identity;  // "": shares memory with nobody
+  if (enabled) {
+    try {
+      peers.bell = std::make_unique<LocalBell>(group, rank);
+      identity = shared_memory_host_identity();
+    } catch (const CollectiveError&) {
+      identity.clear();
+    }
+  }
+  store.set(str(options.store_prefix, "/host/", rank), identity);
+  std::vector<bool> local(static_cast<std::size_t>(world_size), false);
+  for (int p = 0; p < world_size; ++p) {
+    if (p == rank || identity.empty()) continue;
+    const std::string theirs =
+        await(store, str(options.store_prefix, "/host/", p), p, options, rank, deadline);
+    local[static_cast<std::size_t>(p)] = theirs == identity;
+  }
+  // The rings of this host's L ranks (L(L-1), every rank computing the same from the same
+  // identities) must fit the budget: smaller rings first, none under 2 slots.
+  const std::size_t here =
+      1 + static_cast<std::size_t>(std::count(local.begin(), local.end(), true));
+  std::size_t ring = options.shared_memory_ring_bytes;
+  if (here > 1) {
+    const std::size_t fit =
+        options.shared_memory_budget_bytes / (here * (here - 1)) / kPieceBytes * kPieceBytes;
+    ring = std::min(ring, fit);
+    if (fit < 2 * kPieceBytes) std::fill(local.begin(), local.end(), false);
+  }
+  auto segment = [&](int low, int high) { return str("/ruccl-", group, "-", low, "-", high); };
+  // Makes or opens the channel with `peer`: kReady, or why it could not.
+  auto attach = [&](int peer, auto&& make) -> std::string {
+    try {
+      peers.channels[static_cast<std::size_t>(peer)] = make();
+      return kReady;
+    } catch (const CollectiveError& e) {
+      return e.what();
+    }
+  };
+  // 1. Create the segments with every higher local rank (no waiting).
+  for (int q = rank + 1; q < world_size; ++q) {
+    if (!local[static_cast<std::size_t>(q)]) continue;
+    const std::string outcome =
+        attach(q, [&] { return ShmChannel::create(segment(rank, q), session, rank, q, ring); });
+    store.set(pair_key(options, rank, q, "created"), outcome);
+  }
+  // 2. Open the segments every lower local rank created (each waits only on step 1).
+  for (int p = 0; p < rank; ++p) {
+    if (!local[static_cast<std::size_t>(p)]) continue;
+    std::string outcome =
+        await(store, pair_key(options, p, rank, "created"), p, options, rank, deadline);
+    if (outcome == kReady) {
+      outcome =
+          attach(p, [&] { return ShmChannel::open(segment(p, rank), session, rank, p, ring); });
+    }
+    store.set(pair_key(options, p, rank, "opened"), outcome);
+  }
+  // 3. Unlink once the higher rank had its turn; keep the channel only where it opened it.
+  for (int q = rank + 1; q < world_size; ++q) {
+    if (!peers.channels[static_cast<std::size_t>(q)]) continue;
+    std::string outcome;
+    try {
+      outcome = await(store, pair_key(options, rank, q, "opened"), q, options, rank, deadline);
+    } catch (...) {
+      ShmChannel::unlink(segment(rank, q));
+      throw;
+    }
+    ShmChannel::unlink(segment(rank, q));
+    if (outcome != kReady) peers.channels[static_cast<std::size_t>(q)].reset();
+  }
+  // 4. Whether every pair shares memory (Algorithm::Auto's thresholds): every rank says whether
+  // all of its pairs do, and reads what the others said, so all ranks agree.
+  bool mine = true, any = false;
+  for (int p = 0; p < world_size; ++p) {
+    const bool shared = peers.channels[static_cast<std::size_t>(p)] != nullptr;
+    if (p != rank) mine = mine && shared;
+    any = any || shared;
+  }
+  store.set(str(options.store_prefix, "/shm/everywhere/", rank), mine ? "1" : "0");
+  peers.everywhere = mine;
+  for (int p = 0; p < world_size && peers.everywhere; ++p) {
+    if (p == rank) continue;
+    peers.everywhere = await(store, str(options.store_prefix, "/shm/everywhere/", p), p, options,
+                             rank, deadline) == "1";
+  }
+  if (!any) peers.bell.reset();
+  return peers;
+}
+
+}  // namespace ruccl

@@ -1,0 +1,192 @@
+// Connecting a TCP group: every rank listens on an ephemeral port and publishes "host:port" in
+// the store; rank r dials every lower rank twice (control, then data) and accepts the
+// connections of every higher rank. Each connection opens with a Hello frame each way carrying
+// the session id, the sender's rank, the world size and the channel, all checked: a stranger (a
+// port scan, another job) is closed without a reply and the rank keeps accepting. Dialling only
+// lower ranks and accepting after dialling cannot deadlock: rank r's dials are answered by ranks
+// that have finished their own (by induction from rank 0, which only accepts), and the listen
+// backlog holds the connections of higher ranks until r accepts them.
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "collective/common/crc32c.h"
+#include "collective/transport/tcp/tcp_frame_payloads.h"
+#include "collective/transport/tcp/tcp_transport.h"
+
+namespace ruccl {
+
+namespace {
+
+std::string address_key(const TcpTransportOptions& options, int rank) {
+  return str(options.store_prefix, "/addr/", rank);
+}
+
+void send_hello(const net::Socket& socket, const SessionBytes& session, int rank, int world,
+                TcpChannel channel, const Deadline& deadline) {
+  HelloPayload hello{};
+  hello.rank = rank;
+  hello.world_size = world;
+  hello.channel = channel;
+  hello.session = session;
+  std::vector<std::uint8_t> payload;
+  encode_hello_payload(hello, payload);
+  FrameHeader h{};
+  h.type = FrameType::Hello;
+  h.payload_bytes = static_cast<std::uint32_t>(payload.size());
+  h.session = session;
+  h.seq = 1;
+  h.payload_crc = crc32c(payload.data(), payload.size());
+  std::uint8_t bytes[kFrameHeaderBytes + kHelloPayloadBytes];
+  encode_frame_header(h, std::span<std::uint8_t, kFrameHeaderBytes>(bytes, kFrameHeaderBytes));
+  std::copy(payload.begin(), payload.end(), bytes + kFrameHeaderBytes);
+  net::write_all(socket, bytes, kFrameHeaderBytes + payload.size(), deadline);
+}
+
+/// Reads and checks a Hello; returns "" and fills `hello`, or what was wrong.
+std::string read_hello(const net::Socket& socket, const SessionBytes& session, int world,
+                       const Deadline& deadline, HelloPayload& hello) {
+  std::uint8_t header[kFrameHeaderBytes];
+  net::read_exact(socket, header, kFrameHeaderBytes, deadline);
+  FrameHeader h{};
+  std::string why = decode_frame_header(
+      std::span<const std::uint8_t, kFrameHeaderBytes>(header, kFrameHeaderBytes), session, 1, h);
+  if (!why.empty()) return why;
+  if (h.type != FrameType::Hello)
+    return str("a ", frame_type_name(h.type), " frame before the Hello");
+  std::uint8_t payload[kHelloPayloadBytes];
+  if (h.payload_bytes != kHelloPayloadBytes) {
+    return str("a Hello of ", h.payload_bytes, " bytes (expected ", kHelloPayloadBytes, ")");
+  }
+  net::read_exact(socket, payload, kHelloPayloadBytes, deadline);
+  if (crc32c(payload, kHelloPayloadBytes) != h.payload_crc) return "Hello payload CRC mismatch";
+  why = decode_hello_payload(std::span<const std::uint8_t>(payload, kHelloPayloadBytes), hello);
+  if (!why.empty()) return why;
+  if (hello.session != session) return "wrong session id";
+  if (hello.world_size != world) {
+    return str("world size ", hello.world_size, " (expected ", world, ")");
+  }
+  return "";
+}
+
+CollectiveError connect_error(CollectiveErrorKind kind, const TcpTransportOptions& options,
+                              int rank, const std::string& what, std::vector<int> ranks = {}) {
+  return CollectiveError(kind, str("TcpTransport::connect: ", options.names.name(rank), ": ", what),
+                         std::move(ranks));
+}
+
+}  // namespace
+
+std::unique_ptr<TcpTransport> TcpTransport::connect(Store& store, int rank, int world_size,
+                                                    const SessionBytes& session,
+                                                    TcpTransportOptions options) {
+  if (world_size < 1 || rank < 0 || rank >= world_size) {
+    throw connect_error(CollectiveErrorKind::InvalidConfig, options, rank,
+                        str("expected 0 <= rank < world size >= 1, got rank ", rank,
+                            " of world size ", world_size));
+  }
+  const Deadline deadline = Deadline::after(options.connect_timeout, "TcpTransport::connect");
+  const std::string host =
+      options.listen_host.empty() ? net::default_listen_host() : options.listen_host;
+  const std::size_t world = static_cast<std::size_t>(world_size);
+  std::vector<std::optional<TcpLink>> data(world);
+  std::vector<std::optional<TcpLink>> control(world);
+  auto keep = [&](int peer, TcpChannel channel, net::Socket socket) {
+    net::set_nodelay(socket);
+    if (channel == TcpChannel::Data) net::set_buffer_bytes(socket, options.socket_buffer_bytes);
+    net::set_nonblocking(socket, true);
+    const bool check = options.payload_checksum == PayloadChecksum::On ||
+                       (options.payload_checksum == PayloadChecksum::Auto &&
+                        (!net::is_loopback_address(net::local_endpoint(socket).host) ||
+                         !net::is_loopback_address(net::peer_endpoint(socket).host)));
+    auto& slot = (channel == TcpChannel::Data ? data : control)[static_cast<std::size_t>(peer)];
+    slot.emplace(std::move(socket), session, peer, options.names.name(peer), check);
+  };
+
+  net::Socket listener;
+  if (rank + 1 < world_size) {
+    listener = net::listen_tcp(host, options.listen_port, std::max(128, 2 * world_size));
+    store.set(address_key(options, rank), net::local_endpoint(listener).to_string());
+  }
+
+  // Dial every lower rank: control first, then data.
+  for (int p = 0; p < rank; ++p) {
+    std::string text;
+    try {
+      text = store.get_string(address_key(options, p), deadline);
+    } catch (const CollectiveError& e) {
+      if (e.kind() != CollectiveErrorKind::Timeout) throw;
+      throw connect_error(CollectiveErrorKind::Timeout, options, rank,
+                          str(options.names.name(p), " never published its address within ",
+                              options.connect_timeout.count(), " ms"),
+                          {p});
+    }
+    const net::Endpoint endpoint = net::parse_endpoint(text);
+    for (const TcpChannel channel : {TcpChannel::Control, TcpChannel::Data}) {
+      net::Socket socket = net::connect_tcp(endpoint, deadline);
+      send_hello(socket, session, rank, world_size, channel, deadline);
+      HelloPayload hello{};
+      const std::string why = read_hello(socket, session, world_size, deadline, hello);
+      if (!why.empty() || hello.rank != p || hello.channel != channel) {
+        throw connect_error(
+            CollectiveErrorKind::PeerLost, options, rank,
+            str("the listener at ", endpoint.to_string(), " is not ", options.names.name(p),
+                " of this session: ", why.empty() ? str("it says it is rank ", hello.rank) : why),
+            {p});
+      }
+      keep(p, channel, std::move(socket));
+    }
+  }
+
+  // Accept every higher rank's two connections; strangers are closed without a word.
+  std::size_t expected = 2 * (world - 1 - static_cast<std::size_t>(rank));
+  while (expected > 0) {
+    net::Socket socket;
+    try {
+      socket = net::accept_tcp(listener, deadline);
+    } catch (const CollectiveError& e) {
+      if (e.kind() != CollectiveErrorKind::Timeout) throw;
+      std::vector<int> absent;
+      for (int p = rank + 1; p < world_size; ++p) {
+        if (!data[static_cast<std::size_t>(p)] || !control[static_cast<std::size_t>(p)]) {
+          absent.push_back(p);
+        }
+      }
+      throw connect_error(CollectiveErrorKind::Timeout, options, rank,
+                          str(options.names.list(absent), " never connected within ",
+                              options.connect_timeout.count(), " ms"),
+                          absent);
+    }
+    // A stranger gets a short deadline of its own, so it cannot hold the rank.
+    const Deadline hello_deadline = Deadline::after(
+        std::min(std::chrono::milliseconds(5000), options.connect_timeout), "Hello");
+    HelloPayload hello{};
+    std::string why;
+    try {
+      why = read_hello(socket, session, world_size, hello_deadline, hello);
+    } catch (const CollectiveError& e) {
+      why = e.what();
+    }
+    const int p = hello.rank;
+    if (why.empty() && (p <= rank || p >= world_size)) why = str("rank ", p, " out of range");
+    if (why.empty() &&
+        (hello.channel == TcpChannel::Data ? data : control)[static_cast<std::size_t>(p)]) {
+      why = str("a second connection from rank ", p);
+    }
+    if (!why.empty()) continue;  // closed by the destructor of `socket`, no reply
+    send_hello(socket, session, rank, world_size, hello.channel, deadline);
+    keep(p, hello.channel, std::move(socket));
+    --expected;
+  }
+  SharedMemoryPeers shm;
+  if (world_size > 1) {
+    // Every rank takes part (one with shared memory off says so): peers must not wait for it.
+    shm = connect_shared_memory(
+        store, rank, world_size, session, options,
+        options.shared_memory == SharedMemory::Auto && options.wire_faults.empty(), deadline);
+  }
+  return std::make_unique<TcpTransport>(rank, world_size, session, std::move(options),
+                                        std::move(data), std::move(control), std::move(shm));
+}
+
+}  // namespace ruccl

@@ -1,0 +1,101 @@
+#pragma once
+// The options of the process transport (TCP between processes and machines, shared memory between
+// the ranks of one host): what TcpGroup::connect and from_env take. A header of its own so that
+// the public collective/tcp_group.h shows user code these and nothing of the links, frames,
+// control channel or rings behind them.
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "collective/common/rank_names.h"
+#include "collective/transport/fault/fault_plan.h"
+
+namespace ruccl {
+
+/// The control channel of every pair of ranks (tcp_control.h).
+struct TcpControlOptions {
+  /// How often this rank sends a heartbeat on every control connection.
+  std::chrono::milliseconds heartbeat_interval{std::chrono::milliseconds(100)};
+  /// A peer silent this long (no frame at all) is lost.
+  std::chrono::milliseconds heartbeat_timeout{std::chrono::seconds(3)};
+};
+
+
+/// Whether Data frames carry a CRC-32C of their payload (headers and control frames always do).
+enum class PayloadChecksum : std::uint8_t {
+  /// On, except on a link whose two ends are loopback addresses (127.0.0.0/8, ::1): there the
+  /// bytes never leave this machine's memory, and the checksum would cost about a quarter of a
+  /// large all_reduce (docs/performance.md) to guard against nothing TCP's own copy can do.
+  Auto,
+  On,   ///< every Data frame, and refuse one without (a peer whose checksum is Off)
+  Off,  ///< no payload checksums sent; checked ones are still verified
+};
+
+/// Whether ranks on the same host send their messages through shared memory (shm_channel.h).
+enum class SharedMemory : std::uint8_t {
+  /// Every pair of ranks with the same host identity (kernel boot, network and mount namespaces,
+  /// user) whose segment can be made; the others, and every agreement record, over TCP.
+  Auto,
+  Off,  ///< every message over TCP
+};
+
+struct TcpTransportOptions {
+  /// The address this rank listens on; "" = net::default_listen_host() ($RUCCL_SOCKET_IFNAME's
+  /// address, else loopback).
+  std::string listen_host;
+  /// The port this rank listens on; 0 = one the kernel picks (a fixed port: a firewall rule, the
+  /// registered API's data_service_port). Only lower ranks listen (a rank dials every lower one):
+  /// the highest rank of a group listens on nothing, so its port stays free.
+  std::uint16_t listen_port = 0;
+  /// Store keys are "<store_prefix>/<key>" (one store can serve several groups).
+  std::string store_prefix = "ruccl/tcp";
+  /// How long connecting the mesh may take (every rank must arrive within it).
+  std::chrono::milliseconds connect_timeout{std::chrono::seconds(120)};
+  TcpControlOptions control;
+  /// How long a wait spins on the sockets before it sleeps in poll(). 0: the default, 50 us when
+  /// the ranks on this machine (`local_ranks`) fit its cores, else 2 us (a spinning rank would
+  /// take the core of the rank it waits for).
+  std::chrono::nanoseconds spin{0};
+  /// After the spin, how long a wait yields the core (sched_yield between tries) before it
+  /// sleeps in poll(). Negative: the default, 100 us when `local_ranks` exceed the cores, else 0
+  /// (a rank with its own core spins instead).
+  std::chrono::nanoseconds yield{-1};
+  int local_ranks = 1;
+  /// The send and receive buffers of every data connection (SO_SNDBUF, SO_RCVBUF;
+  /// RUCCL_TCP_SOCKET_BUFFER_BYTES for from_env), set only where the kernel's caps
+  /// (net.core.wmem_max, rmem_max: 208 KiB on a stock kernel, 4 MiB on the development VM) allow
+  /// them: a capped fixed buffer would be smaller than autotuning's (net::set_buffer_bytes). 0:
+  /// the kernel's autotuning always (its send buffer then stays at most tcp_wmem's 4 MiB). The
+  /// default, 4 MiB, measured 2 % faster at 16 MiB and 17 % at 64 MiB for the all_reduce of 4
+  /// processes on 2 cores, level below (docs/performance.md).
+  int socket_buffer_bytes = kDefaultSocketBufferBytes;
+  static constexpr int kDefaultSocketBufferBytes = 4 << 20;
+  /// Payload checksums (RUCCL_TCP_PAYLOAD_CHECKSUM=auto|on|off for from_env). Every rank of a
+  /// group should use the same; a rank whose policy for a link is on refuses unchecked frames.
+  /// A wire Corrupt fault (below) is a payload failing its CRC: it needs checksums on.
+  PayloadChecksum payload_checksum = PayloadChecksum::Auto;
+  /// The shared-memory data path between ranks of this host (RUCCL_TCP_SHARED_MEMORY=auto|off
+  /// for from_env). Every rank of a group should use the same (a pair uses it only when both
+  /// sides do). Off whenever wire_faults is set: those are faults of the TCP wire.
+  SharedMemory shared_memory = SharedMemory::Auto;
+  /// Each direction's ring of a shared-memory pair, in kPieceBytes slots (at least 2): 2 MiB
+  /// (8 slots), 4 MiB of /dev/shm per pair (RUCCL_TCP_SHARED_MEMORY_RING_BYTES for from_env).
+  std::size_t shared_memory_ring_bytes = std::size_t{2} << 20;
+  /// What the rings of one host may take in all: L ranks there have L(L-1) rings (a full mesh),
+  /// so from 17 ranks on a host the rings shrink to fit, and beyond 32 (where 2 slots would not
+  /// fit) that host's ranks send everything over TCP. Every rank should use the same.
+  std::size_t shared_memory_budget_bytes = std::size_t{512} << 20;
+  /// How error messages name the ranks.
+  RankNames names;
+  /// Tests: faults this rank injects on the wire, below the framing (fault_plan.h; message k =
+  /// this rank's k-th isend to that peer, call k = its k-th agree()). Delay, Drop (frames never
+  /// written: the receiver sees a sequence gap, or its deadline), Duplicate (a frame written
+  /// twice), Corrupt (a payload that fails its CRC), Cut (the data connection shut down),
+  /// KillRank (calls `kill`, by default SIGKILL of this process).
+  FaultPlan wire_faults;
+  std::function<void()> kill;
+};
+
+}  // namespace ruccl

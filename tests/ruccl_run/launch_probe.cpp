@@ -1,0 +1,177 @@
+// launch_probe: a rank program for the ruccl-run tests. It runs its arguments as actions, in order:
+//   env                  print "env NAME=VALUE" for each launch variable that is set
+//   read-env             print read_launch_env()'s result as "launch rank=.. world=.. ..."
+//   print TEXT / eprint TEXT   a line on stdout / stderr (one write)
+//   partial TEXT         TEXT on stdout without a newline
+//   chunked N LEN / echunked N LEN   N lines "RANK:K:" + LEN letters on stdout / stderr, each
+//                        written in 7-byte pieces (to provoke interleaving)
+//   pid                  print "pid PID"
+//   sleep MS / exit CODE / raise SIGNUM / ignore SIGNUM
+//   trap SIGNUM CODE     on SIGNUM print "got SIGNUM" and exit with CODE
+//   touch PATH / wait-file PATH   create PATH / wait (up to 30 s) until PATH exists
+//   if-rank R / if-restart N   run the next action only on rank R / in restart N
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+
+#include <sched.h>
+#include <unistd.h>
+
+#include "collective/common/collective_error.h"
+#include "collective/launch/launch_env.h"
+
+namespace {
+
+void put(int fd, const std::string& text) {
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n <= 0) std::_Exit(99);
+    done += static_cast<std::size_t>(n);
+  }
+}
+
+int env_int(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? std::atoi(v) : 0;
+}
+
+volatile sig_atomic_t trap_code = 0;
+char trap_line[64];
+int trapped = 0;  // the signal `trap` set, or 0
+
+void on_trap(int) {
+  (void)!::write(1, trap_line, std::strlen(trap_line));
+  std::_Exit(trap_code);
+}
+
+void chunked(int fd, int rank, int lines, int len) {
+  for (int k = 0; k < lines; ++k) {
+    const std::string line =
+        std::to_string(rank) + ":" + std::to_string(k) + ":" +
+        std::string(static_cast<std::size_t>(len), static_cast<char>('a' + rank % 26)) + "\n";
+    for (std::size_t at = 0; at < line.size(); at += 7) {
+      put(fd, line.substr(at, 7));
+      sched_yield();
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int rank = env_int("RUCCL_RANK");
+  bool run_next = true;
+  for (int i = 1; i < argc; ++i) {
+    const std::string action = argv[i];
+    const auto arg = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        put(2, "launch_probe: " + action + " needs an argument\n");
+        std::_Exit(98);
+      }
+      return argv[++i];
+    };
+    if (action == "if-rank") {
+      const int wanted = std::stoi(arg());  // consumed whether or not it runs
+      run_next = run_next && wanted == rank;
+      continue;
+    }
+    if (action == "if-restart") {
+      const int wanted = std::stoi(arg());
+      run_next = run_next && wanted == env_int("RUCCL_RESTART_COUNT");
+      continue;
+    }
+    const bool run = run_next;
+    run_next = true;
+    if (action == "env") {
+      if (!run) continue;
+      for (const char* name :
+           {"RUCCL_RANK", "RUCCL_WORLD_SIZE", "RUCCL_LOCAL_RANK", "RUCCL_LOCAL_WORLD_SIZE",
+            "RUCCL_NODE_RANK", "RUCCL_NUM_NODES", "RUCCL_MASTER_ADDR", "RUCCL_MASTER_PORT",
+            "RUCCL_SESSION_ID", "RUCCL_RESTART_COUNT", "RANK", "WORLD_SIZE", "LOCAL_RANK",
+            "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"}) {
+        if (const char* v = std::getenv(name)) put(1, std::string("env ") + name + "=" + v + "\n");
+      }
+    } else if (action == "read-env") {
+      if (!run) continue;
+      try {
+        const ruccl::LaunchEnv job = ruccl::read_launch_env();
+        put(1,
+            "launch rank=" + std::to_string(job.rank) + " world=" + std::to_string(job.world_size) +
+                " local=" + std::to_string(job.local_rank) + " local_world=" +
+                std::to_string(job.local_world_size) + " node=" + std::to_string(job.node_rank) +
+                " nodes=" + std::to_string(job.num_nodes) + " addr=" + job.master_addr +
+                " port=" + std::to_string(job.master_port) + " session=" +
+                (job.session_id ? ruccl::format_session_id(*job.session_id) : "none") +
+                " restart=" + std::to_string(job.restart_count) + " source=" + job.source + "\n");
+      } catch (const ruccl::CollectiveError& e) {
+        put(2, std::string("launch-error ") + e.what() + "\n");
+        return 9;
+      }
+    } else if (action == "print" || action == "eprint" || action == "partial") {
+      const std::string text = arg();
+      if (run) put(action == "eprint" ? 2 : 1, action == "partial" ? text : text + "\n");
+    } else if (action == "chunked" || action == "echunked") {
+      const int lines = std::stoi(arg());
+      const int len = std::stoi(arg());
+      if (run) chunked(action == "echunked" ? 2 : 1, rank, lines, len);
+    } else if (action == "touch") {
+      const std::string path = arg();
+      if (run) std::fclose(std::fopen(path.c_str(), "w"));
+    } else if (action == "wait-file") {
+      const std::string path = arg();
+      for (int tries = 0; run && tries < 3000 && ::access(path.c_str(), F_OK) != 0; ++tries) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+    } else if (action == "pid") {
+      if (run) put(1, "pid " + std::to_string(::getpid()) + "\n");
+    } else if (action == "sleep") {
+      // A trapped signal is taken synchronously while sleeping (blocked, then sigtimedwait in
+      // 10 ms slices), not by its handler: ThreadSanitizer's runtime runs a handler only at
+      // points of its choosing, and twice in CI's TSan phase a trapped signal (a SIGTERM during
+      // one 60 s sleep, later a SIGHUP during 10 ms sleep_for slices) waited out ruccl-run's
+      // grace period.
+      const auto until =
+          std::chrono::steady_clock::now() + std::chrono::milliseconds(std::stoi(arg()));
+      sigset_t set;
+      sigemptyset(&set);
+      if (trapped != 0) sigaddset(&set, trapped);
+      sigprocmask(SIG_BLOCK, &set, nullptr);
+      const timespec slice{0, 10'000'000};
+      while (run && std::chrono::steady_clock::now() < until) {
+        if (trapped == 0) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        } else if (sigtimedwait(&set, nullptr, &slice) == trapped) {
+          on_trap(trapped);
+        }
+      }
+      sigprocmask(SIG_UNBLOCK, &set, nullptr);
+    } else if (action == "exit") {
+      const int code = std::stoi(arg());
+      if (run) return code;
+    } else if (action == "raise") {
+      const int sig = std::stoi(arg());
+      if (run) std::raise(sig);
+    } else if (action == "ignore") {
+      const int sig = std::stoi(arg());
+      if (run) std::signal(sig, SIG_IGN);
+    } else if (action == "trap") {
+      const int sig = std::stoi(arg());
+      const int code = std::stoi(arg());
+      if (run) {
+        std::snprintf(trap_line, sizeof trap_line, "got %d\n", sig);
+        trap_code = code;
+        trapped = sig;
+        std::signal(sig, on_trap);
+      }
+    } else {
+      put(2, "launch_probe: unknown action " + action + "\n");
+      return 97;
+    }
+  }
+  return 0;
+}
