@@ -5,8 +5,8 @@ Two tables say what may include what (docs/architecture.md draws them):
   - the libraries: tensor <- collective <- autodiff <- optim, and cuda above collective and
     autodiff (the CUDA layer plugs a backend into tensor/ and an engine into collective/);
   - the levels inside collective/: a file may include headers of its own level or a lower one.
-    Folders of one level (net/ and launch/; transport/ and its kinds) do not include each other
-    unless the table puts them at one level on purpose.
+    Folders the table puts at one level may include each other (transport/ and its kinds: the
+    process transport holds a TCP and a shared-memory path per peer).
 
 Usage: tools/check_layers.py [repo-root]   (default: the repository holding this script).
 Scans the tracked *.h *.cpp *.cu *.cuh of the libraries (tests, benchmarks and examples may
