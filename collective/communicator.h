@@ -19,10 +19,10 @@
 #include <string>
 #include <vector>
 
-#include "collective/protocol/call_options.h"
 #include "collective/common/collective_error.h"
 #include "collective/common/reduce_operation.h"
 #include "collective/engine/engine_factory.h"
+#include "collective/protocol/call_options.h"
 #include "collective/trace/call_stats.h"
 #include "collective/trace/call_trace.h"
 #include "tensor/core/tensor.h"

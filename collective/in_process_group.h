@@ -2,8 +2,8 @@
 // InProcessGroup: a group whose ranks are threads of one process.
 #include <vector>
 
-#include "collective/protocol/call_options.h"
 #include "collective/communicator.h"
+#include "collective/protocol/call_options.h"
 #include "tensor/core/device.h"
 
 namespace ruccl {

@@ -11,9 +11,9 @@
 // MPI is initialised (MPI_THREAD_MULTIPLE) when the program has not, and finalised at exit.
 #include <mpi.h>
 
-#include "collective/protocol/call_options.h"
 #include "collective/communicator.h"
 #include "collective/mpi/mpi_transport.h"
+#include "collective/protocol/call_options.h"
 
 namespace ruccl {
 

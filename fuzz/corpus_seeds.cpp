@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "collective/common/collective_error.h"
-#include "collective/protocol/p2p_header.h"
-#include "collective/protocol/call_record_codec.h"
 #include "collective/common/crc32c.h"
+#include "collective/protocol/call_record_codec.h"
+#include "collective/protocol/p2p_header.h"
 #include "collective/transport/tcp/tcp_frame.h"
 #include "collective/transport/tcp/tcp_frame_payloads.h"
 

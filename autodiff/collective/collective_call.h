@@ -18,8 +18,8 @@
 #include <cstdint>
 
 #include "autodiff/var.h"
-#include "collective/protocol/call_options.h"
 #include "collective/communicator.h"
+#include "collective/protocol/call_options.h"
 #include "tensor/core/tensor.h"
 
 namespace ruccl::autodiff::collective::detail {

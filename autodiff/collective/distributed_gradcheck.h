@@ -32,8 +32,8 @@
 
 #include "autodiff/gradcheck.h"
 #include "autodiff/var.h"
-#include "collective/protocol/call_options.h"
 #include "collective/communicator.h"
+#include "collective/protocol/call_options.h"
 
 namespace ruccl::autodiff::collective {
 

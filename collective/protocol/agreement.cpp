@@ -6,8 +6,8 @@
 #include <sstream>
 #include <vector>
 
-#include "collective/protocol/call_options.h"
 #include "collective/common/reduce_operation.h"
+#include "collective/protocol/call_options.h"
 #include "tensor/core/dtype.h"
 
 namespace ruccl {

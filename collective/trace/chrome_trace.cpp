@@ -7,9 +7,9 @@
 #include <iomanip>
 #include <sstream>
 
-#include "collective/protocol/call_options.h"
 #include "collective/common/collective_error.h"
 #include "collective/common/reduce_operation.h"
+#include "collective/protocol/call_options.h"
 
 namespace ruccl {
 

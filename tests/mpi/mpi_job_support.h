@@ -7,8 +7,8 @@
 #include <string>
 
 #include "collective/collective.h"
-#include "collective/mpi_group.h"
 #include "collective/mpi/mpi_runtime.h"
+#include "collective/mpi_group.h"
 
 namespace ruccl::testing::mpi_job {
 

@@ -1,6 +1,7 @@
-// One node of a multi-node registered-session test (tests/collective/registered/multinode_session_test.cpp
-// starts one per node). It registers DEVICES peers (threads) with PeerIds FIRST .. FIRST+DEVICES-1
-// and the node's global config, runs one scenario on each and prints one line per peer:
+// One node of a multi-node registered-session test
+// (tests/collective/registered/multinode_session_test.cpp starts one per node). It registers
+// DEVICES peers (threads) with PeerIds FIRST .. FIRST+DEVICES-1 and the node's global config, runs
+// one scenario on each and prints one line per peer:
 //   "peer <id> ok <digest>"               the scenario passed its own exact checks; <digest>: an
 //                                          FNV-1a hash of every result's bytes
 //   "peer <id> error <Kind> <message>"    a CollectiveError

@@ -1,6 +1,7 @@
-// A rank of a multi-process test job (tests/collective/transport/tcp/tcp_process_test.cpp starts several with
-// the RUCCL_* variables ruccl-run sets). It joins through Communicator::from_env and runs one
-// scenario; on a CollectiveError it prints "error <Kind> <monotonic ns> <message>" and exits 3.
+// A rank of a multi-process test job (tests/collective/transport/tcp/tcp_process_test.cpp starts
+// several with the RUCCL_* variables ruccl-run sets). It joins through Communicator::from_env and
+// runs one scenario; on a CollectiveError it prints "error <Kind> <monotonic ns> <message>" and
+// exits 3.
 //
 //   tcp_worker sum COUNT          all_reduce Sum of rank+1 over COUNT floats, checked; "ok"
 //   tcp_worker loop BYTES         all_reduce BYTES of floats until an error; "started" after the

@@ -6,11 +6,11 @@
 
 #include "collective/common/collective_error.h"
 #include "collective/common/reduce_operation.h"
+#include "collective/protocol/hang_report.h"
 #include "collective/trace/call_stats.h"
 #include "collective/trace/call_trace.h"
 #include "collective/trace/chrome_trace.h"
 #include "collective/trace/debug_settings.h"
-#include "collective/protocol/hang_report.h"
 #include "tensor/core/dtype.h"
 
 using namespace ruccl;
