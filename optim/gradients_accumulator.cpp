@@ -1,6 +1,6 @@
 #include "optim/gradients_accumulator.h"
 
-#include "optim/checkpoint_error.h"
+#include "optim/checkpoint/checkpoint_error.h"
 #include "tensor/ops/elementwise.h"
 
 namespace ruccl::optim {

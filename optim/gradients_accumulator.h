@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <map>
 
+#include "optim/checkpoint/tensor_blob.h"
 #include "optim/gradients_params.h"
-#include "optim/tensor_blob.h"
 
 namespace ruccl::optim {
 

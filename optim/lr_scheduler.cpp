@@ -4,7 +4,7 @@
 #include <cmath>
 #include <numbers>
 
-#include "optim/checkpoint_error.h"
+#include "optim/checkpoint/checkpoint_error.h"
 #include "optim/hyper_parameters.h"
 
 namespace ruccl::optim {

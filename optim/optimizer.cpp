@@ -3,7 +3,7 @@
 #include <set>
 
 #include "autodiff/grad_mode.h"
-#include "optim/checkpoint_error.h"
+#include "optim/checkpoint/checkpoint_error.h"
 #include "optim/hyper_parameters.h"
 #include "optim/rank_agreement.h"
 

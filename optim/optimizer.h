@@ -20,8 +20,8 @@
 #include <vector>
 
 #include "autodiff/nn/module.h"
+#include "optim/checkpoint/tensor_blob.h"
 #include "optim/gradients_params.h"
-#include "optim/tensor_blob.h"
 #include "tensor/core/tensor.h"
 
 namespace ruccl::optim {

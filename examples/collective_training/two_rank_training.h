@@ -23,11 +23,11 @@
 #include "autodiff/nn/loss.h"
 #include "collective/in_process_group.h"
 #include "collective/run_ranks.h"
-#include "optim/checkpoint_error.h"
+#include "optim/checkpoint/checkpoint_error.h"
+#include "optim/checkpoint/training_record.h"
 #include "optim/gradients_params.h"
 #include "optim/rank_agreement.h"
 #include "optim/sgd.h"
-#include "optim/training_record.h"
 
 namespace ruccl::examples::collective_training {
 

@@ -14,7 +14,7 @@
 #include <functional>
 #include <string>
 
-#include "optim/checkpoint_error.h"
+#include "optim/checkpoint/checkpoint_error.h"
 #include "tensor/core/sanitizers.h"
 
 namespace ruccl::optim::test_support {

@@ -7,8 +7,8 @@
 
 #include "autodiff/nn/loss.h"
 #include "optim/adam.h"
+#include "optim/checkpoint/training_record.h"
 #include "optim/gradients_params.h"
-#include "optim/training_record.h"
 #include "tests/optim/scratch_dir.h"
 #include "tests/optim/tiny_models.h"
 #include "tests/support/host_device_backend.h"

@@ -6,7 +6,7 @@
 #include <numeric>
 
 #include "autodiff/nn/loss.h"
-#include "optim/checkpoint_error.h"
+#include "optim/checkpoint/checkpoint_error.h"
 #include "optim/gradients_accumulator.h"
 #include "optim/gradients_params.h"
 #include "tensor/ops/elementwise.h"

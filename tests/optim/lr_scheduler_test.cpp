@@ -3,7 +3,7 @@
 #include <cmath>
 #include <memory>
 
-#include "optim/checkpoint_error.h"
+#include "optim/checkpoint/checkpoint_error.h"
 #include "optim/lr_scheduler.h"
 #include "tests/optim/golden_data.h"
 

@@ -11,7 +11,7 @@
 #include "autodiff/nn/loss.h"
 #include "autodiff/nn/sequential.h"
 #include "optim/adam.h"
-#include "optim/checkpoint_error.h"
+#include "optim/checkpoint/checkpoint_error.h"
 #include "optim/sgd.h"
 #include "tensor/ops/elementwise.h"
 #include "tests/optim/golden_data.h"

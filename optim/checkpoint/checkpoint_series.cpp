@@ -1,11 +1,11 @@
-#include "optim/checkpoint_series.h"
+#include "optim/checkpoint/checkpoint_series.h"
 
 #include <algorithm>
 #include <map>
 #include <string>
 #include <system_error>
 
-#include "optim/checkpoint_error.h"
+#include "optim/checkpoint/checkpoint_error.h"
 #include "optim/rank_agreement.h"
 #include "tensor/core/error.h"
 

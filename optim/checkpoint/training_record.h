@@ -1,8 +1,9 @@
 #pragma once
 // TrainingRecord: everything one rank needs to resume training bit for bit — model parameters
 // and module generators (Dropout's masks), optimizer state, scheduler state, pending accumulated
-// gradients and the caller's own position and named values (optim/caller_state.h) — saved as a
-// cereal archive inside a checksummed, versioned, atomically written file (optim/record_file.h).
+// gradients and the caller's own position and named values (optim/checkpoint/caller_state.h) —
+// saved as a cereal archive inside a checksummed, versioned, atomically written file
+// (optim/checkpoint/record_file.h).
 //
 //   // save (each rank its own file)
 //   TrainingRecord::capture(model, &optimizer, &schedule, &accumulator,
@@ -22,11 +23,11 @@
 #include <vector>
 
 #include "autodiff/nn/module.h"
-#include "optim/caller_state.h"
+#include "optim/checkpoint/caller_state.h"
+#include "optim/checkpoint/tensor_blob.h"
 #include "optim/gradients_accumulator.h"
 #include "optim/lr_scheduler.h"
 #include "optim/optimizer.h"
-#include "optim/tensor_blob.h"
 #include "tensor/random/generator.h"
 
 namespace ruccl::optim {

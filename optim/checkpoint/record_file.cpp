@@ -1,4 +1,4 @@
-#include "optim/record_file.h"
+#include "optim/checkpoint/record_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -11,7 +11,7 @@
 #include <cstring>
 #include <random>
 
-#include "optim/checkpoint_error.h"
+#include "optim/checkpoint/checkpoint_error.h"
 
 namespace ruccl::optim {
 namespace {

@@ -1,4 +1,4 @@
-#include "optim/training_record.h"
+#include "optim/checkpoint/training_record.h"
 
 #include <algorithm>
 #include <cereal/archives/portable_binary.hpp>
@@ -14,9 +14,9 @@
 #include <variant>
 
 #include "autodiff/grad_mode.h"
-#include "optim/checkpoint_error.h"
+#include "optim/checkpoint/checkpoint_error.h"
+#include "optim/checkpoint/record_file.h"
 #include "optim/hyper_parameters.h"
-#include "optim/record_file.h"
 #include "tensor/serialize/bounded_input_archive.h"
 
 namespace ruccl::optim {

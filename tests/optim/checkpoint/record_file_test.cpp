@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "optim/checkpoint_error.h"
-#include "optim/record_file.h"
-#include "optim/tensor_blob.h"
+#include "optim/checkpoint/checkpoint_error.h"
+#include "optim/checkpoint/record_file.h"
+#include "optim/checkpoint/tensor_blob.h"
 #include "tests/optim/child_call.h"
 #include "tests/optim/scratch_dir.h"
 

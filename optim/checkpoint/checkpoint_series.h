@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "collective/communicator.h"
-#include "optim/training_record.h"
+#include "optim/checkpoint/training_record.h"
 
 namespace ruccl::optim {
 

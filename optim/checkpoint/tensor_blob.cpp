@@ -1,9 +1,9 @@
-#include "optim/tensor_blob.h"
+#include "optim/checkpoint/tensor_blob.h"
 
 #include <cstring>
 #include <limits>
 
-#include "optim/checkpoint_error.h"
+#include "optim/checkpoint/checkpoint_error.h"
 
 namespace ruccl::optim {
 

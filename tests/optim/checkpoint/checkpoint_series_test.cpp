@@ -7,9 +7,9 @@
 
 #include "collective/in_process_group.h"
 #include "collective/run_ranks.h"
-#include "optim/checkpoint_error.h"
-#include "optim/checkpoint_series.h"
-#include "optim/training_record.h"
+#include "optim/checkpoint/checkpoint_error.h"
+#include "optim/checkpoint/checkpoint_series.h"
+#include "optim/checkpoint/training_record.h"
 #include "tests/optim/scratch_dir.h"
 #include "tests/optim/tiny_models.h"
 

@@ -21,7 +21,7 @@
 #include <variant>
 #include <vector>
 
-#include "optim/tensor_blob.h"
+#include "optim/checkpoint/tensor_blob.h"
 #include "tensor/core/error.h"
 #include "tensor/core/tensor.h"
 #include "tensor/random/generator.h"

@@ -1,4 +1,4 @@
-#include "optim/caller_state.h"
+#include "optim/checkpoint/caller_state.h"
 
 namespace ruccl::optim {
 

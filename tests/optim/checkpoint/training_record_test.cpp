@@ -13,10 +13,10 @@
 #include "autodiff/nn/loss.h"
 #include "autodiff/nn/sequential.h"
 #include "optim/adam.h"
-#include "optim/checkpoint_error.h"
-#include "optim/record_file.h"
+#include "optim/checkpoint/checkpoint_error.h"
+#include "optim/checkpoint/record_file.h"
+#include "optim/checkpoint/training_record.h"
 #include "optim/sgd.h"
-#include "optim/training_record.h"
 #include "tests/optim/scratch_dir.h"
 #include "tests/support/tensor_matchers.h"
 
