@@ -6,14 +6,19 @@
 //
 // step() updates every trainable parameter of `model` that has a gradient in `grads`; frozen
 // parameters are never touched (a gradient for one is ignored) and parameters without a gradient
-// keep their value and state (torch's `p.grad is None`). The math runs under no tape, on the host,
-// in the parameter's compute type (F64 for F64 parameters, F32 for every other floating dtype,
-// whose state is then kept in F32; a parameter whose dtype changes keeps its state, converted).
-// A contiguous CPU F32 or F64 parameter is updated in place (its
-// storage, and every view of it, sees the new values); any other (F16, BF16, non-contiguous, or
-// on another device) is updated on an F32/F64 host copy, which then replaces the parameter's value
-// (Param::set_value: a new tensor of the same shape, dtype and device; views of the old value keep
-// the old values).
+// keep their value and state (torch's `p.grad is None`). The math runs under no tape, on the
+// parameter's own device, by that device's Backend (Backend::sgd_update / adam_update through
+// optim/update_kernels.h: the CPU loops of tensor/backend/cpu/cpu_optimizer.cpp, the fused kernels
+// of cuda/kernels/optimizer.cu), in the parameter's compute type: F64 for F64 parameters, F32 for
+// every other floating dtype. The gradient is brought to that device and type first. The state
+// (momentum, Adam's moments) lives on the parameter's device in the compute type; when the
+// parameter changes dtype or device (module.to) the next step() moves and converts it, values
+// kept. A contiguous F32 or F64 parameter is updated in place (its storage, and every view of it,
+// sees the new values); any other (F16, BF16, non-contiguous) is updated on a contiguous
+// F32/F64 copy on the same device, which then replaces the parameter's value (Param::set_value: a
+// new tensor of the same shape, dtype and device; views of the old value keep the old values).
+// state() copies the buffers to host bytes; load_state() leaves them on the host until the next
+// step() moves each to its parameter's device.
 #include <cstdint>
 #include <map>
 #include <string>
@@ -82,21 +87,23 @@ class Optimizer {
   /// F64, F32 for F32, F16 and BF16), keeping its values and step counts: call it with the
   /// model's conversion (module.to(DType::F64); optimizer.to(DType::F64)). step() converts a
   /// parameter's state by itself when the parameter's dtype has changed, so this only does it
-  /// ahead of time (and frees the old buffers). The state stays on the host whatever the
-  /// parameters' device: the update math runs there. DTypeError for a non-floating dtype.
+  /// ahead of time (and frees the old buffers). Each buffer stays on the device it is on (step()
+  /// moves it to its parameter's). DTypeError for a non-floating dtype.
   Optimizer& to(DType dtype);
 
  protected:
-  /// One parameter's live state: steps taken and the optimizer's buffers (host, compute dtype).
+  /// One parameter's live state: steps taken and the optimizer's buffers (on the parameter's
+  /// device, in its compute dtype).
   struct Slot {
     std::int64_t steps = 0;
     std::vector<Tensor> buffers;
   };
   /// How many buffers a slot of this optimizer holds.
   virtual std::size_t buffer_count() const = 0;
-  /// Updates `param` (contiguous host tensor, F32 or F64: the parameter itself, or step()'s copy
-  /// of it) in place from `grad` (same dtype and size); `slot.buffers` are allocated (zeros) and
-  /// `slot.steps` counts earlier updates.
+  /// Updates `param` (a contiguous F32 or F64 tensor on the parameter's device: the parameter
+  /// itself, or step()'s copy of it) in place from `grad` (same device, dtype and size) through
+  /// the device's Backend; `slot.buffers` are allocated there (zeros) and `slot.steps` counts
+  /// earlier updates.
   virtual void update(const Tensor& param, const Tensor& grad, Slot& slot, double lr) = 0;
 
  private:
