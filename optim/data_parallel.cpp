@@ -1,6 +1,5 @@
 #include "optim/data_parallel.h"
 
-#include <Eigen/Core>
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -11,7 +10,6 @@
 #include "collective/trace/call_trace.h"
 #include "optim/rank_agreement.h"
 #include "optim/replica_description.h"
-#include "tensor/ops/elementwise.h"
 
 namespace ruccl::optim {
 namespace {
@@ -41,31 +39,6 @@ void agree(Communicator& comm, const ReplicaDescription& local, std::int64_t ext
   if (extra_words != nullptr) {
     extra_words->clear();
     for (const auto& w : words) extra_words->push_back(w[2]);
-  }
-}
-
-/// t /= total, elementwise in t's dtype (t is a buffer this rank owns).
-void divide_in_place(Tensor& t, double total) {
-  if (t.device().is_cpu() && t.is_contiguous() && t.dtype() == DType::F32) {
-    // Eigen's explicit SIMD: the plain loop stays scalar at -O2 (GCC's very-cheap vectoriser).
-    Eigen::Map<Eigen::ArrayXf>(t.data<float>(), static_cast<Eigen::Index>(t.numel())) /=
-        static_cast<float>(total);
-  } else if (t.device().is_cpu() && t.is_contiguous() && t.dtype() == DType::F64) {
-    Eigen::Map<Eigen::ArrayXd>(t.data<double>(), static_cast<Eigen::Index>(t.numel())) /= total;
-  } else {
-    t = div(t, Scalar(total));
-  }
-}
-
-/// t *= factor, elementwise in t's dtype (t is a buffer this rank owns).
-void multiply_in_place(Tensor& t, double factor) {
-  if (t.device().is_cpu() && t.is_contiguous() && t.dtype() == DType::F32) {
-    Eigen::Map<Eigen::ArrayXf>(t.data<float>(), static_cast<Eigen::Index>(t.numel())) *=
-        static_cast<float>(factor);
-  } else if (t.device().is_cpu() && t.is_contiguous() && t.dtype() == DType::F64) {
-    Eigen::Map<Eigen::ArrayXd>(t.data<double>(), static_cast<Eigen::Index>(t.numel())) *= factor;
-  } else {
-    t.copy_(mul(t, Scalar(factor)));
   }
 }
 
@@ -205,7 +178,7 @@ GradientsParams DataParallel::reduce_impl(const nn::Module& model, const Gradien
   std::map<DType, Tensor> mean;
   for (auto& [dtype, flat] : flat_) {
     if (contributes && loss == LossReduction::Mean && local_weight != 1.0) {
-      multiply_in_place(flat, local_weight);
+      flat.mul_(local_weight);  // in place, in the bucket's dtype, on its device
     }
     // The bucket on the training track of the trace, beside its all_reduce on the collectives'.
     const TraceSpan span(comm_.trace(),
@@ -213,7 +186,7 @@ GradientsParams DataParallel::reduce_impl(const nn::Module& model, const Gradien
                          flat.nbytes());
     Tensor sum =
         comm_.all_reduce(flat, ReduceOperation::Sum, CallOptions().with_label(kReduceLabel));
-    divide_in_place(sum, total);
+    sum.div_(total);  // this rank's own result buffer
     mean.emplace(dtype, std::move(sum));
   }
   GradientsParams out;

@@ -170,6 +170,14 @@ void CudaBackend::binary_scalar(Op op, const Tensor& a, Scalar b, ScalarSide sid
   }
 }
 
+void CudaBackend::scalar_in_place(Op op, const Tensor& t, Scalar s) {
+  check_supported(*this, op, t.dtype());
+  RUCCL_ASSERT(t.device().is_cuda(), "cuda::", op_name(op));
+  if (t.numel() == 0) return;
+  const ScopedDevice scope(t.device());
+  launch_scalar_in_place(op, ref(t), scalar_arg(s), stream_for(t.device()));
+}
+
 void CudaBackend::where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out) {
   RUCCL_ASSERT(cond.dtype() == DType::Bool && a.dtype() == out.dtype() &&
                b.dtype() == out.dtype() && cond.shape() == out.shape() &&

@@ -4,6 +4,7 @@
 //   elementwise_unary.cu    Neg ... Sign, LogicalNot
 //   elementwise_binary.cu   Add ... Minimum, with a tensor or a scalar operand
 //   elementwise_compare.cu  Eq ... Ge, LogicalAnd/Or (tensor or scalar operand), where
+//   elementwise_in_place.cu AddInPlace ... DivInPlace: t = op(t, scalar) in t's memory
 //   reduce.cu               Sum, Mean, Prod, Max, Min;  reduce_arg.cu  Argmax, Argmin
 //   softmax.cu              Softmax, LogSoftmax
 //   index.cu                index_select, gather, scatter_add, index_add, one_hot
@@ -35,6 +36,9 @@ void launch_compare(Op op, const TensorRef& a, const TensorRef& b, const TensorR
                     cudaStream_t stream);
 void launch_compare_scalar(Op op, const TensorRef& a, const ScalarArg& s, bool scalar_left,
                            const TensorRef& out, cudaStream_t stream);
+/// t = op(t, s) in place for AddInPlace, SubInPlace, MulInPlace, DivInPlace; t's elements share
+/// no memory (any strides otherwise).
+void launch_scalar_in_place(Op op, const TensorRef& t, const ScalarArg& s, cudaStream_t stream);
 void launch_where(const TensorRef& cond, const TensorRef& a, const TensorRef& b,
                   const TensorRef& out, cudaStream_t stream);
 

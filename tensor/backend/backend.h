@@ -111,6 +111,11 @@ enum class Op : std::uint16_t {
   // optimizer updates (in place on the parameter and its state)
   SgdUpdate,
   AdamUpdate,
+  // in-place arithmetic with a scalar (Tensor::add_ sub_ mul_ div_): t = op(t, s) in t's memory
+  AddInPlace,
+  SubInPlace,
+  MulInPlace,
+  DivInPlace,
   kCount
 };
 
@@ -162,6 +167,12 @@ class Backend {
   /// shape (Bool for comparisons). No device memory holds `b`: it travels with the call.
   virtual void binary_scalar(Op op, const Tensor& a, Scalar b, ScalarSide side,
                              const Tensor& out) = 0;
+  /// t = op(t, s) in place for op AddInPlace, SubInPlace, MulInPlace or DivInPlace: the values
+  /// binary_scalar gives for Add, Sub, Mul, Div with `s` on the right (read as t's dtype; integers
+  /// wrap), written into t's own elements. `t` may have any strides (a view writes through to the
+  /// storage it views) but no two of its elements share memory (the frontend refuses a stride-0
+  /// dim); `s` travels with the call.
+  virtual void scalar_in_place(Op op, const Tensor& t, Scalar s) = 0;
   virtual void where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out) = 0;
   /// Reduces `x` over `dims` (sorted, unique, non-negative) into `out`, whose shape is x's with
   /// those dims set to 1. Argmax/Argmin take exactly one dim and write I64 (first index on ties).

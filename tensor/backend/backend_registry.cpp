@@ -43,7 +43,8 @@ std::string_view op_name(Op op) {
       "ge",        "logical_and", "logical_or",  "logical_not",  "where",  "sum",
       "mean",      "prod",        "max",         "min",          "argmax", "argmin",
       "matmul",    "softmax",     "log_softmax", "index_select", "gather", "scatter_add",
-      "index_add", "one_hot",     "sgd_update",  "adam_update"};
+      "index_add", "one_hot",     "sgd_update",  "adam_update",  "add_",   "sub_",
+      "mul_",      "div_"};
   const auto i = static_cast<std::size_t>(op);
   return i < kNames.size() ? kNames[i] : "unknown";
 }

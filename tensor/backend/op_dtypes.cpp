@@ -34,6 +34,9 @@ DTypeSet dtypes_of(Op op) {
     case Op::ScatterAdd:
     case Op::IndexAdd:
     case Op::OneHot:
+    case Op::AddInPlace:
+    case Op::SubInPlace:
+    case Op::MulInPlace:
       return DTypeSet::kNumeric;
     case Op::Exp:
     case Op::Log:
@@ -42,6 +45,7 @@ DTypeSet dtypes_of(Op op) {
     case Op::Sigmoid:
     case Op::Gelu:
     case Op::Div:
+    case Op::DivInPlace:
     case Op::Pow:
     case Op::Mean:
     case Op::Matmul:

@@ -133,6 +133,22 @@ class Tensor {
   /// Sets every element to `value`.
   void fill_(Scalar value);
 
+  // ---- in-place arithmetic with a scalar (libtorch's add_, sub_, mul_, div_) ------------------
+  /// this = this + s (sub_: - s, mul_: * s, div_: / s) elementwise in this tensor's own memory, on
+  /// its device's backend, and returns *this. The math is add(t, s)'s (the scalar read as this
+  /// dtype, Half and BFloat16 computed in float, integers wrap) but the dtype never changes, so
+  /// these refuse what would change it, as torch does: DTypeError for Bool, for a non-integral
+  /// scalar with an integer tensor (mul_(0.5) of an I64 tensor; use mul(t, 0.5)) and for div_ of
+  /// an integer tensor. A view writes through to the storage it views (x.narrow(0, 1, 2).mul_(2)
+  /// changes x); any strides work, but a tensor whose elements share memory (a stride-0 dim of
+  /// size > 1: an expand()ed view) is a ValueError, as is an undefined tensor.
+  ///
+  ///   grads.div_(total_weight);   // in place, no new tensor
+  Tensor& add_(Scalar s);
+  Tensor& sub_(Scalar s);
+  Tensor& mul_(Scalar s);
+  Tensor& div_(Scalar s);
+
   // ---- views (share storage) ------------------------------------------------------------------
   /// Same elements, new shape; one size may be -1. A view when the strides allow, else a copy.
   Tensor reshape(const Shape& shape) const;

@@ -109,7 +109,42 @@ Tensor binary_scalar(Op op, const char* name, const Tensor& a, Scalar b, ScalarS
   return out;
 }
 
+// The common part of Tensor::add_, sub_, mul_ and div_ (`name` is "Tensor::mul_", ...): checks,
+// then t's backend writes op(t, s) into t.
+Tensor& scalar_in_place(Op op, const char* name, Tensor& t, Scalar s, Allowed allowed) {
+  check_defined(t, name);
+  check_dtype(allowed, t.dtype(), name);
+  RUCCL_CHECK(is_floating(t.dtype()) || s.is_integral(), DTypeError, name,
+              ": expected an integral scalar for an in-place op on a ", t.dtype(), " tensor, got ",
+              s.to_double(), " (the result would be F32, which an in-place op cannot store in ",
+              t.dtype(), "; use the out-of-place op)");
+  for (std::int64_t d = 0; d < t.dim(); ++d) {
+    RUCCL_CHECK(t.strides()[d] != 0 || t.shape()[d] <= 1, ValueError, name,
+                ": expected a tensor whose elements do not share memory, got shape ", t.shape(),
+                " with strides ", t.strides(),
+                " (an expand()ed view); write into a contiguous() "
+                "copy instead");
+  }
+  Backend& backend = backend_for(t.device());
+  check_supported(backend, op, t.dtype(), t.device(), name);
+  if (t.numel() > 0) backend.scalar_in_place(op, t, s);
+  return t;
+}
+
 }  // namespace
+
+Tensor& Tensor::add_(Scalar s) {
+  return scalar_in_place(Op::AddInPlace, "Tensor::add_", *this, s, Allowed::kNumeric);
+}
+Tensor& Tensor::sub_(Scalar s) {
+  return scalar_in_place(Op::SubInPlace, "Tensor::sub_", *this, s, Allowed::kNumeric);
+}
+Tensor& Tensor::mul_(Scalar s) {
+  return scalar_in_place(Op::MulInPlace, "Tensor::mul_", *this, s, Allowed::kNumeric);
+}
+Tensor& Tensor::div_(Scalar s) {
+  return scalar_in_place(Op::DivInPlace, "Tensor::div_", *this, s, Allowed::kFloating);
+}
 
 Tensor add(const Tensor& a, const Tensor& b) {
   return binary(Op::Add, "add", a, b, Allowed::kNumeric, false);

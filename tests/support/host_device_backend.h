@@ -53,6 +53,9 @@ class HostDeviceBackend final : public Backend {
                      const Tensor& out) override {
     cpu_.binary_scalar(op, a, b, side, out);
   }
+  void scalar_in_place(Op op, const Tensor& t, Scalar s) override {
+    cpu_.scalar_in_place(op, t, s);
+  }
   void where(const Tensor& c, const Tensor& a, const Tensor& b, const Tensor& out) override {
     cpu_.where(c, a, b, out);
   }

@@ -177,6 +177,46 @@ void CpuBackend::binary_scalar(Op op, const Tensor& a, Scalar b, ScalarSide side
   }
 }
 
+namespace {
+
+/// t = f(t, value) in place, in t's dtype (the scalar converted as fill converts it).
+template <Kinds K, typename F>
+void scalar_in_place_op(F f, const Tensor& t, Scalar value) {
+  visit_dtype(t.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (accepts<K, T>()) {
+      T v;
+      if constexpr (kIsReducedFloat<T>) {
+        v = T(value.to<float>());
+      } else {
+        v = value.to<T>();
+      }
+      const Compute<T> s = load(v);
+      parallel_for_each_run<1>(t.shape(), {&t},
+                               [s, f](const StridedRun<1>& r) { scalar_in_place_run<T>(r, s, f); });
+    }
+  });
+}
+
+}  // namespace
+
+void CpuBackend::scalar_in_place(Op op, const Tensor& t, Scalar s) {
+  check_supported(*this, op, t.dtype());
+  switch (op) {
+    case Op::AddInPlace:
+      return scalar_in_place_op<Kinds::kNumeric>(AddFn{}, t, s);
+    case Op::SubInPlace:
+      return scalar_in_place_op<Kinds::kNumeric>(SubFn{}, t, s);
+    case Op::MulInPlace:
+      return scalar_in_place_op<Kinds::kNumeric>(MulFn{}, t, s);
+    case Op::DivInPlace:
+      return scalar_in_place_op<Kinds::kFloating>(DivFn{}, t, s);
+    default:
+      break;
+  }
+  throw NotImplementedError(str("not implemented: cpu::scalar_in_place for op ", op_name(op)));
+}
+
 void CpuBackend::where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out) {
   RUCCL_ASSERT(cond.dtype() == DType::Bool && a.dtype() == out.dtype() &&
                b.dtype() == out.dtype() && cond.shape() == out.shape() &&

@@ -333,6 +333,30 @@ inline void binary_scalar(Out* __restrict o, const In* __restrict x, Compute<In>
   for (; i < n; ++i) o[i] = store<Out>(g(load(x[i])));
 }
 
+/// p[i] = f(p[i], s) over a contiguous array, in place. One restrict-qualified pointer (reading
+/// and writing an element through it is no aliasing), blocked like binary_scalar, so the compiler
+/// vectorises the read-modify-write; ordinary stores, as the lines were just read into the cache.
+template <typename T, typename F>
+inline void scalar_in_place_contiguous(T* __restrict p, Compute<T> s, std::int64_t n, F f) {
+  std::int64_t i = 0;
+  for (; i + kBlock <= n; i += kBlock) {
+    for (std::int64_t j = 0; j < kBlock; ++j) p[i + j] = store<T>(f(load(p[i + j]), s));
+  }
+  for (; i < n; ++i) p[i] = store<T>(f(load(p[i]), s));
+}
+
+/// One run of an in-place scalar op: ptr[0] = the tensor written.
+template <typename T, typename F>
+inline void scalar_in_place_run(const StridedRun<1>& r, Compute<T> s, F f) {
+  if (r.stride[0] == static_cast<std::int64_t>(sizeof(T))) {
+    return scalar_in_place_contiguous<T>(reinterpret_cast<T*>(r.ptr[0]), s, r.n, f);
+  }
+  char* p = r.ptr[0];
+  for (std::int64_t i = 0; i < r.n; ++i, p += r.stride[0]) {
+    store_at<T>(p, store<T>(f(load(load_at<T>(p)), s)));
+  }
+}
+
 /// One run of a binary op: ptr[0] = out, ptr[1] = a, ptr[2] = b.
 template <typename In, typename Out, typename F>
 inline void binary_run(const StridedRun<3>& r, F f) {

@@ -33,6 +33,7 @@ void StubBackend::binary(Op op, const Tensor&, const Tensor&, const Tensor&) { f
 void StubBackend::binary_scalar(Op op, const Tensor&, Scalar, ScalarSide, const Tensor&) {
   fail(op_name(op));
 }
+void StubBackend::scalar_in_place(Op op, const Tensor&, Scalar) { fail(op_name(op)); }
 void StubBackend::where(const Tensor&, const Tensor&, const Tensor&, const Tensor&) {
   fail(op_name(Op::Where));
 }

@@ -40,6 +40,7 @@ class StubBackend final : public Backend {
   void unary(Op op, const Tensor& x, const Tensor& out) override;
   void binary(Op op, const Tensor& a, const Tensor& b, const Tensor& out) override;
   void binary_scalar(Op op, const Tensor& a, Scalar b, ScalarSide side, const Tensor& out) override;
+  void scalar_in_place(Op op, const Tensor& t, Scalar s) override;
   void where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out) override;
   void reduce(Op op, const Tensor& x, std::span<const std::int64_t> dims,
               const Tensor& out) override;
