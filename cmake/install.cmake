@@ -19,6 +19,11 @@ foreach(layer ${_ruccl_header_dirs})
 endforeach()
 install(FILES ${PROJECT_BINARY_DIR}/generated/ruccl/config.h
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/ruccl/ruccl)
+# The trace tools (docs/observability.md), beside ruccl-run: Python 3 standard library only.
+install(PROGRAMS ${PROJECT_SOURCE_DIR}/tools/merge_traces.py DESTINATION ${CMAKE_INSTALL_BINDIR}
+        RENAME ruccl-merge-traces)
+install(PROGRAMS ${PROJECT_SOURCE_DIR}/tools/plot_trace.py DESTINATION ${CMAKE_INSTALL_BINDIR}
+        RENAME ruccl-plot-trace)
 install(EXPORT ruccl-targets NAMESPACE ruccl:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/ruccl)
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/ruccl-config.cmake.in
                               ${PROJECT_BINARY_DIR}/ruccl-config.cmake

@@ -25,11 +25,19 @@ foreach(path include/ruccl/ruccl/config.h include/ruccl/tensor/tensor.h
              include/ruccl/tensor/core/tensor.h
              ${libdir}/cmake/ruccl/ruccl-config.cmake
              ${libdir}/cmake/ruccl/ruccl-config-version.cmake
-             ${libdir}/cmake/ruccl/ruccl-targets.cmake bin/ruccl-run)
+             ${libdir}/cmake/ruccl/ruccl-targets.cmake bin/ruccl-run bin/ruccl-merge-traces
+             bin/ruccl-plot-trace)
   if(NOT EXISTS ${prefix}/${path})
     message(FATAL_ERROR "install test: expected ${prefix}/${path} in the install tree, got none")
   endif()
 endforeach()
+
+# The installed trace tools run from the install tree (no file of the source tree needed).
+find_program(python3 python3)
+if(python3)
+  run_step("ruccl-merge-traces --help" ${python3} ${prefix}/bin/ruccl-merge-traces --help)
+  run_step("ruccl-plot-trace --help" ${python3} ${prefix}/bin/ruccl-plot-trace --help)
+endif()
 
 set(configure_args -S ${RUCCL_CONSUMER_DIR} -B ${consumer_build} -G ${RUCCL_GENERATOR}
     -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=Release)
