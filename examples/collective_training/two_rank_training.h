@@ -1,6 +1,7 @@
 #pragma once
-// The logic of `collective_training run|resume DIR` (docs/training.md), header-only so that
-// tests/optim/collective_training_test.cpp runs exactly the code the example runs.
+// The logic of `collective_training run|resume DIR` (docs/training.md). Its checks run as the
+// example's CTest tests (examples/CMakeLists.txt); the part any program reuses lives in the
+// library (optim::load_on_every_rank, tested in tests/optim/checkpoint/agreed_load_test.cpp).
 //
 // Two ranks -- threads with in-process Communicators (run_two_ranks), or two processes started
 // by a launcher, each with Communicator::from_env() (run_this_rank) -- each with a Linear(2 -> 1)
@@ -23,7 +24,7 @@
 #include "autodiff/nn/loss.h"
 #include "collective/in_process_group.h"
 #include "collective/run_ranks.h"
-#include "optim/checkpoint/checkpoint_error.h"
+#include "optim/checkpoint/agreed_load.h"
 #include "optim/checkpoint/training_record.h"
 #include "optim/gradients_params.h"
 #include "optim/rank_agreement.h"
@@ -128,30 +129,16 @@ inline RankReport run_rank(Communicator& comm, const std::filesystem::path& dir)
   return report;
 }
 
-/// One rank of `resume DIR`: every rank loads its file first; the ranks then agree that all
-/// loads succeeded (a collective every rank reaches, so a missing file strands no rank) before
-/// the training collectives start.
+/// One rank of `resume DIR`: every rank loads its file first and the ranks agree that all loads
+/// succeeded (optim::load_on_every_rank: a missing file strands no rank) before the training
+/// collectives start.
 inline RankReport resume_rank(Communicator& comm, const std::filesystem::path& dir) {
-  std::optional<optim::TrainingRecord> record;
-  std::string failure;
-  try {
-    record = optim::TrainingRecord::load(checkpoint_path(dir, comm.rank()));
-    record->check_rank_and_world({.rank = comm.rank(), .world_size = comm.world_size()});
-  } catch (const optim::CheckpointError& e) {
-    failure = e.what();
-  }
-  const auto loaded = optim::all_gather_words(comm, {failure.empty() ? 1 : 0}, "resume: load");
-  if (!failure.empty()) throw optim::CheckpointError(failure);
-  for (int r = 0; r < comm.world_size(); ++r) {
-    if (loaded[static_cast<std::size_t>(r)][0] == 0) {
-      throw optim::CheckpointError(
-          str("rank ", r, " could not load ", checkpoint_path(dir, r), "; no rank resumes"));
-    }
-  }
+  const optim::TrainingRecord record =
+      optim::load_on_every_rank(comm, checkpoint_path(dir, comm.rank()));
   auto model = make_model(comm.device());
   optim::Sgd sgd = make_optimizer();
-  record->restore(*model, &sgd, nullptr, nullptr,
-                  {.rank = comm.rank(), .world_size = comm.world_size()});
+  record.restore(*model, &sgd, nullptr, nullptr,
+                 {.rank = comm.rank(), .world_size = comm.world_size()});
   RankReport report;
   report.after_step1 = values_of(*model);
   expect_exact("restored step 1", comm.rank(), report.after_step1, kAfterStep1);

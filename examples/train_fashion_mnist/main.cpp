@@ -22,8 +22,9 @@
 
 #include "collective/communicator.h"
 #include "collective/tcp_group.h"
-#include "examples/job_environment.h"
-#include "examples/train_fashion_mnist/data_parallel_trainer.h"
+#include "examples/train_fashion_mnist/fashion_mnist.h"
+#include "optim/classifier_trainer.h"
+#include "optim/launched_job.h"
 #include "optim/rank_agreement.h"
 #include "ruccl/config.h"
 #include "tensor/backend/backend.h"
@@ -32,6 +33,7 @@
 #endif
 
 namespace fm = ruccl::examples::fashion_mnist;
+namespace optim = ruccl::optim;
 
 namespace {
 
@@ -62,7 +64,8 @@ constexpr const char* kUsage =
     "                       step K, on a job's first attempt only (processes only)\n";
 
 struct Cli {
-  fm::TrainOptions options;
+  optim::TrainOptions options;
+  std::vector<std::int64_t> hidden = {512, 512};
   std::string data_dir = fm::kDefaultDataDir;
   std::string metrics;
   std::string save_parameters;
@@ -114,10 +117,10 @@ Cli parse(int argc, char** argv) {
     } else if (flag == "--optimizer") {
       cli.options.optimizer = value;
     } else if (flag == "--hidden") {
-      cli.options.hidden.clear();
+      cli.hidden.clear();
       std::stringstream parts(value);
       for (std::string part; std::getline(parts, part, ',');) {
-        cli.options.hidden.push_back(to_int(flag, part));
+        cli.hidden.push_back(to_int(flag, part));
       }
     } else if (flag == "--seed") {
       cli.options.seed = static_cast<std::uint64_t>(to_int(flag, value));
@@ -153,7 +156,7 @@ Cli parse(int argc, char** argv) {
   if (cli.options.optimizer != "adam" && cli.options.optimizer != "sgd") {
     usage_error("--optimizer must be adam or sgd");
   }
-  for (std::int64_t h : cli.options.hidden) {
+  for (std::int64_t h : cli.hidden) {
     if (h < 1) usage_error("--hidden sizes must be >= 1");
   }
   if (cli.options.resume && cli.options.checkpoint_dir.empty()) {
@@ -165,8 +168,8 @@ Cli parse(int argc, char** argv) {
 }
 
 /// Prints the progress within an epoch (a line redrawn in place on a terminal, plain lines
-/// otherwise: progress_line.h) and a line per epoch; writes the CSV.
-class ConsoleObserver : public fm::TrainObserver {
+/// otherwise: optim/progress_line.h) and a line per epoch; writes the CSV.
+class ConsoleObserver : public optim::TrainObserver {
  public:
   ConsoleObserver(const std::string& metrics_path, bool append)
       : progress_(std::cout, isatty(STDOUT_FILENO) != 0) {
@@ -187,8 +190,8 @@ class ConsoleObserver : public fm::TrainObserver {
     }
     std::cout << "\n";
   }
-  void on_progress(const fm::ProgressReport& r) override { progress_.progress(r); }
-  void on_epoch(const fm::EpochReport& r) override {
+  void on_progress(const optim::ProgressReport& r) override { progress_.progress(r); }
+  void on_epoch(const optim::EpochReport& r) override {
     progress_.clear();
     std::cout << "epoch " << std::setw(2) << r.epoch << "  step " << std::setw(5) << r.steps
               << "  loss " << std::fixed << std::setprecision(4) << r.train_loss;
@@ -207,7 +210,7 @@ class ConsoleObserver : public fm::TrainObserver {
   }
 
  private:
-  fm::ProgressPrinter progress_;
+  optim::ProgressPrinter progress_;
   std::ofstream csv_;
 };
 
@@ -257,22 +260,12 @@ int main(int argc, char** argv) {
     std::optional<ruccl::Communicator> comm;
     std::string launch;  // under a launcher: where this rank sits and what moves its bytes
     int local_ranks = 1;
-    if (ruccl::examples::environment_describes_job()) {
+    if (optim::environment_describes_job()) {
       ruccl::LaunchEnv job;
       if (ruccl::mpi_engine_from_env()) {
         // An MPI job (mpirun, srun --mpi=pmix): MPI knows the ranks, there is no rendezvous.
         comm = ruccl::Communicator::from_env();
-        job.world_size = comm->world_size();
-        job.rank = comm->rank();
-        job.source = "MPI";
-        // Processes on this node: mpirun's variable, else srun's tasks per node ("2" or
-        // "2(x3)": the first node's count; the same on every node of an even step).
-        const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
-        if (local == nullptr) local = std::getenv("SLURM_STEP_TASKS_PER_NODE");
-        job.local_world_size = local != nullptr ? std::max(1, std::atoi(local)) : 1;
-        const char* local_rank = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
-        if (local_rank == nullptr) local_rank = std::getenv("SLURM_LOCALID");
-        job.local_rank = local_rank != nullptr ? std::max(0, std::atoi(local_rank)) : 0;
+        job = optim::mpi_launch_env(*comm);
       } else {
         job = ruccl::read_launch_env();
       }
@@ -298,8 +291,8 @@ int main(int argc, char** argv) {
     }
     const bool lead = !comm || comm->rank() == 0;  // only rank 0 prints
     const auto load_start = std::chrono::steady_clock::now();
-    const fm::Dataset train = fm::read_split(cli.data_dir, "train");
-    const fm::Dataset test = fm::read_split(cli.data_dir, "t10k");
+    const optim::LabelledImages train = fm::read_split(cli.data_dir, "train");
+    const optim::LabelledImages test = fm::read_split(cli.data_dir, "t10k");
     const double load_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
     const auto& o = cli.options;
@@ -308,7 +301,7 @@ int main(int argc, char** argv) {
       std::cout << "Fashion-MNIST: " << train.count << " training and " << test.count
                 << " test images (loaded in " << std::fixed << std::setprecision(1) << load_seconds
                 << " s)\nMLP " << train.features;
-      for (std::int64_t h : o.hidden) std::cout << "-" << h;
+      for (std::int64_t h : cli.hidden) std::cout << "-" << h;
       std::cout << "-" << train.classes << ", " << o.optimizer << " lr " << std::defaultfloat
                 << o.lr << ", global batch " << o.batch << " over " << o.ranks
                 << " data-parallel rank(s) (" << (comm ? "processes" : "threads") << ") on "
@@ -316,10 +309,14 @@ int main(int argc, char** argv) {
     }
     std::optional<ConsoleObserver> observer;
     if (lead) observer.emplace(cli.metrics, o.resume || o.resume_if_any);
-    const fm::TrainResult result =
-        comm ? fm::train_rank_in_process(*comm, train, test, o, observer ? &*observer : nullptr,
-                                         local_ranks)
-             : fm::train(train, test, o, &*observer);
+    // Every rank makes the same MLP (the seed's values, ParamIds 1, 2, ...).
+    const optim::ModelFactory make_model = [&] {
+      return fm::make_mlp(train.features, cli.hidden, train.classes, o.seed);
+    };
+    const optim::TrainResult result =
+        comm ? optim::train_classifier_rank(*comm, train, test, make_model, o,
+                                            observer ? &*observer : nullptr, local_ranks)
+             : optim::train_classifier(train, test, make_model, o, &*observer);
     if (lead) {
       if (!result.epochs.empty()) {
         const auto& last = result.epochs.back();

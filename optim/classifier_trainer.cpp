@@ -1,140 +1,34 @@
-#pragma once
-// The training loop of train_fashion_mnist, header-only so that tests/optim can run it on a tiny
-// synthetic dataset: an MLP trained data-parallel over N ranks -- threads of this process
-// (train()) or processes, one rank each (train_rank_in_process()) -- with token-weighted
-// DataParallel gradients (each rank's loss is a SUM over its shard of the global batch;
-// DataParallel divides by the global sample count), Adam or SGD, a seeded Generator that shuffles
-// the training set identically on every rank, and per-rank step checkpoints (CheckpointSeries)
-// every checkpoint_every steps and at epoch ends. Threads and processes give bit-identical
-// parameters for the same global batch (docs/training.md, "Processes and threads").
+#include "optim/classifier_trainer.h"
+
 #include <algorithm>
-#include <array>
 #include <chrono>
 #include <csignal>
-#include <cstdint>
 #include <ctime>
-#include <filesystem>
-#include <memory>
 #include <optional>
-#include <string>
 #include <thread>
-#include <vector>
 
 #include "autodiff/grad_mode.h"
-#include "autodiff/nn/activation.h"
-#include "autodiff/nn/linear.h"
 #include "autodiff/nn/loss.h"
-#include "autodiff/nn/sequential.h"
 #include "collective/in_process_group.h"
 #include "collective/run_ranks.h"
 #include "collective/trace/call_trace.h"
-#include "examples/train_fashion_mnist/idx_dataset.h"
-#include "examples/train_fashion_mnist/progress_line.h"
 #include "optim/adam.h"
 #include "optim/checkpoint/checkpoint_error.h"
 #include "optim/checkpoint/checkpoint_series.h"
 #include "optim/checkpoint/training_record.h"
 #include "optim/data_parallel.h"
-#include "optim/rank_agreement.h"
 #include "optim/sgd.h"
 #include "tensor/backend/cpu/cpu_backend.h"
 #include "tensor/ops/elementwise.h"
 #include "tensor/ops/reduce.h"
 
-namespace ruccl::examples::fashion_mnist {
-
-/// What to train and how.
-struct TrainOptions {
-  int ranks = 2;                   ///< in-process data-parallel ranks (threads)
-  int epochs = 10;                 ///< train until this many epochs are done
-  std::int64_t batch = 128;        ///< GLOBAL batch, split over the ranks
-  double lr = 1e-3;                ///< learning rate
-  std::string optimizer = "adam";  ///< "adam" or "sgd" (momentum 0.9)
-  std::vector<std::int64_t> hidden = {512, 512};
-  std::uint64_t seed = 0;                   ///< model initialisation and shuffling
-  int threads_per_rank = 0;                 ///< 0: cores / ranks (at least 1)
-  std::int64_t max_batches_per_epoch = -1;  ///< tests: cut epochs short
-  bool evaluate = true;                     ///< test accuracy after each epoch
-  bool record_step_losses = false;          ///< global loss of every step (tests)
-  std::int64_t report_every = 25;           ///< progress (and loss all_reduce) interval
-  std::filesystem::path checkpoint_dir;     ///< empty: no checkpoints
-  std::int64_t checkpoint_every = 0;        ///< also every N steps (0: at epoch ends only)
-  bool resume = false;                      ///< continue from checkpoint_dir (must hold one)
-  /// Continue from checkpoint_dir's newest common checkpoint when there is one, else start
-  /// afresh (what a job restarted by `ruccl-run --max-restarts` does).
-  bool resume_if_any = false;
-  /// Test hook: rank kill_rank SIGKILLs itself right after optimizer step kill_after_step (before
-  /// writing that step's checkpoint; when it is a checkpoint step, once rank 0 has written its
-  /// file), on the first attempt of the job only (attempt 0). -1: never.
-  std::int64_t kill_after_step = -1;
-  int kill_rank = 1;
-  int attempt = 0;               ///< how many times the job was restarted (RUCCL_RESTART_COUNT)
-  bool rank_is_process = false;  ///< set by train_rank_in_process (what cpu_seconds counts)
-  /// Where every rank's model, batches and collectives live (--device cuda: cuda:0, the ranks
-  /// that are threads sharing it; batches are made on the host and copied over).
-  Device device = Device::cpu();
-};
-
-/// One finished epoch.
-struct EpochReport {
-  int epoch = 0;                ///< 1-based
-  std::int64_t steps = 0;       ///< optimizer steps so far
-  double train_loss = 0.0;      ///< mean cross-entropy over the epoch's samples
-  double test_accuracy = -1.0;  ///< in [0, 1]; -1 when not evaluated
-  double train_seconds = 0.0;   ///< training loop time of this epoch
-  double samples_per_second = 0.0;
-  double elapsed_seconds = 0.0;  ///< since training started (evaluation included)
-  /// CPU time of the epoch's training loop summed over the ranks: each process's whole CPU time
-  /// (all its threads) when ranks are processes, each rank thread's own when they are threads
-  /// (with --threads 1 that is all of the rank's work). A figure a busy machine barely changes.
-  double cpu_seconds = 0.0;
-};
-
-/// Receives progress from rank 0's thread (printing lives in main.cpp).
-class TrainObserver {
- public:
-  virtual ~TrainObserver() = default;
-  /// After every report_every batches and at the epoch's end: where the epoch stands (mean
-  /// loss so far, samples/s, seconds; ProgressPrinter prints it with an ETA).
-  virtual void on_progress(const ProgressReport& /*report*/) {}
-  virtual void on_epoch(const EpochReport& /*report*/) {}
-  /// Training resumes after `steps` optimizer steps (`epochs_done` whole epochs) from the newest
-  /// checkpoint every rank holds; `passed_over` is a newer step some rank (not all) had, or -1.
-  virtual void on_resume(int /*epochs_done*/, std::int64_t /*steps*/,
-                         std::int64_t /*passed_over*/) {}
-};
-
-/// What train() returns (from rank 0).
-struct TrainResult {
-  std::vector<double> step_losses;  ///< with record_step_losses
-  std::vector<EpochReport> epochs;  ///< the epochs run now (not those before a resume)
-  std::vector<Tensor> parameters;   ///< the final parameters, in visit order
-};
-
-/// The MLP: Linear + ReLU per hidden size, then Linear to the classes. ParamIds 1, 2, ... in
-/// visit order (the same on every rank and every run).
-inline std::shared_ptr<nn::Sequential> make_mlp(std::int64_t features,
-                                                const std::vector<std::int64_t>& hidden,
-                                                std::int64_t classes, std::uint64_t seed) {
-  Generator gen(seed);
-  auto model = std::make_shared<nn::Sequential>();
-  std::int64_t in = features;
-  for (std::int64_t h : hidden) {
-    model->push_back(std::make_shared<nn::Linear>(in, h, gen));
-    model->push_back(std::make_shared<nn::ReLU>());
-    in = h;
-  }
-  model->push_back(std::make_shared<nn::Linear>(in, classes, gen));
-  model->assign_param_ids(1);
-  return model;
-}
-
-namespace detail {
+namespace ruccl::optim {
+namespace {
 
 /// Rows `indices[lo, hi)` of `data` as an F32 batch scaled to [0, 1] and I64 labels.
-inline std::pair<Tensor, Tensor> make_batch(const Dataset& data,
-                                            const std::vector<std::int64_t>& indices,
-                                            std::int64_t lo, std::int64_t hi) {
+std::pair<Tensor, Tensor> make_batch(const LabelledImages& data,
+                                     const std::vector<std::int64_t>& indices, std::int64_t lo,
+                                     std::int64_t hi) {
   const std::int64_t n = hi - lo;
   Tensor x = Tensor::empty(Shape{n, data.features}, DType::F32);
   Tensor y = Tensor::empty(Shape{n}, DType::I64);
@@ -152,7 +46,7 @@ inline std::pair<Tensor, Tensor> make_batch(const Dataset& data,
 }
 
 /// Fraction of `data` classified correctly, each rank evaluating its contiguous shard.
-inline double evaluate(Communicator& comm, nn::Module& model, const Dataset& data) {
+double evaluate(Communicator& comm, nn::Module& model, const LabelledImages& data) {
   autodiff::NoGradGuard no_grad;
   const int r = comm.rank();
   const int w = comm.world_size();
@@ -176,13 +70,13 @@ inline double evaluate(Communicator& comm, nn::Module& model, const Dataset& dat
 }
 
 /// Ends this process at once with SIGKILL (the kill_after_step test hook).
-[[noreturn]] inline void kill_self() {
+[[noreturn]] void kill_self() {
   std::raise(SIGKILL);
   std::abort();  // not reached: SIGKILL cannot be caught
 }
 
 /// Waits until `path` exists (a file renamed into place is complete), at most 60 s.
-inline void wait_for_file(const std::filesystem::path& path) {
+void wait_for_file(const std::filesystem::path& path) {
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   std::error_code ec;
   while (!std::filesystem::exists(path, ec) && std::chrono::steady_clock::now() < until) {
@@ -190,8 +84,9 @@ inline void wait_for_file(const std::filesystem::path& path) {
   }
 }
 
-/// The checks train() and train_rank_in_process() share. ValueError for bad options.
-inline void check_options(const Dataset& train, const TrainOptions& options, int ranks) {
+/// The checks train_classifier() and train_classifier_rank() share. ValueError for bad options.
+void check_options(const LabelledImages& train, const ModelFactory& make_model,
+                   const TrainOptions& options, int ranks) {
   RUCCL_CHECK(ranks >= 1, ValueError, "train: expected --ranks >= 1, got ", ranks);
   RUCCL_CHECK(options.batch >= ranks, ValueError,
               "train: expected a global batch >= the number of ranks (", ranks, "), got ",
@@ -203,43 +98,48 @@ inline void check_options(const Dataset& train, const TrainOptions& options, int
   RUCCL_CHECK(options.checkpoint_every >= 0, ValueError,
               "train: expected --checkpoint-every >= 0, got ", options.checkpoint_every);
   RUCCL_CHECK(train.count > 0, ValueError, "train: the training set is empty");
+  RUCCL_CHECK(static_cast<bool>(make_model), ValueError,
+              "train: expected a model factory, got an empty one");
 }
 
 /// CPU seconds of this process (all threads) or of the calling thread.
-inline double cpu_now(bool whole_process) {
+double cpu_now(bool whole_process) {
   timespec t{};
   clock_gettime(whole_process ? CLOCK_PROCESS_CPUTIME_ID : CLOCK_THREAD_CPUTIME_ID, &t);
   return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
 }
 
 using Clock = std::chrono::steady_clock;
-inline double seconds_since(Clock::time_point t) {
+double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
 /// One rank's whole training run.
-inline TrainResult train_rank(Communicator& comm, const Dataset& train, const Dataset& test,
-                              const TrainOptions& options, TrainObserver* observer) {
+TrainResult train_rank(Communicator& comm, const LabelledImages& train, const LabelledImages& test,
+                       const ModelFactory& make_model, const TrainOptions& options,
+                       TrainObserver* observer) {
   const int rank = comm.rank();
   const int world = comm.world_size();
   TrainObserver* report = rank == 0 ? observer : nullptr;
-  auto model = make_mlp(train.features, options.hidden, train.classes, options.seed);
-  if (!comm.device().is_cpu()) model->to(comm.device());  // initialised on the host: same values
-  std::unique_ptr<optim::Optimizer> opt;
+  std::shared_ptr<nn::Module> model = make_model();
+  RUCCL_CHECK(model != nullptr, ValueError, "train: the model factory returned no model");
+  if (!comm.device().is_cpu()) model->to(comm.device());  // made on the host: same values
+  std::unique_ptr<Optimizer> opt;
   if (options.optimizer == "sgd") {
-    opt = std::make_unique<optim::Sgd>(optim::SgdOptions{.momentum = 0.9});
+    opt = std::make_unique<Sgd>(SgdOptions{.momentum = 0.9});
   } else {
-    opt = std::make_unique<optim::Adam>();
+    opt = std::make_unique<Adam>();
   }
   Generator shuffle(options.seed + 1);  // the same stream on every rank
   std::int64_t steps = 0;
   const std::int64_t batch = options.batch;
   std::int64_t batches = (train.count + batch - 1) / batch;
-  if (options.max_batches_per_epoch >= 0)
+  if (options.max_batches_per_epoch >= 0) {
     batches = std::min(batches, options.max_batches_per_epoch);
+  }
   batches = std::max<std::int64_t>(batches, 1);
 
-  std::optional<optim::CheckpointSeries> series;
+  std::optional<CheckpointSeries> series;
   if (!options.checkpoint_dir.empty()) {
     std::filesystem::create_directories(options.checkpoint_dir);
     series.emplace(options.checkpoint_dir, rank, world);
@@ -247,11 +147,10 @@ inline TrainResult train_rank(Communicator& comm, const Dataset& train, const Da
   if (series && (options.resume || options.resume_if_any)) {
     // Every rank verifies its files; the ranks resume from the newest step all of them hold.
     std::int64_t newest_anywhere = -1;
-    std::optional<optim::TrainingRecord> record =
-        series->load_newest_common(comm, &newest_anywhere);
+    std::optional<TrainingRecord> record = series->load_newest_common(comm, &newest_anywhere);
     if (!record && options.resume) {
-      throw optim::CheckpointError(str("resume: ", options.checkpoint_dir,
-                                       " holds no checkpoint that every rank wrote and verified"));
+      throw CheckpointError(str("resume: ", options.checkpoint_dir,
+                                " holds no checkpoint that every rank wrote and verified"));
     }
     if (record) {
       record->restore(*model, opt.get(), nullptr, nullptr, {.rank = rank, .world_size = world});
@@ -265,7 +164,7 @@ inline TrainResult train_rank(Communicator& comm, const Dataset& train, const Da
   } else if (series) {
     series->remove_own();  // a fresh run: no file of an earlier run may be taken for ours
   }
-  optim::DataParallel dp = optim::DataParallel::initialize(comm, *model, /*root=*/0);
+  DataParallel dp = DataParallel::initialize(comm, *model, /*root=*/0);
 
   TrainResult result;
   const auto start = Clock::now();
@@ -290,7 +189,7 @@ inline TrainResult train_rank(Communicator& comm, const Dataset& train, const Da
       const std::int64_t hi = begin + size * (rank + 1) / world;
       // The step's phases on the trace's training track (free unless tracing is on).
       std::optional<TraceSpan> step_span(std::in_place, comm.trace(), "step", steps + 1);
-      optim::GradientsParams grads;
+      GradientsParams grads;
       if (hi > lo) {
         const auto [hx, hy] = make_batch(train, order, lo, hi);
         const Tensor x = hx.to(comm.device());
@@ -303,11 +202,11 @@ inline TrainResult train_rank(Communicator& comm, const Dataset& train, const Da
         loss.backward();
         phase.reset();
         pending_loss += static_cast<double>(loss.value().to(Device::cpu()).item<float>());
-        grads = optim::GradientsParams::from_module(*model);
+        grads = GradientsParams::from_module(*model);
       }
       pending_count += size;
-      const optim::GradientsParams mean = dp.reduce(*model, grads, static_cast<double>(hi - lo),
-                                                    optim::LossReduction::Sum);  // Σ G_r / Σ w_r
+      const GradientsParams mean = dp.reduce(*model, grads, static_cast<double>(hi - lo),
+                                             LossReduction::Sum);  // Σ G_r / Σ w_r
       {
         const TraceSpan phase(comm.trace(), "optimizer");
         opt->step(options.lr, *model, mean);
@@ -326,7 +225,7 @@ inline TrainResult train_rank(Communicator& comm, const Dataset& train, const Da
       }
       if (checkpoint) {
         series->save(comm,
-                     optim::TrainingRecord::capture(
+                     TrainingRecord::capture(
                          *model, opt.get(), nullptr, nullptr,
                          {.step = steps,
                           .data_position = steps,  // batches consumed: epoch * batches + batch
@@ -383,14 +282,12 @@ inline TrainResult train_rank(Communicator& comm, const Dataset& train, const Da
   return result;
 }
 
-}  // namespace detail
+}  // namespace
 
-/// Trains on `options.ranks` threads and returns rank 0's result; rethrows the first rank's
-/// exception (the others are aborted, so none waits for a deadline). ValueError for bad options
-/// (the kill_after_step hook needs processes: it would end every thread).
-inline TrainResult train(const Dataset& train, const Dataset& test, const TrainOptions& options,
-                         TrainObserver* observer = nullptr) {
-  detail::check_options(train, options, options.ranks);
+TrainResult train_classifier(const LabelledImages& train, const LabelledImages& test,
+                             const ModelFactory& make_model, const TrainOptions& options,
+                             TrainObserver* observer) {
+  check_options(train, make_model, options, options.ranks);
   RUCCL_CHECK(options.kill_after_step < 0, ValueError,
               "train: --kill-after-step needs ranks that are processes (ruccl-run), got threads");
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
@@ -401,26 +298,23 @@ inline TrainResult train(const Dataset& train, const Dataset& test, const TrainO
   const std::vector<Device> devices(static_cast<std::size_t>(options.ranks), options.device);
   run_ranks(InProcessGroup::create(options.ranks, devices), [&](Communicator& comm) {
     const auto r = static_cast<std::size_t>(comm.rank());
-    results[r] = detail::train_rank(comm, train, test, options, observer);
+    results[r] = train_rank(comm, train, test, make_model, options, observer);
   });
   return results[0];
 }
 
-/// Trains this process's rank of a job whose every rank is a process (`comm` from
-/// Communicator::from_env(); options.ranks is ignored: the world size is comm's). The observer
-/// hears from rank 0 only. `local_ranks`: the ranks sharing this machine, which share its cores.
-/// Returns this rank's result (the parameters are the same on every rank).
-inline TrainResult train_rank_in_process(Communicator& comm, const Dataset& train,
-                                         const Dataset& test, const TrainOptions& options,
-                                         TrainObserver* observer = nullptr, int local_ranks = 1) {
-  detail::check_options(train, options, comm.world_size());
+TrainResult train_classifier_rank(Communicator& comm, const LabelledImages& train,
+                                  const LabelledImages& test, const ModelFactory& make_model,
+                                  const TrainOptions& options, TrainObserver* observer,
+                                  int local_ranks) {
+  check_options(train, make_model, options, comm.world_size());
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   cpu::set_num_threads(options.threads_per_rank > 0
                            ? options.threads_per_rank
                            : std::max(1, static_cast<int>(cores) / std::max(1, local_ranks)));
   TrainOptions o = options;
   o.rank_is_process = true;
-  return detail::train_rank(comm, train, test, o, observer);
+  return train_rank(comm, train, test, make_model, o, observer);
 }
 
-}  // namespace ruccl::examples::fashion_mnist
+}  // namespace ruccl::optim

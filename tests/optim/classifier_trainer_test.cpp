@@ -1,14 +1,17 @@
-// The training loop of examples/train_fashion_mnist on a tiny synthetic dataset: the loss curve
-// does not depend on the number of ranks (same global batch), and resuming from its per-epoch
-// checkpoints reproduces the uninterrupted run bit for bit.
+// The data-parallel classifier trainer (optim/classifier_trainer.h) on a tiny synthetic dataset:
+// the loss curve does not depend on the number of ranks (same global batch), and resuming from its
+// epoch or step checkpoints reproduces the uninterrupted run bit for bit.
 #include <catch2/catch.hpp>
 
-#include "examples/train_fashion_mnist/data_parallel_trainer.h"
+#include "autodiff/nn/activation.h"
+#include "autodiff/nn/linear.h"
+#include "autodiff/nn/sequential.h"
+#include "optim/classifier_trainer.h"
 #include "tests/optim/scratch_dir.h"
 #include "tests/support/tensor_matchers.h"
 
 using namespace ruccl;
-namespace fm = ruccl::examples::fashion_mnist;
+namespace optim = ruccl::optim;
 using ruccl::optim::test_support::ScratchDir;
 using ruccl::testing::TensorEqual;
 using ruccl::testing::TensorNear;
@@ -16,8 +19,8 @@ using ruccl::testing::TensorNear;
 namespace {
 
 /// `count` images of 12 pixels in 4 classes: the class decides which pixels are bright.
-fm::Dataset synthetic(std::int64_t count, std::uint64_t seed) {
-  fm::Dataset d;
+optim::LabelledImages synthetic(std::int64_t count, std::uint64_t seed) {
+  optim::LabelledImages d;
   d.count = count;
   d.features = 12;
   d.classes = 4;
@@ -33,13 +36,29 @@ fm::Dataset synthetic(std::int64_t count, std::uint64_t seed) {
   return d;
 }
 
-fm::TrainOptions tiny_options(int ranks) {
-  fm::TrainOptions o;
+/// A 12-16-4 MLP, the same on every call (seed 3), ParamIds 1..4.
+std::shared_ptr<nn::Module> tiny_mlp() {
+  Generator gen(3);
+  auto model = std::make_shared<nn::Sequential>();
+  model->push_back(std::make_shared<nn::Linear>(12, 16, gen));
+  model->push_back(std::make_shared<nn::ReLU>());
+  model->push_back(std::make_shared<nn::Linear>(16, 4, gen));
+  model->assign_param_ids(1);
+  return model;
+}
+
+optim::TrainResult train_tiny(const optim::LabelledImages& train, const optim::LabelledImages& test,
+                              const optim::TrainOptions& options,
+                              optim::TrainObserver* observer = nullptr) {
+  return optim::train_classifier(train, test, tiny_mlp, options, observer);
+}
+
+optim::TrainOptions tiny_options(int ranks) {
+  optim::TrainOptions o;
   o.ranks = ranks;
   o.epochs = 2;
   o.batch = 20;  // 90 samples: 4 full batches and one of 10 per epoch
   o.lr = 0.01;
-  o.hidden = {16};
   o.seed = 3;
   o.threads_per_rank = 1;
   o.record_step_losses = true;
@@ -49,16 +68,16 @@ fm::TrainOptions tiny_options(int ranks) {
 }  // namespace
 
 TEST_CASE("the data-parallel trainer gives the same loss curve on 1, 2 and 3 ranks", "[optim]") {
-  const fm::Dataset train = synthetic(90, 1);
-  const fm::Dataset test = synthetic(40, 2);
-  const fm::TrainResult one = fm::train(train, test, tiny_options(1));
+  const optim::LabelledImages train = synthetic(90, 1);
+  const optim::LabelledImages test = synthetic(40, 2);
+  const optim::TrainResult one = train_tiny(train, test, tiny_options(1));
   REQUIRE(one.step_losses.size() == 10);
   CHECK(one.step_losses.back() < one.step_losses.front());  // it learns
   REQUIRE(one.epochs.size() == 2);
   CHECK(one.epochs.back().test_accuracy > 0.5);
   for (int ranks : {2, 3}) {
     INFO(ranks << " ranks");
-    const fm::TrainResult many = fm::train(train, test, tiny_options(ranks));
+    const optim::TrainResult many = train_tiny(train, test, tiny_options(ranks));
     REQUIRE(many.step_losses.size() == one.step_losses.size());
     // Float-summation noise only: the ranks' partial sums add in another order (F32, 12-16
     // terms per batch row, 10 steps of Adam).
@@ -77,19 +96,19 @@ TEST_CASE(
     "the trainer resumed from its epoch checkpoints matches the uninterrupted run "
     "bit for bit",
     "[optim]") {
-  const fm::Dataset train = synthetic(90, 1);
-  const fm::Dataset test = synthetic(40, 2);
+  const optim::LabelledImages train = synthetic(90, 1);
+  const optim::LabelledImages test = synthetic(40, 2);
   ScratchDir dir;
-  fm::TrainOptions o = tiny_options(2);
+  optim::TrainOptions o = tiny_options(2);
   o.epochs = 3;
-  const fm::TrainResult straight = fm::train(train, test, o);
+  const optim::TrainResult straight = train_tiny(train, test, o);
 
   o.checkpoint_dir = dir / "ckpt";
   o.epochs = 1;
-  fm::train(train, test, o);
+  train_tiny(train, test, o);
   o.epochs = 3;
   o.resume = true;
-  const fm::TrainResult resumed = fm::train(train, test, o);
+  const optim::TrainResult resumed = train_tiny(train, test, o);
   REQUIRE(resumed.epochs.size() == 2);
   CHECK(resumed.epochs.front().epoch == 2);
   for (std::size_t i = 0; i < straight.parameters.size(); ++i) {
@@ -97,18 +116,18 @@ TEST_CASE(
   }
   // Another rank count is refused on every rank, with the reason.
   o.ranks = 3;
-  CHECK_THROWS_WITH(fm::train(train, test, o), Catch::Contains("resume with 2 ranks"));
+  CHECK_THROWS_WITH(train_tiny(train, test, o), Catch::Contains("resume with 2 ranks"));
 }
 
 namespace {
 
 /// Copies the checkpoint folder once, when rank 0 reports `at_step` (the step's checkpoint is
 /// agreed by then): what a job killed right after that step would leave.
-class SnapshotAt : public fm::TrainObserver {
+class SnapshotAt : public optim::TrainObserver {
  public:
   SnapshotAt(std::int64_t at_step, std::filesystem::path from, std::filesystem::path to)
       : at_(at_step), from_(std::move(from)), to_(std::move(to)) {}
-  void on_progress(const fm::ProgressReport&) override {
+  void on_progress(const optim::ProgressReport&) override {
     if (++steps_ == at_) std::filesystem::copy(from_, to_);
   }
   int resumed_steps = -1;
@@ -127,22 +146,22 @@ TEST_CASE(
     "the trainer resumed mid-epoch from a step checkpoint matches the uninterrupted run "
     "bit for bit",
     "[optim]") {
-  const fm::Dataset train = synthetic(90, 1);
-  const fm::Dataset test = synthetic(40, 2);
+  const optim::LabelledImages train = synthetic(90, 1);
+  const optim::LabelledImages test = synthetic(40, 2);
   ScratchDir dir;
-  fm::TrainOptions o = tiny_options(2);  // 5 batches per epoch, a step report after each
+  optim::TrainOptions o = tiny_options(2);  // 5 batches per epoch, a step report after each
   o.epochs = 3;
   o.checkpoint_dir = dir / "ckpt";
   o.checkpoint_every = 3;
   SnapshotAt snapshot(7, dir / "ckpt", dir / "at7");  // steps 3, 5 (epoch end), 6: the newest is 6
-  const fm::TrainResult straight = fm::train(train, test, o, &snapshot);
+  const optim::TrainResult straight = train_tiny(train, test, o, &snapshot);
   REQUIRE(std::filesystem::exists(dir / "at7" / "rank1-step6.ckpt"));
   CHECK_FALSE(std::filesystem::exists(dir / "at7" / "rank0-step5.ckpt"));  // pruned after 6
 
   o.checkpoint_dir = dir / "at7";
   o.resume = true;
   SnapshotAt observer(-1, {}, {});
-  const fm::TrainResult resumed = fm::train(train, test, o, &observer);
+  const optim::TrainResult resumed = train_tiny(train, test, o, &observer);
   CHECK(observer.resumed_steps == 6);  // epoch 2, batch 2 of 5
   REQUIRE(resumed.epochs.size() == 2);
   CHECK(resumed.epochs.front().epoch == 2);
