@@ -1,7 +1,7 @@
 // handoff_bench: what one hand-off between two threads costs, the floor under every step of an
-// in-process collective and the reason for the spin-then-block waits of
-// collective/transport/in_process/doorbell.h. Two threads pass a turn back and forth; one hand-off is half a
-// round trip. Three mechanisms:
+// in-process collective and the reason for the spin, yield, then sleep of every wait
+// (collective/common/wait_policy.h; in process: transport/in_process/doorbell.h). Two threads pass
+// a turn back and forth; one hand-off is half a round trip. Three mechanisms:
 //   spin      both threads spin on an atomic (with the CPU's pause hint)
 //   yield     both threads loop on the atomic calling sched_yield (std::this_thread::yield)
 //   condvar   std::mutex + std::condition_variable: the waiter blocks and must be woken

@@ -342,7 +342,8 @@ void print_crossover(const Config& c, const Results& res) {
         if (t[i] > 0 && (t[best] <= 0 || t[i] < t[best])) best = i;
       if (best == 1 && ring_from == 0) ring_from = bytes;
       if (best != 1) ring_from = 0;  // Ring must keep winning from there on
-      const Algorithm today = auto_algorithm(OpKind::AllReduce, bytes, false, defaults, w);
+      const Algorithm today =
+          auto_algorithm(OpKind::AllReduce, bytes, LinkKind::Copying, defaults, w);
       print_row({size_text(bytes), cell(t[0], 1), cell(t[1], 1), cell(t[2], 1), algos[best],
                  cell(t[0] > 0 && t[1] > 0 ? t[1] / t[0] : -1, 2), algorithm_name(today)},
                 c.csv);

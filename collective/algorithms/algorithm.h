@@ -38,6 +38,10 @@ struct AlgorithmContext {
 
   int rank() const { return transport.rank(); }
   int world() const { return transport.world_size(); }
+  /// The same call over `other` (a transport that wraps this one, e.g. a device engine's staging).
+  AlgorithmContext on(Transport& other) const {
+    return AlgorithmContext{other, tag, deadline, pending_agreement};
+  }
   /// Completes a pending agreement (throws on disagreement, failing the group); else nothing.
   void agreed() const {
     if (pending_agreement != nullptr) (*pending_agreement)();

@@ -8,20 +8,19 @@
 
 #include "collective/protocol/call_options.h"
 #include "collective/protocol/call_record.h"
+#include "collective/transport/transport_traits.h"
 
 namespace ruccl {
 
 /// What Algorithm::Auto means for a collective of `kind` (AllReduce, Reduce or Broadcast) moving
 /// `bytes` per rank (all_reduce / reduce: the input in its accumulation dtype; broadcast: root's
-/// tensor) over a transport that reads in place (`zero_copy`) or copies. In process always Direct
-/// (every rank reads its peers' memory in place, the fewest bytes moved); a copying transport
-/// Direct below options.ring_threshold_bytes and Ring at or above (bandwidth-optimal, pipelined in
-/// segments); an all_reduce or reduce of `world` >= 3 ranks uses
-/// options.ring_threshold_bytes_from_3 instead; a transport whose every pair shares memory
-/// (`shared_memory`) the shared_memory_ thresholds. Never returns Auto.
-Algorithm auto_algorithm(OpKind kind, std::size_t bytes, bool zero_copy,
-                         const CommunicatorOptions& options, int world = 2,
-                         bool shared_memory = false);
+/// tensor) over links of kind `link` (Transport::traits). In process always Direct (every rank
+/// reads its peers' memory in place, the fewest bytes moved); a copying transport Direct below
+/// options.ring_threshold_bytes and Ring at or above (bandwidth-optimal, pipelined in segments);
+/// an all_reduce or reduce of `world` >= 3 ranks uses options.ring_threshold_bytes_from_3
+/// instead; links through shared memory the shared_memory_ thresholds. Never returns Auto.
+Algorithm auto_algorithm(OpKind kind, std::size_t bytes, LinkKind link,
+                         const CommunicatorOptions& options, int world = 2);
 
 /// Over a copying transport (TCP) the ring all-reduce and reduce move their chunks in segments of
 /// at most this many bytes (one TCP frame): the partial a rank sends on was folded a moment ago
@@ -32,11 +31,10 @@ inline constexpr std::size_t kCopyingRingSegmentBytes = std::size_t{256} << 10;
 /// (docs/performance-history.md, "Ring segments through shared memory").
 inline constexpr std::size_t kSharedMemoryRingSegmentBytes = std::size_t{64} << 10;
 
-/// The segment size of a ring all-reduce or reduce: options.segment_bytes, capped over a copying
-/// transport at kCopyingRingSegmentBytes, or, from world 3 up, at kSharedMemoryRingSegmentBytes
-/// when every pair shares memory (2 ranks keep options.segment_bytes there). Depends only on what
-/// every rank of a group shares, so every rank cuts the same segments.
-std::size_t ring_segment_bytes(const CommunicatorOptions& options, int world, bool zero_copy,
-                               bool shared_memory);
+/// The segment size of a ring all-reduce or reduce over links of kind `link`:
+/// options.segment_bytes, capped over copying links at kCopyingRingSegmentBytes, or, from world 3
+/// up, at kSharedMemoryRingSegmentBytes through shared memory (2 ranks keep options.segment_bytes
+/// there). Depends only on what every rank of a group shares, so every rank cuts the same segments.
+std::size_t ring_segment_bytes(const CommunicatorOptions& options, int world, LinkKind link);
 
 }  // namespace ruccl

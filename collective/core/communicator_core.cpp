@@ -134,8 +134,8 @@ Algorithm CommunicatorCore::choose_algorithm(CallScope& scope, const CallOptions
     return Algorithm::Direct;  // never runs: agreement raises the rejection on every rank
   }
   if (a == Algorithm::Auto && bytes.has_value()) {
-    a = auto_algorithm(scope.record.kind, *bytes, transport_->zero_copy(), options_,
-                       transport_->world_size(), transport_->shared_memory());
+    a = auto_algorithm(scope.record.kind, *bytes, transport_->traits().link, options_,
+                       transport_->world_size());
   }
   int arity = 0;
   if (a == Algorithm::Tree) {

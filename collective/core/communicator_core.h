@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "collective/protocol/agreement.h"
 #include "collective/algorithms/algorithm.h"
-#include "collective/protocol/call_options.h"
 #include "collective/engine/collective_engine.h"
+#include "collective/protocol/agreement.h"
+#include "collective/protocol/call_options.h"
 #include "collective/trace/call_observer.h"
 #include "collective/transport/transport.h"
 
@@ -130,8 +130,9 @@ class CommunicatorCore {
   template <typename Body>
   auto run_engine(CallScope& scope, const FunctionRef<void()>* pending, Body&& body) {
     try {
-      const EngineCall call{scope.record,           records_, scope.label, scope.deadline,
-                            scope.record.seq << 16, pending};
+      const EngineCall call{
+          scope.record, records_, scope.label,
+          AlgorithmContext{*transport_, scope.record.seq << 16, scope.deadline, pending}};
       return body(call);
     } catch (...) {
       fail_group_from_current_exception(scope);

@@ -11,10 +11,6 @@ namespace ruccl {
 
 namespace {
 
-AlgorithmContext context_of(Transport& transport, const EngineCall& call) {
-  return AlgorithmContext{transport, call.tag, call.deadline, call.pending_agreement};
-}
-
 // A reduction's input on the host, contiguous, in its accumulation dtype.
 Tensor reduction_input(const Tensor& t) {
   Tensor host = host_contiguous(t);
@@ -64,7 +60,7 @@ bool AlgorithmEngine::sends_with_agreement(OpKind kind, Algorithm algorithm) con
 
 Tensor AlgorithmEngine::all_reduce(const EngineCall& call, const Tensor& t, ReduceOperation op) {
   if (device_engine_) return device_engine_->all_reduce(call, t, op);
-  const AlgorithmContext ctx = context_of(transport_, call);
+  const AlgorithmContext ctx = call.context.on(transport_);
   const Tensor in = reduction_input(t);
   Tensor out = Tensor::empty(in.shape(), in.dtype());
   const ReduceKernel kernel(in.dtype(), op);
@@ -72,8 +68,7 @@ Tensor AlgorithmEngine::all_reduce(const EngineCall& call, const Tensor& t, Redu
   switch (call.algorithm()) {
     case Algorithm::Ring:
       ring_all_reduce(ctx, in.data_ptr(), out.data_ptr(), count, kernel,
-                      ring_segment_bytes(options_, ctx.world(), transport_.zero_copy(),
-                                         transport_.shared_memory()));
+                      ring_segment_bytes(options_, ctx.world(), transport_.traits().link));
       break;
     case Algorithm::Tree:
       tree_all_reduce(ctx, in.data_ptr(), out.data_ptr(), count, kernel, call.record.tree_arity);
@@ -91,7 +86,7 @@ Tensor AlgorithmEngine::all_reduce(const EngineCall& call, const Tensor& t, Redu
 std::optional<Tensor> AlgorithmEngine::reduce(const EngineCall& call, const Tensor& t, int root,
                                               ReduceOperation op) {
   if (device_engine_) return device_engine_->reduce(call, t, root, op);
-  const AlgorithmContext ctx = context_of(transport_, call);
+  const AlgorithmContext ctx = call.context.on(transport_);
   const Tensor in = reduction_input(t);
   const bool is_root = transport_.rank() == root;
   Tensor out = is_root ? Tensor::empty(in.shape(), in.dtype()) : Tensor();
@@ -101,8 +96,7 @@ std::optional<Tensor> AlgorithmEngine::reduce(const EngineCall& call, const Tens
   switch (call.algorithm()) {
     case Algorithm::Ring:
       ring_reduce(ctx, in.data_ptr(), out_ptr, count, kernel, root,
-                  ring_segment_bytes(options_, ctx.world(), transport_.zero_copy(),
-                                     transport_.shared_memory()));
+                  ring_segment_bytes(options_, ctx.world(), transport_.traits().link));
       break;
     case Algorithm::Tree:
       tree_reduce(ctx, in.data_ptr(), out_ptr, count, kernel, root, call.record.tree_arity);
@@ -122,14 +116,14 @@ Tensor AlgorithmEngine::reduce_scatter(const EngineCall& call, const Tensor& t,
   shard[0] = shard[0] / transport_.world_size();
   Tensor out = Tensor::empty(shard, in.dtype());
   const ReduceKernel kernel(in.dtype(), op);
-  direct_reduce_scatter(context_of(transport_, call), in.data_ptr(), out.data_ptr(),
+  direct_reduce_scatter(call.context.on(transport_), in.data_ptr(), out.data_ptr(),
                         static_cast<std::size_t>(in.numel()), kernel);
   return reduction_output(out, t.dtype(), device_);
 }
 
 Tensor AlgorithmEngine::broadcast(const EngineCall& call, const Tensor& t, int root) {
   if (device_engine_) return device_engine_->broadcast(call, t, root);
-  const AlgorithmContext ctx = context_of(transport_, call);
+  const AlgorithmContext ctx = call.context.on(transport_);
   const CallRecord& root_record = call.records[static_cast<std::size_t>(root)];
   const bool is_root = transport_.rank() == root;
   // Peers read root's `in` in place (no broadcast algorithm writes root's buffer), and root's own
@@ -142,8 +136,8 @@ Tensor AlgorithmEngine::broadcast(const EngineCall& call, const Tensor& t, int r
   // Auto stays Auto in the record (non-roots did not know the size): resolved here from root's.
   Algorithm algorithm = call.algorithm();
   if (algorithm == Algorithm::Auto) {
-    algorithm = auto_algorithm(OpKind::Broadcast, nbytes, transport_.zero_copy(), options_,
-                               transport_.world_size(), transport_.shared_memory());
+    algorithm = auto_algorithm(OpKind::Broadcast, nbytes, transport_.traits().link, options_,
+                               transport_.world_size());
   }
   switch (algorithm) {
     case Algorithm::Ring:

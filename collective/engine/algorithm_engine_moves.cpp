@@ -26,8 +26,7 @@ Tensor AlgorithmEngine::all_gather(const EngineCall& call, const Tensor& t) {
   if (device_engine_) return device_engine_->all_gather(call, t);
   const Tensor in = host_contiguous(t);
   Tensor out = Tensor::empty(gathered_shape(in.shape(), transport_.world_size()), in.dtype());
-  direct_all_gather(AlgorithmContext{transport_, call.tag, call.deadline}, in.data_ptr(),
-                    out.data_ptr(), in.nbytes());
+  direct_all_gather(call.context.on(transport_), in.data_ptr(), out.data_ptr(), in.nbytes());
   return to_device(out, device_);
 }
 
@@ -38,8 +37,8 @@ std::optional<Tensor> AlgorithmEngine::gather(const EngineCall& call, const Tens
   Tensor out = is_root
                    ? Tensor::empty(gathered_shape(in.shape(), transport_.world_size()), in.dtype())
                    : Tensor();
-  direct_gather(AlgorithmContext{transport_, call.tag, call.deadline}, in.data_ptr(),
-                is_root ? out.data_ptr() : nullptr, in.nbytes(), root);
+  direct_gather(call.context.on(transport_), in.data_ptr(), is_root ? out.data_ptr() : nullptr,
+                in.nbytes(), root);
   if (!is_root) return std::nullopt;
   return to_device(out, device_);
 }
@@ -51,8 +50,8 @@ Tensor AlgorithmEngine::scatter(const EngineCall& call, const Tensor& t, int roo
   block[0] = block[0] / transport_.world_size();
   Tensor out = Tensor::empty(block, static_cast<DType>(rec.dtype));
   const Tensor in = transport_.rank() == root ? host_contiguous(t) : Tensor();
-  direct_scatter(AlgorithmContext{transport_, call.tag, call.deadline},
-                 in.defined() ? in.data_ptr() : nullptr, out.data_ptr(), out.nbytes(), root);
+  direct_scatter(call.context.on(transport_), in.defined() ? in.data_ptr() : nullptr,
+                 out.data_ptr(), out.nbytes(), root);
   return to_device(out, device_);
 }
 
@@ -60,8 +59,7 @@ Tensor AlgorithmEngine::all_to_all(const EngineCall& call, const Tensor& t) {
   if (device_engine_) return device_engine_->all_to_all(call, t);
   const Tensor in = host_contiguous(t);
   Tensor out = Tensor::empty(in.shape(), in.dtype());
-  direct_all_to_all(AlgorithmContext{transport_, call.tag, call.deadline}, in.data_ptr(),
-                    out.data_ptr(),
+  direct_all_to_all(call.context.on(transport_), in.data_ptr(), out.data_ptr(),
                     in.nbytes() / static_cast<std::size_t>(transport_.world_size()));
   return to_device(out, device_);
 }
@@ -71,7 +69,7 @@ AllToAllVResult AlgorithmEngine::all_to_all_v(const EngineCall& call, const Tens
   if (device_engine_) return device_engine_->all_to_all_v(call, t, send_counts);
   const auto w = static_cast<std::size_t>(transport_.world_size());
   std::vector<std::int64_t> recv_counts(w);
-  exchange_counts(AlgorithmContext{transport_, call.tag, call.deadline}, send_counts, recv_counts);
+  exchange_counts(call.context.on(transport_), send_counts, recv_counts);
   const Tensor in = host_contiguous(t);
   Shape out_shape = in.shape();
   out_shape[0] = std::accumulate(recv_counts.begin(), recv_counts.end(), std::int64_t{0});
@@ -88,8 +86,8 @@ AllToAllVResult AlgorithmEngine::all_to_all_v(const EngineCall& call, const Tens
     recv_bytes[j] = static_cast<std::size_t>(recv_counts[j]) * row_bytes;
     r += recv_bytes[j];
   }
-  direct_all_to_all_v(AlgorithmContext{transport_, call.tag + 1, call.deadline}, in.data_ptr(),
-                      send_off, send_bytes, out.data_ptr(), recv_off, recv_bytes);
+  direct_all_to_all_v(AlgorithmContext{transport_, call.context.tag + 1, call.deadline()},
+                      in.data_ptr(), send_off, send_bytes, out.data_ptr(), recv_off, recv_bytes);
   AllToAllVResult result;
   result.output = to_device(out, device_);
   result.recv_counts = std::move(recv_counts);

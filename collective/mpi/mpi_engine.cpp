@@ -114,7 +114,7 @@ void MpiEngine::wait(MPI_Request request, const Tensor& in, const Tensor& out,
                      const EngineCall& call, const char* what) {
   // On a failure MPI may still read `in` and write `out`: they live as long as the request.
   auto keep = std::make_shared<std::array<Tensor, 2>>(std::array<Tensor, 2>{in, out});
-  transport_.wait(std::span<MPI_Request>(&request, 1), keep, call.deadline, what);
+  transport_.wait(std::span<MPI_Request>(&request, 1), keep, call.deadline(), what);
 }
 
 void MpiEngine::agreed(const EngineCall& call) {
@@ -299,7 +299,7 @@ AllToAllVResult MpiEngine::all_to_all_v(const EngineCall& call, const Tensor& t,
              "MPI_Ialltoallv");
   auto keep = std::make_shared<std::pair<std::array<Tensor, 2>, decltype(counts)>>(
       std::array<Tensor, 2>{in, out}, counts);
-  transport_.wait(std::span<MPI_Request>(&r, 1), keep, call.deadline, "MPI_Ialltoallv");
+  transport_.wait(std::span<MPI_Request>(&r, 1), keep, call.deadline(), "MPI_Ialltoallv");
   AllToAllVResult result;
   result.output = to_device(out, device_);
   result.recv_counts = std::move(recv_counts);

@@ -25,7 +25,7 @@ Tensor to_device(const Tensor& host, Device device) {
 
 bool MpiEngine::fused(const EngineCall& call) const {
   const std::size_t limit = transport_.options().fused_all_reduce_bytes;
-  if (call.pending_agreement == nullptr || limit == 0) return false;
+  if (!call.agreement_pending() || limit == 0) return false;
   const DType acc = accumulation_dtype(static_cast<DType>(call.record.dtype));
   return static_cast<std::size_t>(call.record.shape().numel()) * dtype_size(acc) <=
          std::min<std::size_t>(limit, kMaxFusedBytes);
@@ -106,7 +106,7 @@ Tensor MpiEngine::pairwise_all_reduce(const EngineCall& call, const Tensor& t, R
                    kPairwiseTag, comm, &requests_[k++]),
          "MPI_Isend");
   }
-  transport_.wait(std::span<MPI_Request>(requests_), keep, call.deadline,
+  transport_.wait(std::span<MPI_Request>(requests_), keep, call.deadline(),
                   "the pairwise all_reduce's reduce-scatter");
   RankVector<const void*> data(w);
   for (std::size_t p = 0; p < w; ++p) {
@@ -132,7 +132,7 @@ Tensor MpiEngine::pairwise_all_reduce(const EngineCall& call, const Tensor& t, R
                    comm, &requests_[k++]),
          "MPI_Isend");
   }
-  transport_.wait(std::span<MPI_Request>(requests_), keep, call.deadline,
+  transport_.wait(std::span<MPI_Request>(requests_), keep, call.deadline(),
                   "the pairwise all_reduce's all-gather");
   return to_device(out, device_);
 }

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <thread>
 
 #include "collective/mpi/mpi_runtime.h"
 #include "collective/mpi/mpi_transport_drive.h"
@@ -15,16 +14,14 @@ namespace ruccl {
 
 namespace {
 
-std::chrono::nanoseconds spin_time(const MpiTransportOptions& options, int world) {
-  if (options.spin.count() > 0) return options.spin;
+/// The wait policy (WaitPolicy::mpi) from what mpirun says: this machine's ranks
+/// (OMPI_COMM_WORLD_LOCAL_SIZE, else the group's) and whether it asked ranks to yield when idle
+/// (OMPI_MCA_mpi_yield_when_idle, which it sets when it oversubscribes).
+WaitPolicy wait_policy(const MpiTransportOptions& options, int world) {
   int local = world;
   if (const char* text = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE")) local = std::atoi(text);
   const char* yield = std::getenv("OMPI_MCA_mpi_yield_when_idle");
-  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  const bool oversubscribed = static_cast<unsigned>(std::max(1, local)) > cores ||
-                              (yield != nullptr && std::strcmp(yield, "0") != 0);
-  return oversubscribed ? std::chrono::nanoseconds(std::chrono::microseconds(2))
-                        : std::chrono::nanoseconds::max();
+  return WaitPolicy::mpi(local, yield != nullptr && std::strcmp(yield, "0") != 0, options.spin);
 }
 
 /// Every rank of the new group runs the same all_reduce paths: an MPI_Iallgather of
@@ -134,7 +131,7 @@ MpiTransport::MpiTransport(int rank, int world, MPI_Comm data, MPI_Comm notices,
       notices_(notices),
       coll_(coll),
       options_(std::move(options)),
-      spin_(spin_time(options_, world)),
+      wait_(wait_policy(options_, world)),
       tag_span_(mpi::tag_upper_bound() - (mpi_tags::kFirstData - 1)),  // tags up to the bound
       notice_buffer_(std::make_shared<std::vector<std::uint8_t>>(mpi::kMaxNoticeBytes)),
       staging_(kPieceBytes),

@@ -23,14 +23,13 @@
 // group that is given its context id.
 //
 // Every wait polls MPI_Test (which drives MPI's progress engine) and the notices against its
-// Deadline, as MPI_Wait does: without pause while this machine's ranks fit its cores, else
-// yielding the core between tests after `spin` (as MPI does with mpi_yield_when_idle, which mpirun
-// sets when it oversubscribes; a pause would also stall a non-blocking collective, which
-// progresses only while its rank calls MPI). Expiry fails the group with Timeout naming the
-// ranks whose messages never
-// came. Sends are copied into buffers of the transport (wait_send returns at once): MPI cannot
-// cancel a send, so a failed group leaves MPI the copy, never the caller's buffer. A receive into
-// the caller's buffer is cancelled on failure; one MPI can no longer cancel (matched, then its
+// Deadline, as MPI_Wait does, following WaitPolicy::mpi (collective/common/wait_policy.h): without
+// pause while this machine's ranks fit its cores, else yielding the core between tests after
+// `spin`; never sleeping (a sleep would stall a non-blocking collective, which progresses only
+// while its rank calls MPI). Expiry fails the group with Timeout naming the ranks whose messages
+// never came. Sends are copied into buffers of the transport (wait_send returns at once): MPI
+// cannot cancel a send, so a failed group leaves MPI the copy, never the caller's buffer. A receive
+// into the caller's buffer is cancelled on failure; one MPI can no longer cancel (matched, then its
 // sender lost) ends the job with MPI_Abort (mpi_runtime.h: MPI cannot survive a lost rank).
 #include <mpi.h>
 
@@ -42,18 +41,19 @@
 #include <span>
 #include <vector>
 
-#include "collective/common/rank_names.h"
-#include "collective/protocol/hang_report.h"
 #include "collective/common/aligned_bytes.h"
+#include "collective/common/rank_names.h"
+#include "collective/common/wait_policy.h"
+#include "collective/protocol/hang_report.h"
 #include "collective/transport/transport.h"
 
 namespace ruccl {
 
 struct MpiTransportOptions {
   /// How long a wait polls MPI before it starts yielding the core between tests. 0: the
-  /// default: never yield while the ranks on this machine (OMPI_COMM_WORLD_LOCAL_SIZE, else the
-  /// communicator's size) fit its cores and mpi_yield_when_idle is not set
-  /// (OMPI_MCA_mpi_yield_when_idle), else yield after 2 us.
+  /// default (WaitPolicy::mpi): never yield while the ranks on this machine
+  /// (OMPI_COMM_WORLD_LOCAL_SIZE, else the communicator's size) fit its cores and
+  /// mpi_yield_when_idle is not set (OMPI_MCA_mpi_yield_when_idle), else yield after 2 us.
   std::chrono::nanoseconds spin{0};
   /// The MPI engine runs an all_reduce of at most this many bytes (in its accumulation dtype) as
   /// one exchange: every rank's record with its data behind it to every peer, then every rank
@@ -61,7 +61,7 @@ struct MpiTransportOptions {
   /// the pairwise exchange or MPI_Iallreduce after the agreement exchange. 0: never. Must be the
   /// same on every rank: where one rank fuses and another does not, the call fails with PeerLost
   /// (an F16/BF16 call whose peers run the fallback times out instead). The default is the
-  /// measured crossover (docs/performance.md, "MPI engine beside raw MPI").
+  /// measured crossover (docs/performance-history.md, "## MPI engine: three all_reduce paths").
   std::size_t fused_all_reduce_bytes = kDefaultFusedAllReduceBytes;
   static constexpr std::size_t kDefaultFusedAllReduceBytes = std::size_t{32} << 10;
   /// In a group of at most kPairwiseMaxWorld ranks, a larger all_reduce of F32/F64/I32/I64 of
@@ -75,15 +75,15 @@ struct MpiTransportOptions {
   static constexpr int kPairwiseMaxWorld = 4;
   /// A record with data behind it longer than a peer's piece size goes to that peer in pieces
   /// of at most that many bytes, one message each, so that every piece stays within MPI's eager
-  /// protocol (a message above the eager limit waits for its receiver, a rendezvous: measured
-  /// 3.6 us against 1.3 us for the same 4 KiB + 80 B in two eager pieces over shared memory).
+  /// protocol (a message above the eager limit waits for its receiver, a rendezvous, several times
+  /// slower: docs/performance-history.md, "## MPI engine: eager pieces").
   /// 0 (the default): for a peer on this node (the same MPI_Get_processor_name), the
   /// shared-memory eager limit MPI reports (mpi::shared_memory_eager_limit: OpenMPI's
   /// btl_vader_eager_limit, 4 KiB unless set) less kEagerHeaderBytes; for a peer on another node,
   /// or when MPI reports no limit, one message (OpenMPI's TCP eager limit, 64 KiB, is above
-  /// fused_all_reduce_bytes; 4 KiB pieces over TCP measured 2-3x slower at 8-32 KiB). Otherwise
-  /// pieces of this many bytes to every peer (SIZE_MAX: one message always). Ranks may differ:
-  /// each receiver reassembles what each sender sent.
+  /// fused_all_reduce_bytes, and pieces over TCP are slower). Otherwise pieces of this many bytes
+  /// to every peer (SIZE_MAX: one message always). Ranks may differ: each receiver reassembles
+  /// what each sender sent.
   std::size_t eager_message_bytes = 0;
   /// What OpenMPI's headers take of a shared-memory eager message (4040 B of data still went
   /// eager with the 4 KiB limit, 4048 B did not).
@@ -104,6 +104,7 @@ class MpiTransport final : public Transport {
 
   int rank() const override { return rank_; }
   int world_size() const override { return world_; }
+  TransportTraits traits() const override { return TransportTraits{}; }
   void start_agree(const CallRecord& mine, const Deadline& deadline) override;
   void finish_agree(const CallRecord& mine, std::span<CallRecord> all,
                     const Deadline& deadline) override;
@@ -195,8 +196,8 @@ class MpiTransport final : public Transport {
   MPI_Comm notices_;
   MPI_Comm coll_;
   MpiTransportOptions options_;
-  std::chrono::nanoseconds spin_;
-  int tag_span_;  // data tags are kFirstData + tag % tag_span_ (below: records, goodbyes)
+  WaitPolicy wait_;  // spin, then yield between tests; never sleep
+  int tag_span_;     // data tags are kFirstData + tag % tag_span_ (below: records, goodbyes)
 
   // mutable: failed() takes a notice that arrived. fail() and failed() run on any thread.
   mutable std::mutex mutex_;  // guards error_ and notice_sends_

@@ -34,7 +34,7 @@ void MpiTransport::drive(Step&& step, Missing&& missing, const Deadline& deadlin
     }
     const auto now = Deadline::Clock::now();
     if (deadline.expired(now)) break;
-    if (spin_ != std::chrono::nanoseconds::max() && now - start >= spin_) sched_yield();
+    if (wait_.phase(now - start) == WaitPhase::Yield) sched_yield();
   }
   const std::vector<int> absent = missing();
   const std::string waited =

@@ -6,9 +6,9 @@
 #include <cstring>
 #include <exception>
 
+#include "collective/algorithms/selection.h"
 #include "collective/common/reduce_operation.h"
 #include "collective/trace/chrome_trace.h"
-#include "collective/algorithms/selection.h"
 
 namespace ruccl {
 
@@ -71,8 +71,7 @@ CallObserver::CallObserver(Transport& transport, const std::string& engine,
     : transport_(transport),
       rank_(transport.rank()),
       world_(transport.world_size()),
-      zero_copy_(transport.zero_copy()),
-      shared_memory_(transport.shared_memory()),
+      link_(transport.traits().link),
       options_(options),
       settings_(debug_settings_from_env()) {
   const std::string host = local_host_name();
@@ -84,26 +83,22 @@ CallObserver::CallObserver(Transport& transport, const std::string& engine,
   if (!settings_.trace_file.empty()) trace_.enable();
   if (log_.enabled(DebugLevel::Info)) {
     const auto algo = [](Algorithm a) { return algorithm_name(a) ? algorithm_name(a) : "?"; };
-    const std::size_t ring_segment =
-        ring_segment_bytes(options, world_, zero_copy_, shared_memory_);
+    const bool shared_memory = link_ == LinkKind::SharedMemory;
+    const std::size_t ring_segment = ring_segment_bytes(options, world_, link_);
     log_.write(
         DebugLevel::Info,
         str(options.rank_names.name(rank_), " of ", world_, " on ", host, " (pid ", ::getpid(),
-            "): transport ",
-            zero_copy_       ? "in process (zero copy)"
-            : shared_memory_ ? "copying through shared memory"
-                             : "copying",
-            ", engine ", engine, "; algorithms all_reduce ", algo(options.all_reduce_algorithm),
-            ", reduce ", algo(options.reduce_algorithm), ", broadcast ",
-            algo(options.broadcast_algorithm), "; Auto: ",
-            zero_copy_
+            "): transport ", link_kind_name(link_), ", engine ", engine, "; algorithms all_reduce ",
+            algo(options.all_reduce_algorithm), ", reduce ", algo(options.reduce_algorithm),
+            ", broadcast ", algo(options.broadcast_algorithm), "; Auto: ",
+            link_ == LinkKind::InProcess
                 ? "direct at every size"
                 : str("direct below ",
-                      size_text(shared_memory_ ? options.shared_memory_ring_threshold_bytes
-                                               : options.ring_threshold_bytes),
+                      size_text(shared_memory ? options.shared_memory_ring_threshold_bytes
+                                              : options.ring_threshold_bytes),
                       world_ >= 3
                           ? str(" (all_reduce, reduce: ",
-                                size_text(shared_memory_
+                                size_text(shared_memory
                                               ? options.shared_memory_ring_threshold_bytes_from_3
                                               : options.ring_threshold_bytes_from_3),
                                 ")")
@@ -140,7 +135,7 @@ void CallObserver::observe_waits() noexcept {
 
 void CallObserver::note_longest_wait(TraceEvent& e) const {
   if (!observing_waits_) return;
-  const Transport::PeerWait wait = transport_.longest_wait();
+  const PeerWait wait = transport_.longest_wait();
   e.waited_peer = wait.peer;
   e.waited_ns = wait.ns;
 }
@@ -173,7 +168,7 @@ TraceEvent CallObserver::event_of(const CallRecord& record, std::span<const Call
   e.bytes = record_bytes(*described);
   auto a = static_cast<Algorithm>(record.algorithm);
   if (a == Algorithm::Auto && is_broadcast(record.kind) && ok) {
-    a = auto_algorithm(OpKind::Broadcast, e.bytes, zero_copy_, options_, world_, shared_memory_);
+    a = auto_algorithm(OpKind::Broadcast, e.bytes, link_, options_, world_);
   } else if (a == Algorithm::Auto && !is_broadcast(record.kind)) {
     a = Algorithm::Direct;  // the collectives with one algorithm; barrier: the agreement itself
   }
@@ -182,10 +177,9 @@ TraceEvent CallObserver::event_of(const CallRecord& record, std::span<const Call
     // A ring moves chunks of bytes / world, each in messages of at most segment_bytes.
     const std::uint64_t chunk =
         (e.bytes + static_cast<std::uint64_t>(world_) - 1) / static_cast<std::uint64_t>(world_);
-    const std::uint64_t segment =
-        is_broadcast(record.kind)
-            ? options_.segment_bytes
-            : ring_segment_bytes(options_, world_, zero_copy_, shared_memory_);
+    const std::uint64_t segment = is_broadcast(record.kind)
+                                      ? options_.segment_bytes
+                                      : ring_segment_bytes(options_, world_, link_);
     e.segments =
         static_cast<std::int64_t>(std::max<std::uint64_t>(1, (chunk + segment - 1) / segment));
   }

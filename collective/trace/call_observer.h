@@ -14,12 +14,12 @@
 #include <span>
 #include <string>
 
-#include "collective/protocol/call_options.h"
 #include "collective/common/collective_error.h"
+#include "collective/protocol/call_options.h"
+#include "collective/protocol/call_record.h"
 #include "collective/trace/call_stats.h"
 #include "collective/trace/call_trace.h"
 #include "collective/trace/debug_settings.h"
-#include "collective/protocol/call_record.h"
 #include "collective/transport/transport.h"
 
 namespace ruccl {
@@ -80,8 +80,7 @@ class CallObserver {
   Transport& transport_;
   int rank_;
   int world_;
-  bool zero_copy_;
-  bool shared_memory_;
+  LinkKind link_;
   bool observing_waits_ = false;
   CommunicatorOptions options_;
   DebugSettings settings_;

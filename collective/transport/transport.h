@@ -34,10 +34,12 @@
 #include <utility>
 
 #include "collective/common/collective_error.h"
-#include "collective/protocol/call_record.h"
 #include "collective/common/deadline.h"
 #include "collective/common/function_ref.h"
+#include "collective/protocol/call_record.h"
 #include "collective/protocol/pieces.h"
+#include "collective/transport/transport_traits.h"
+#include "collective/transport/wait_stats.h"
 
 namespace ruccl {
 
@@ -61,13 +63,9 @@ class Transport {
 
   virtual int rank() const = 0;
   virtual int world_size() const = 0;
-  /// Whether receivers read the sender's memory in place (in process). Only steers the choice of
-  /// algorithm (CommunicatorOptions, Algorithm::Auto).
-  virtual bool zero_copy() const { return false; }
-  /// Whether every pair of ranks exchanges its messages through shared memory (the TCP transport
-  /// on one host): copies are a memcpy, so Auto switches to Ring at smaller sizes. The same on
-  /// every rank of a group. Only steers the choice of algorithm.
-  virtual bool shared_memory() const { return false; }
+  /// How bytes reach the peers and whether every rank shares this address space
+  /// (transport_traits.h); the same on every rank of a group.
+  virtual TransportTraits traits() const = 0;
 
   /// Publishes `mine` (its seq must be this rank's next collective number) and waits until every
   /// rank published its record with the same seq; fills `all` (size world_size, index = rank).
@@ -162,30 +160,13 @@ class Transport {
   }
   virtual void end_point_to_point() noexcept {}
 
+  /// Starts (and resets) or stops noting which peer this rank waits on longest (WaitStats); off
+  /// by default, so waits cost nothing extra. The core turns it on per call while the trace
+  /// records. A transport that cannot tell ignores it.
+  virtual void observe_waits(bool on) noexcept { (void)on; }
   /// The peer this rank waited on longest since observe_waits(true), and how long (the trace's
-  /// "waited on"). A transport that cannot tell, or a call that never waited, leaves peer -1.
-  struct PeerWait {
-    int peer = -1;
-    std::int64_t ns = 0;
-  };
-  /// Starts (and resets) or stops noting waits; off by default, so waits cost nothing extra.
-  /// The core turns it on per call while the trace records.
-  virtual void observe_waits(bool on) noexcept {
-    observing_waits_ = on;
-    longest_wait_ = PeerWait{};
-  }
-  virtual PeerWait longest_wait() const noexcept { return longest_wait_; }
-
- protected:
-  /// For a transport's wait loop: this rank waited `ns` for `peer` (the last one it waited for).
-  void note_wait(int peer, std::int64_t ns) noexcept {
-    if (peer >= 0 && ns > longest_wait_.ns) longest_wait_ = PeerWait{peer, ns};
-  }
-  bool observing_waits() const noexcept { return observing_waits_; }
-
- private:
-  bool observing_waits_ = false;
-  PeerWait longest_wait_;
+  /// "waited on"); peer -1 when the call never waited or the transport cannot tell.
+  virtual PeerWait longest_wait() const noexcept { return PeerWait{}; }
 };
 
 }  // namespace ruccl

@@ -80,7 +80,10 @@ DeviceEngine::DeviceEngine(Transport& transport, Device device, const Communicat
       options_(options),
       staging_(transport),
       host_(staging_, Device::cpu(), options, /*host_only=*/true) {
-  if (transport.zero_copy()) peer_ = std::make_unique<PeerCollectives>(transport, device);
+  // Peers' device pointers are usable only where every rank is in this process.
+  if (transport.traits().same_address_space) {
+    peer_ = std::make_unique<PeerCollectives>(transport, device);
+  }
 }
 
 bool DeviceEngine::peer_path(const EngineCall& call) {
@@ -95,7 +98,7 @@ Tensor DeviceEngine::stage(const EngineCall& call, const Tensor& t, bool overlap
   std::vector<cudaEvent_t> events =
       pinned_.fill(in.data_ptr(), in.nbytes(), segment, collective_stream(device_));
   staging_.stage(pinned_.data(), in.nbytes(), segment, std::move(events));
-  if (!overlap || transport_.world_size() == 1) staging_.wait_staged(call.deadline);
+  if (!overlap || transport_.world_size() == 1) staging_.wait_staged(call.deadline());
   // A CPU view of the pinned bytes (not owned: the stage outlives the call).
   auto storage =
       std::make_shared<Storage>(pinned_.data(), in.nbytes(), Device::cpu(), nullptr, nullptr);

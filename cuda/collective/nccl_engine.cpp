@@ -76,7 +76,7 @@ void NcclEngine::run(const EngineCall& call, const char* what, Enqueue&& enqueue
   const ncclResult_t issued = enqueue();
   if (issued != ncclSuccess && issued != ncclInProgress) fail(issued, call, what);
   if (issued == ncclInProgress) {
-    const ncclResult_t state = comm_->settle(what, call.deadline, &control_);
+    const ncclResult_t state = comm_->settle(what, call.deadline(), &control_);
     if (state != ncclSuccess) fail(state, call, what);
   }
   RUCCL_CUDA_CHECK(cudaEventRecord(done_, stream_));
@@ -99,12 +99,12 @@ void NcclEngine::run(const EngineCall& call, const char* what, Enqueue&& enqueue
       throw control_.failure();
     }
     const auto now = Deadline::Clock::now();
-    if (call.deadline.expired(now)) {
+    if (call.deadline().expired(now)) {
       comm_->abort();
       throw CollectiveError(
           CollectiveErrorKind::Timeout,
           str(call.label, " (call ", call.record.seq, "): ", what, " did not complete within ",
-              call.deadline.timeout().count(), " ms; the NCCL communicator was aborted"));
+              call.deadline().timeout().count(), " ms; the NCCL communicator was aborted"));
     }
     if (now - started < std::chrono::microseconds(100)) {
       std::this_thread::yield();

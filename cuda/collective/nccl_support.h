@@ -10,8 +10,8 @@
 
 #include "collective/common/collective_error.h"
 #include "collective/common/reduce_operation.h"
-#include "collective/store/store.h"
 #include "collective/protocol/call_record.h"
+#include "collective/store/store.h"
 #include "tensor/core/dtype.h"
 
 namespace ruccl::cuda {

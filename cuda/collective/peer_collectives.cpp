@@ -117,13 +117,14 @@ void PeerCollectives::ring_all_reduce(const EngineCall& call, const Tensor& in, 
   tokens_.assign(2 * ws, 1);
   auto await_left = [&](std::size_t j) {
     std::uint64_t token = 0;
-    transport_.recv_into(left, call.tag + kTagRing + j, &token, sizeof token, call.deadline);
+    transport_.recv_into(left, call.context.tag + kTagRing + j, &token, sizeof token,
+                         call.deadline());
     RUCCL_CUDA_CHECK(cudaStreamWaitEvent(stream_, p.event(left, kSteps + j), 0));
   };
   auto announce = [&](std::size_t j) {
     RUCCL_CUDA_CHECK(cudaEventRecord(event(kSteps + j), stream_));
-    transport_.isend(right, call.tag + kTagRing + j, &tokens_[j], sizeof(std::uint64_t),
-                     call.deadline);
+    transport_.isend(right, call.context.tag + kTagRing + j, &tokens_[j], sizeof(std::uint64_t),
+                     call.deadline());
   };
   for (std::size_t s = 0; s < steps; ++s) {
     const std::size_t c = mod(r - static_cast<long long>(s) - 2, w);
@@ -151,7 +152,7 @@ void PeerCollectives::ring_all_reduce(const EngineCall& call, const Tensor& in, 
     copy_async(at(out.data_ptr(), begin), p.out(left) + begin, chunk_size(c, n, ws) * es, stream_);
     if (g + 1 < steps) announce(steps + g);
   }
-  transport_.wait_send(right, call.deadline);
+  transport_.wait_send(right, call.deadline());
   close(call, p);
 }
 

@@ -18,7 +18,7 @@ namespace peer_detail {
 constexpr std::size_t kStart = 0;
 constexpr std::size_t kEnd = 1;
 constexpr std::size_t kSteps = 2;
-// Sub-tags of a call (an engine may use call.tag .. call.tag + 0xFFFF).
+// Sub-tags of a call (an engine may use call.context.tag .. + 0xFFFF).
 constexpr std::uint64_t kTagHandles = 0;
 constexpr std::uint64_t kTagMiddle = 0x200;
 constexpr std::uint64_t kTagRing = 0x400;
@@ -41,7 +41,7 @@ inline void copy_async(void* dst, const void* src, std::size_t nbytes, cudaStrea
 
 inline void all_gather_words(Transport& transport, const EngineCall& call, std::uint64_t sub,
                              const std::uint64_t* mine, std::uint64_t* all, std::size_t words) {
-  direct_all_gather(AlgorithmContext{transport, call.tag + sub, call.deadline}, mine, all,
+  direct_all_gather(AlgorithmContext{transport, call.context.tag + sub, call.deadline()}, mine, all,
                     words * sizeof(std::uint64_t));
 }
 

@@ -39,7 +39,7 @@ class StagingTransport final : public Transport {
 
   int rank() const override { return inner_.rank(); }
   int world_size() const override { return inner_.world_size(); }
-  bool zero_copy() const override { return inner_.zero_copy(); }
+  TransportTraits traits() const override { return inner_.traits(); }
   void start_agree(const CallRecord& mine, const Deadline& deadline) override {
     inner_.start_agree(mine, deadline);
   }

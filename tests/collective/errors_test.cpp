@@ -262,9 +262,9 @@ TEST_CASE("Auto picks Direct in process and Ring at the threshold on a copying t
   CommunicatorOptions o;
   o.ring_threshold_bytes = 1000;
   for (OpKind kind : {OpKind::AllReduce, OpKind::Reduce, OpKind::Broadcast}) {
-    REQUIRE(auto_algorithm(kind, 1 << 30, true, o) == Algorithm::Direct);
-    REQUIRE(auto_algorithm(kind, 999, false, o) == Algorithm::Direct);
-    REQUIRE(auto_algorithm(kind, 1000, false, o) == Algorithm::Ring);
+    REQUIRE(auto_algorithm(kind, 1 << 30, LinkKind::InProcess, o) == Algorithm::Direct);
+    REQUIRE(auto_algorithm(kind, 999, LinkKind::Copying, o) == Algorithm::Direct);
+    REQUIRE(auto_algorithm(kind, 1000, LinkKind::Copying, o) == Algorithm::Ring);
   }
 }
 

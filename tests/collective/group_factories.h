@@ -65,7 +65,7 @@ struct InProcessThroughFaultWrapper {
 };
 
 /// In-process behind the fault wrapper's copying mode: sends are copied (wait_send returns at
-/// once), receives land in the caller's buffer, zero_copy() is false (Auto picks Ring for large
+/// once), receives land in the caller's buffer, the link kind is Copying (Auto picks Ring for large
 /// messages): the algorithms as a network transport runs them.
 struct InProcessCopying {
   static constexpr const char* kName = "in-process as a copying transport";

@@ -63,6 +63,12 @@ FaultInjectingTransport::~FaultInjectingTransport() {
   inner_->withdraw_sends();  // a no-op unless the group failed with copies unconsumed
 }
 
+TransportTraits FaultInjectingTransport::traits() const {
+  TransportTraits traits = inner_->traits();
+  if (copying_ && traits.link == LinkKind::InProcess) traits.link = LinkKind::Copying;
+  return traits;
+}
+
 void FaultInjectingTransport::check_alive() const {
   if (!dead_.load(std::memory_order_acquire)) return;
   throw CollectiveError(CollectiveErrorKind::Aborted,

@@ -7,10 +7,11 @@
 //
 // With `copying` it also behaves like a copying (network) transport over any inner one: isend
 // copies the message into a buffer the wrapper owns, so wait_send returns at once (the caller's
-// buffer may be reused, the peer has not necessarily received anything); zero_copy() is false
-// (Auto picks Ring for large messages); recv_all_with is recv_all_by_copy and recv_all_into the
-// Transport default (one recv_into per peer). The coverage table runs through that too, which
-// proves no algorithm relies on wait_send meaning "the peer consumed it".
+// buffer may be reused, the peer has not necessarily received anything); its link kind is
+// Copying (Auto picks Ring for large messages; every rank still shares the address space);
+// recv_all_with is recv_all_by_copy and recv_all_into the Transport default (one recv_into per
+// peer). The coverage table runs through that too, which proves no algorithm relies on wait_send
+// meaning "the peer consumed it".
 //
 //   auto hub = std::make_shared<InProcessHub>(2);
 //   FaultPlan plan;
@@ -56,8 +57,8 @@ class FaultInjectingTransport final : public Transport {
 
   int rank() const override { return inner_->rank(); }
   int world_size() const override { return inner_->world_size(); }
-  bool zero_copy() const override { return !copying_ && inner_->zero_copy(); }
-  bool shared_memory() const override { return inner_->shared_memory(); }
+  /// The inner transport's, except that a copying wrapper over an in-process one is Copying.
+  TransportTraits traits() const override;
   void start_agree(const CallRecord& mine, const Deadline& deadline) override;
   void finish_agree(const CallRecord& mine, std::span<CallRecord> all,
                     const Deadline& deadline) override;

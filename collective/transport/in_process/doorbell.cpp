@@ -16,21 +16,6 @@
 
 namespace ruccl {
 
-WaitPolicy WaitPolicy::for_group(int world_size) {
-  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  WaitPolicy policy;
-  if (static_cast<unsigned>(world_size) > cores) {
-    policy.spin = std::chrono::microseconds(1);
-    policy.yield = std::chrono::milliseconds(1);
-  } else {
-    // A hand-off between running ranks takes well under a microsecond; a peer that takes longer
-    // may share this core (the scheduler put both here) and needs the CPU: yield, then sleep.
-    policy.spin = std::chrono::microseconds(5);
-    policy.yield = std::chrono::microseconds(100);
-  }
-  return policy;
-}
-
 void Doorbell::ring() noexcept {
   // seq_cst pairs with the waiter's seq_cst increment of sleepers_ and load of word_: either the
   // waiter sees the published change in ready(), or we see it sleeping and wake it.

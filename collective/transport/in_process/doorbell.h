@@ -1,30 +1,18 @@
 #pragma once
 // Doorbell: spin-then-block waiting for in-process ranks.
 //
-// Waking a blocked thread costs about 40 us on the development machine (a 2-vCPU KVM guest), a
-// spin hand-off about 0.1 us (bench/handoff_bench measures both). So a waiter first spins (with the
-// CPU's pause hint), then spins with sched_yield so that ranks it waits for that share its core
-// (more ranks than cores, or the scheduler placed two ranks on one core) can run, and finally
-// sleeps on a futex until a publisher rings the bell or the deadline passes. Publishers only pay
-// for the wake-up system call when somebody sleeps.
+// A waiter follows its WaitPolicy (collective/common/wait_policy.h): it spins (with the CPU's pause
+// hint), then spins with sched_yield so that ranks it waits for that share its core can run, and
+// finally sleeps on a futex until a publisher rings the bell or the deadline passes. Publishers
+// only pay for the wake-up system call when somebody sleeps (bench/handoff_bench measures both).
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 
 #include "collective/common/deadline.h"
+#include "collective/common/wait_policy.h"
 
 namespace ruccl {
-
-/// How long a waiter spins, then spins with sched_yield, before it sleeps.
-struct WaitPolicy {
-  std::chrono::nanoseconds spin{std::chrono::microseconds(5)};
-  std::chrono::nanoseconds yield{std::chrono::microseconds(100)};
-
-  /// Every rank has a core: spin 5 us, then yield for up to 100 us (a peer the scheduler put on
-  /// this core gets to run at once), then sleep. More ranks than cores: spin 1 us, yield up to
-  /// 1 ms, then sleep.
-  static WaitPolicy for_group(int world_size);
-};
 
 /// A futex word that waiters sleep on and publishers ring after changing shared state.
 class Doorbell {
@@ -42,11 +30,11 @@ class Doorbell {
       if (ready()) return true;
       if ((i & 63) == 0) {
         const auto now = Deadline::Clock::now();
-        if (now - start >= policy.spin || deadline.expired(now)) break;
+        if (policy.phase(now - start) != WaitPhase::Spin || deadline.expired(now)) break;
       }
       cpu_relax();
     }
-    while (Deadline::Clock::now() - start < policy.spin + policy.yield) {
+    while (policy.phase(Deadline::Clock::now() - start) != WaitPhase::Sleep) {
       yield_cpu();
       if (ready()) return true;
     }

@@ -100,7 +100,9 @@ class InProcessTransport final : public Transport {
 
   int rank() const override { return rank_; }
   int world_size() const override { return hub_->world_size(); }
-  bool zero_copy() const override { return true; }
+  TransportTraits traits() const override {
+    return TransportTraits{LinkKind::InProcess, /*same_address_space=*/true};
+  }
   void start_agree(const CallRecord& mine, const Deadline& deadline) override;
   void finish_agree(const CallRecord& mine, std::span<CallRecord> all,
                     const Deadline& deadline) override;
@@ -121,6 +123,8 @@ class InProcessTransport final : public Transport {
   CollectiveError failure() const override { return hub_->failure(); }
   void begin_point_to_point(int peer, bool sending) noexcept override;
   void end_point_to_point() noexcept override;
+  void observe_waits(bool on) noexcept override { waits_.observe(on); }
+  PeerWait longest_wait() const noexcept override { return waits_.longest(); }
 
  private:
   /// Waits for ready(); throws the group's failure, PeerLost (a rank in `peers` left) or Timeout
@@ -160,6 +164,7 @@ class InProcessTransport final : public Transport {
   std::vector<std::uint64_t> received_;  // messages consumed from each peer
   bool p2p_sending_ = false;             // valid while my own p2p state is published
   int p2p_peer_ = -1;
+  WaitStats waits_;
 };
 
 }  // namespace ruccl

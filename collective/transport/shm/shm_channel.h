@@ -1,11 +1,11 @@
 #pragma once
-// The shared-memory data path between two ranks of a TCP group on the same host (NCCL's SHM
-// transport, OpenMPI's vader in spirit): each pair shares one segment in /dev/shm holding a ring
-// per direction. A sender copies its message into the ring piece by piece (kPieceBytes slots);
-// the receiver folds a piece straight out of its slot (recv_with: no staging copy) or copies it
-// into the caller's buffer (recv_into), then frees the slot. Over loopback TCP every byte is
-// copied twice by the kernel (into the socket buffer, out of it) with the protocol's work
-// around it; through a ring it is copied once.
+// The shared-memory rings between two ranks of one host, under their peer path (shm_path.h;
+// NCCL's SHM transport, OpenMPI's vader in spirit): each pair shares one segment in /dev/shm
+// holding a ring per direction. A sender copies its message into the ring piece by piece
+// (kPieceBytes slots); the receiver folds a piece straight out of its slot (recv_with: no staging
+// copy) or copies it into the caller's buffer (recv_into), then frees the slot: one copy per byte
+// where loopback TCP makes two (docs/performance-history.md, "## Shared memory between processes
+// of one host").
 //
 // The ring is single-producer single-consumer: `tail` (pieces published) is written only by the
 // sender, `head` (pieces freed) only by the receiver; a slot's header (kind, tag, message size,
@@ -17,9 +17,9 @@
 //
 // A call's agreement record goes through the ring too, as a piece of its own ahead of the call's
 // messages (the order a TCP stream would give them), so a small collective between two ranks of
-// one host makes no system call unless a side sleeps. Everything else (heartbeats, failure,
-// Goodbye) stays on the pair's TCP connections: a peer that dies is noticed there (TcpControl),
-// and a ring never blocks anyone beyond their deadline.
+// one host makes no system call unless a side sleeps. Heartbeats, failures and Goodbye stay on
+// the pair's TCP connections: a peer that dies is noticed there (TcpControl), and a ring never
+// blocks anyone beyond their deadline.
 #include <atomic>
 #include <cstddef>
 #include <cstdint>

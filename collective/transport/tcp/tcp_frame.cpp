@@ -4,8 +4,8 @@
 #include <iomanip>
 #include <sstream>
 
-#include "collective/protocol/call_record_codec.h"
 #include "collective/common/crc32c.h"
+#include "collective/protocol/call_record_codec.h"
 #include "collective/transport/tcp/tcp_frame_payloads.h"
 #include "tensor/core/error.h"
 

@@ -1,9 +1,10 @@
 #pragma once
 // TcpLink: one rank's data connection to one peer, driven without blocking by the rank's own
 // thread. Outgoing messages are queued and written as frames (collective/transport/tcp/tcp_frame.h)
-// straight from the caller's buffer with sendmsg (header and payload in one call); incoming frames are parsed header first, every
-// field checked before its payload is read (never an allocation sized by the peer), the payload
-// read into the destination the receiver names and its CRC-32C checked before anyone sees it.
+// straight from the caller's buffer with sendmsg (header and payload in one call); incoming frames
+// are parsed header first, every field checked before its payload is read (never an allocation
+// sized by the peer), the payload read into the destination the receiver names and its CRC-32C
+// checked before anyone sees it.
 //
 // Every call does what the socket allows now and returns; the transport decides when to wait.
 //

@@ -1,8 +1,8 @@
 #pragma once
-// The options of the process transport (TCP between processes and machines, shared memory between
-// the ranks of one host): what TcpGroup::connect and from_env take. A header of its own so that
-// the public collective/tcp_group.h shows user code these and nothing of the links, frames,
-// control channel or rings behind them.
+// The options of the process transport (process/process_transport.h: TCP between processes and
+// machines, shared memory between the ranks of one host): what TcpGroup::connect and from_env
+// take. A header of its own so that the public collective/tcp_group.h shows user code these and
+// nothing of the links, frames, control channel or rings behind them.
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -22,21 +22,22 @@ struct TcpControlOptions {
   std::chrono::milliseconds heartbeat_timeout{std::chrono::seconds(3)};
 };
 
-
 /// Whether Data frames carry a CRC-32C of their payload (headers and control frames always do).
 enum class PayloadChecksum : std::uint8_t {
   /// On, except on a link whose two ends are loopback addresses (127.0.0.0/8, ::1): there the
-  /// bytes never leave this machine's memory, and the checksum would cost about a quarter of a
-  /// large all_reduce (docs/performance.md) to guard against nothing TCP's own copy can do.
+  /// bytes never leave this machine's memory, and the checksum costs much and guards nothing
+  /// (docs/performance-history.md, "## Payload checksums between loopback ends").
   Auto,
   On,   ///< every Data frame, and refuse one without (a peer whose checksum is Off)
   Off,  ///< no payload checksums sent; checked ones are still verified
 };
 
-/// Whether ranks on the same host send their messages through shared memory (shm_channel.h).
+/// Whether ranks on the same host send their records and messages through shared memory
+/// (shm/shm_path.h: one copy where loopback TCP makes two; docs/performance-history.md, "## Shared
+/// memory between processes of one host").
 enum class SharedMemory : std::uint8_t {
   /// Every pair of ranks with the same host identity (kernel boot, network and mount namespaces,
-  /// user) whose segment can be made; the others, and every agreement record, over TCP.
+  /// user) whose segment can be made; the others over TCP.
   Auto,
   Off,  ///< every message over TCP
 };
@@ -54,22 +55,21 @@ struct TcpTransportOptions {
   /// How long connecting the mesh may take (every rank must arrive within it).
   std::chrono::milliseconds connect_timeout{std::chrono::seconds(120)};
   TcpControlOptions control;
-  /// How long a wait spins on the sockets before it sleeps in poll(). 0: the default, 50 us when
-  /// the ranks on this machine (`local_ranks`) fit its cores, else 2 us (a spinning rank would
-  /// take the core of the rank it waits for).
+  /// How long a wait spins before it yields or sleeps in poll(). 0: the default (WaitPolicy::
+  /// process, common/wait_policy.h: 50 us when the ranks on this machine, `local_ranks`, fit its
+  /// cores, else 2 us).
   std::chrono::nanoseconds spin{0};
   /// After the spin, how long a wait yields the core (sched_yield between tries) before it
-  /// sleeps in poll(). Negative: the default, 100 us when `local_ranks` exceed the cores, else 0
-  /// (a rank with its own core spins instead).
+  /// sleeps in poll(). Negative: the default (WaitPolicy::process: 100 us when `local_ranks`
+  /// exceed the cores, else 0).
   std::chrono::nanoseconds yield{-1};
+  /// The ranks on this machine (the wait policy's defaults).
   int local_ranks = 1;
   /// The send and receive buffers of every data connection (SO_SNDBUF, SO_RCVBUF;
   /// RUCCL_TCP_SOCKET_BUFFER_BYTES for from_env), set only where the kernel's caps
-  /// (net.core.wmem_max, rmem_max: 208 KiB on a stock kernel, 4 MiB on the development VM) allow
-  /// them: a capped fixed buffer would be smaller than autotuning's (net::set_buffer_bytes). 0:
-  /// the kernel's autotuning always (its send buffer then stays at most tcp_wmem's 4 MiB). The
-  /// default, 4 MiB, measured 2 % faster at 16 MiB and 17 % at 64 MiB for the all_reduce of 4
-  /// processes on 2 cores, level below (docs/performance.md).
+  /// (net.core.wmem_max, rmem_max) allow them: a capped fixed buffer would be smaller than
+  /// autotuning's (net::set_buffer_bytes). 0: the kernel's autotuning always. The default, 4 MiB,
+  /// is measured faster for large messages (docs/performance-history.md, "## Socket buffers").
   int socket_buffer_bytes = kDefaultSocketBufferBytes;
   static constexpr int kDefaultSocketBufferBytes = 4 << 20;
   /// Payload checksums (RUCCL_TCP_PAYLOAD_CHECKSUM=auto|on|off for from_env). Every rank of a
@@ -89,7 +89,8 @@ struct TcpTransportOptions {
   std::size_t shared_memory_budget_bytes = std::size_t{512} << 20;
   /// How error messages name the ranks.
   RankNames names;
-  /// Tests: faults this rank injects on the wire, below the framing (fault_plan.h; message k =
+  /// Tests: faults this rank injects on the wire, below the framing (fault/wire_fault_path.h,
+  /// decorating every TCP path of this rank; fault_plan.h; message k =
   /// this rank's k-th isend to that peer, call k = its k-th agree()). Delay, Drop (frames never
   /// written: the receiver sees a sequence gap, or its deadline), Duplicate (a frame written
   /// twice), Corrupt (a payload that fails its CRC), Cut (the data connection shut down),

@@ -90,7 +90,8 @@ TEST_CASE("an AlgorithmEngine of a CUDA rank hands its calls to the registered d
   record.kind = OpKind::AllReduce;
   record.algorithm = static_cast<std::uint8_t>(Algorithm::Direct);
   const Deadline deadline = Deadline::after(std::chrono::seconds(5), "all_reduce");
-  const EngineCall call{record, std::span<const CallRecord>(&record, 1), "all_reduce", deadline, 0};
+  const EngineCall call{record, std::span<const CallRecord>(&record, 1), "all_reduce",
+                        AlgorithmContext{transport, 0, deadline}};
   const Tensor t = Tensor::full({3}, 1.5);
   CHECK(cuda_rank.all_reduce(call, t, ReduceOperation::Sum).to_vector<float>() ==
         std::vector<float>{42, 42, 42});

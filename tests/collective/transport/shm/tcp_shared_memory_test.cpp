@@ -1,4 +1,4 @@
-// The shared-memory data path of the TCP transport (shm_channel.h, tcp_shared_memory.h): the
+// The shared-memory paths of the process transport (shm_channel.h, shm_connect.h, shm_path.h): the
 // ring itself (pieces, wrap-around, the sleep flags that decide who rings whom), the segment's
 // checks, which pairs use it and that both sides of a pair always agree, a fallback to TCP, and
 // collectives whose messages are many times the ring (the writer waits for slots). The coverage
@@ -15,10 +15,10 @@
 #include <tuple>
 
 #include "collective/collective.h"
-#include "collective/store/in_memory_store.h"
 #include "collective/common/crc32c.h"
+#include "collective/store/in_memory_store.h"
+#include "collective/transport/process/process_transport.h"
 #include "collective/transport/shm/shm_channel.h"
-#include "collective/transport/tcp/tcp_transport.h"
 #include "tests/collective/collective_test_support.h"
 #include "tests/collective/transport/shm/dev_shm.h"
 #include "tests/collective/transport/tcp/tcp_loopback.h"

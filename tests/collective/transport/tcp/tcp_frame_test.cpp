@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "collective/protocol/call_record_codec.h"
 #include "collective/common/crc32c.h"
+#include "collective/protocol/call_record_codec.h"
 #include "collective/transport/tcp/tcp_frame.h"
 #include "collective/transport/tcp/tcp_frame_payloads.h"
 #include "tensor/core/error.h"

@@ -13,8 +13,8 @@
 #include <numeric>
 #include <vector>
 
-#include "collective/net/socket.h"
 #include "collective/common/crc32c.h"
+#include "collective/net/socket.h"
 #include "collective/transport/tcp/tcp_link.h"
 #include "collective/transport/transport.h"
 

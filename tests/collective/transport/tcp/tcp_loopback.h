@@ -11,6 +11,7 @@
 #include "collective/store/in_memory_store.h"
 #include "collective/tcp_group.h"
 #include "collective/transport/fault/fault_injecting_transport.h"
+#include "collective/transport/process/process_transport.h"
 
 namespace ruccl::testing {
 

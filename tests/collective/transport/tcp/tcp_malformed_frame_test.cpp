@@ -9,10 +9,10 @@
 #include <thread>
 
 #include "collective/collective.h"
-#include "collective/store/in_memory_store.h"
 #include "collective/common/crc32c.h"
+#include "collective/store/in_memory_store.h"
+#include "collective/transport/process/process_transport.h"
 #include "collective/transport/tcp/tcp_frame_payloads.h"
-#include "collective/transport/tcp/tcp_transport.h"
 
 namespace ruccl {
 namespace {

@@ -9,12 +9,12 @@
 #include <cstring>
 #include <thread>
 
+#include "collective/algorithms/selection.h"
 #include "collective/collective.h"
 #include "tensor/random/generator.h"
 #include "tests/collective/collective_test_support.h"
 #include "tests/collective/transport/tcp/tcp_loopback.h"
 #include "tests/support/tensor_matchers.h"
-#include "collective/algorithms/selection.h"
 
 namespace ruccl {
 namespace {
@@ -53,18 +53,19 @@ TEST_CASE(
   REQUIRE(kCopyingRingSegmentBytes == kPieceBytes);
   REQUIRE(kSharedMemoryRingSegmentBytes == std::size_t{64} << 10);
   for (const int world : {1, 2}) {
-    CHECK(ring_segment_bytes(o, world, false, false) == kCopyingRingSegmentBytes);
-    CHECK(ring_segment_bytes(o, world, false, true) == o.segment_bytes);
-    CHECK(ring_segment_bytes(o, world, true, false) == o.segment_bytes);
+    CHECK(ring_segment_bytes(o, world, LinkKind::Copying) == kCopyingRingSegmentBytes);
+    CHECK(ring_segment_bytes(o, world, LinkKind::SharedMemory) == o.segment_bytes);
+    CHECK(ring_segment_bytes(o, world, LinkKind::InProcess) == o.segment_bytes);
   }
   for (const int world : {3, 4, 8}) {
-    CHECK(ring_segment_bytes(o, world, false, false) == kCopyingRingSegmentBytes);
-    CHECK(ring_segment_bytes(o, world, false, true) == kSharedMemoryRingSegmentBytes);
-    CHECK(ring_segment_bytes(o, world, true, false) == o.segment_bytes);  // in process: as set
+    CHECK(ring_segment_bytes(o, world, LinkKind::Copying) == kCopyingRingSegmentBytes);
+    CHECK(ring_segment_bytes(o, world, LinkKind::SharedMemory) == kSharedMemoryRingSegmentBytes);
+    CHECK(ring_segment_bytes(o, world, LinkKind::InProcess) ==
+          o.segment_bytes);  // in process: as set
   }
   o.segment_bytes = 192;  // smaller than the cap: kept (tests reach the multi-segment paths)
-  CHECK(ring_segment_bytes(o, 4, false, false) == 192);
-  CHECK(ring_segment_bytes(o, 4, false, true) == 192);
+  CHECK(ring_segment_bytes(o, 4, LinkKind::Copying) == 192);
+  CHECK(ring_segment_bytes(o, 4, LinkKind::SharedMemory) == 192);
 }
 
 TEST_CASE(
@@ -78,13 +79,14 @@ TEST_CASE(
       INFO("world " << world << " kind " << static_cast<int>(kind));
       const bool wide = world >= 3 && kind != OpKind::Broadcast;
       const std::size_t threshold = wide ? 4 * kMiB : 2 * kMiB;
-      CHECK(auto_algorithm(kind, threshold - 1, false, o, world) == Algorithm::Direct);
-      CHECK(auto_algorithm(kind, threshold, false, o, world) == Algorithm::Ring);
-      CHECK(auto_algorithm(kind, 1 << 30, true, o, world) == Algorithm::Direct);  // in process
+      CHECK(auto_algorithm(kind, threshold - 1, LinkKind::Copying, o, world) == Algorithm::Direct);
+      CHECK(auto_algorithm(kind, threshold, LinkKind::Copying, o, world) == Algorithm::Ring);
+      CHECK(auto_algorithm(kind, 1 << 30, LinkKind::InProcess, o, world) ==
+            Algorithm::Direct);  // in process
       // Through shared memory everywhere: 16 KiB, and 64 KiB from world 3.
       const std::size_t shm = wide ? 64 << 10 : 16 << 10;
-      CHECK(auto_algorithm(kind, shm - 1, false, o, world, true) == Algorithm::Direct);
-      CHECK(auto_algorithm(kind, shm, false, o, world, true) == Algorithm::Ring);
+      CHECK(auto_algorithm(kind, shm - 1, LinkKind::SharedMemory, o, world) == Algorithm::Direct);
+      CHECK(auto_algorithm(kind, shm, LinkKind::SharedMemory, o, world) == Algorithm::Ring);
     }
   }
   // Over TCP the group resolves Auto with its world size (3 ranks: 3 MiB is still Direct, 6 MiB

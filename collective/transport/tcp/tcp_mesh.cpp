@@ -1,6 +1,6 @@
-// Connecting a TCP group: every rank listens on an ephemeral port and publishes "host:port" in
-// the store; rank r dials every lower rank twice (control, then data) and accepts the
-// connections of every higher rank. Each connection opens with a Hello frame each way carrying
+// Connecting the mesh of a process group: every rank listens on an ephemeral port and publishes
+// "host:port" in the store; rank r dials every lower rank twice (control, then data) and accepts
+// the connections of every higher rank. Each connection opens with a Hello frame each way carrying
 // the session id, the sender's rank, the world size and the channel, all checked: a stranger (a
 // port scan, another job) is closed without a reply and the rank keeps accepting. Dialling only
 // lower ranks and accepting after dialling cannot deadlock: rank r's dials are answered by ranks
@@ -12,7 +12,7 @@
 
 #include "collective/common/crc32c.h"
 #include "collective/transport/tcp/tcp_frame_payloads.h"
-#include "collective/transport/tcp/tcp_transport.h"
+#include "collective/transport/tcp/tcp_mesh.h"
 
 namespace ruccl {
 
@@ -77,15 +77,8 @@ CollectiveError connect_error(CollectiveErrorKind kind, const TcpTransportOption
 
 }  // namespace
 
-std::unique_ptr<TcpTransport> TcpTransport::connect(Store& store, int rank, int world_size,
-                                                    const SessionBytes& session,
-                                                    TcpTransportOptions options) {
-  if (world_size < 1 || rank < 0 || rank >= world_size) {
-    throw connect_error(CollectiveErrorKind::InvalidConfig, options, rank,
-                        str("expected 0 <= rank < world size >= 1, got rank ", rank,
-                            " of world size ", world_size));
-  }
-  const Deadline deadline = Deadline::after(options.connect_timeout, "TcpTransport::connect");
+TcpMesh connect_tcp_mesh(Store& store, int rank, int world_size, const SessionBytes& session,
+                         const TcpTransportOptions& options, const Deadline& deadline) {
   const std::string host =
       options.listen_host.empty() ? net::default_listen_host() : options.listen_host;
   const std::size_t world = static_cast<std::size_t>(world_size);
@@ -178,15 +171,7 @@ std::unique_ptr<TcpTransport> TcpTransport::connect(Store& store, int rank, int 
     keep(p, hello.channel, std::move(socket));
     --expected;
   }
-  SharedMemoryPeers shm;
-  if (world_size > 1) {
-    // Every rank takes part (one with shared memory off says so): peers must not wait for it.
-    shm = connect_shared_memory(
-        store, rank, world_size, session, options,
-        options.shared_memory == SharedMemory::Auto && options.wire_faults.empty(), deadline);
-  }
-  return std::make_unique<TcpTransport>(rank, world_size, session, std::move(options),
-                                        std::move(data), std::move(control), std::move(shm));
+  return TcpMesh{std::move(data), std::move(control)};
 }
 
 }  // namespace ruccl

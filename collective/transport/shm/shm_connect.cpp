@@ -1,10 +1,9 @@
-#include "collective/transport/shm/tcp_shared_memory.h"
+#include "collective/transport/shm/shm_connect.h"
 
 #include <algorithm>
 #include <cstdio>
 
 #include "collective/common/crc32c.h"
-#include "collective/transport/tcp/tcp_transport.h"
 
 namespace ruccl {
 
@@ -41,17 +40,25 @@ std::string await(Store& store, const std::string& key, int peer,
 
 }  // namespace
 
-SharedMemoryPeers connect_shared_memory(Store& store, int rank, int world_size,
+std::unique_ptr<PeerPath> SharedMemoryPaths::path_to(int peer, TcpLink& quiet,
+                                                     const RankNames& names) {
+  auto& channel = channels_[static_cast<std::size_t>(peer)];
+  if (!channel) return nullptr;
+  return std::make_unique<ShmPath>(std::move(channel), bell_, quiet, rank_, peer, names);
+}
+
+SharedMemoryPaths connect_shared_memory(Store& store, int rank, int world_size,
                                         const SessionBytes& session,
                                         const TcpTransportOptions& options, bool enabled,
                                         const Deadline& deadline) {
   const std::string group = group_name(session, options);
-  SharedMemoryPeers peers;
-  peers.channels.resize(static_cast<std::size_t>(world_size));
+  SharedMemoryPaths peers;
+  peers.rank_ = rank;
+  peers.channels_.resize(static_cast<std::size_t>(world_size));
   std::string identity;  // "": shares memory with nobody
   if (enabled) {
     try {
-      peers.bell = std::make_unique<LocalBell>(group, rank);
+      peers.bell_ = std::make_shared<LocalBell>(group, rank);
       identity = shared_memory_host_identity();
     } catch (const CollectiveError&) {
       identity.clear();
@@ -80,7 +87,7 @@ SharedMemoryPeers connect_shared_memory(Store& store, int rank, int world_size,
   // Makes or opens the channel with `peer`: kReady, or why it could not.
   auto attach = [&](int peer, auto&& make) -> std::string {
     try {
-      peers.channels[static_cast<std::size_t>(peer)] = make();
+      peers.channels_[static_cast<std::size_t>(peer)] = make();
       return kReady;
     } catch (const CollectiveError& e) {
       return e.what();
@@ -106,7 +113,7 @@ SharedMemoryPeers connect_shared_memory(Store& store, int rank, int world_size,
   }
   // 3. Unlink once the higher rank had its turn; keep the channel only where it opened it.
   for (int q = rank + 1; q < world_size; ++q) {
-    if (!peers.channels[static_cast<std::size_t>(q)]) continue;
+    if (!peers.channels_[static_cast<std::size_t>(q)]) continue;
     std::string outcome;
     try {
       outcome = await(store, pair_key(options, rank, q, "opened"), q, options, rank, deadline);
@@ -115,24 +122,24 @@ SharedMemoryPeers connect_shared_memory(Store& store, int rank, int world_size,
       throw;
     }
     ShmChannel::unlink(segment(rank, q));
-    if (outcome != kReady) peers.channels[static_cast<std::size_t>(q)].reset();
+    if (outcome != kReady) peers.channels_[static_cast<std::size_t>(q)].reset();
   }
   // 4. Whether every pair shares memory (Algorithm::Auto's thresholds): every rank says whether
   // all of its pairs do, and reads what the others said, so all ranks agree.
   bool mine = true, any = false;
   for (int p = 0; p < world_size; ++p) {
-    const bool shared = peers.channels[static_cast<std::size_t>(p)] != nullptr;
+    const bool shared = peers.channels_[static_cast<std::size_t>(p)] != nullptr;
     if (p != rank) mine = mine && shared;
     any = any || shared;
   }
   store.set(str(options.store_prefix, "/shm/everywhere/", rank), mine ? "1" : "0");
-  peers.everywhere = mine;
-  for (int p = 0; p < world_size && peers.everywhere; ++p) {
+  peers.everywhere_ = mine;
+  for (int p = 0; p < world_size && peers.everywhere_; ++p) {
     if (p == rank) continue;
-    peers.everywhere = await(store, str(options.store_prefix, "/shm/everywhere/", p), p, options,
-                             rank, deadline) == "1";
+    peers.everywhere_ = await(store, str(options.store_prefix, "/shm/everywhere/", p), p, options,
+                              rank, deadline) == "1";
   }
-  if (!any) peers.bell.reset();
+  if (!any) peers.bell_.reset();
   return peers;
 }
 
