@@ -6,7 +6,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <string_view>
 #include <thread>
+
+#include "collective/common/hash.h"
 
 namespace ruccl::mpi {
 
@@ -171,11 +174,7 @@ std::uint64_t node_hash() {
   char name[MPI_MAX_PROCESSOR_NAME] = {};
   int length = 0;
   MPI_Get_processor_name(name, &length);
-  std::uint64_t h = 1469598103934665603ull;  // FNV-1a
-  for (int i = 0; i < length; ++i) {
-    h = (h ^ static_cast<unsigned char>(name[i])) * 1099511628211ull;
-  }
-  return h;
+  return fnv1a64(std::string_view(name, static_cast<std::size_t>(std::max(length, 0))));
 }
 
 void orphan_request(MPI_Request request, std::shared_ptr<void> keep) noexcept {

@@ -41,7 +41,8 @@ int tag_upper_bound();
 /// no shared-memory transport in use). Read once; thread-safe.
 std::size_t shared_memory_eager_limit();
 
-/// A 64-bit hash of this process's MPI_Get_processor_name: equal on the ranks of one node.
+/// fnv1a64 (common/hash.h) of this process's MPI_Get_processor_name: equal on the ranks of one
+/// node.
 std::uint64_t node_hash();
 
 /// Keeps `request` (never completed) and `keep` (the buffers it reads or writes) until the
