@@ -1,12 +1,13 @@
 // Communicator::from_env and the choice it makes: which engine joins the job the environment
 // describes (RUCCL_ENGINE; an MPI launcher's variables), and the engines other layers register
 // for it (the CUDA layer's "nccl").
-#include <cstdlib>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 
+#include "collective/common/env.h"
 #include "collective/communicator.h"
 #include "collective/tcp_group.h"
 #include "ruccl/config.h"
@@ -15,7 +16,6 @@
 #endif
 
 namespace ruccl {
-
 namespace {
 
 std::mutex env_engines_mutex;
@@ -38,8 +38,8 @@ void register_env_engine(const std::string& name, StoreEngineFactory engine) {
 }
 
 bool mpi_engine_from_env() {
-  const char* engine = std::getenv("RUCCL_ENGINE");
-  const std::string asked = engine != nullptr ? engine : "";
+  const EnvReader env;
+  const std::string asked = env.get("RUCCL_ENGINE").value_or("");
   if (!asked.empty() && asked != "mpi" && asked != "tcp" && env_engine(asked)) return false;
   if (asked == "nccl") {
     throw CollectiveError(CollectiveErrorKind::InvalidConfig,
@@ -48,8 +48,7 @@ bool mpi_engine_from_env() {
                           "installed: configure with -DRUCCL_WITH_CUDA=ON)");
   }
   if (!asked.empty() && asked != "mpi" && asked != "tcp") {
-    throw CollectiveError(CollectiveErrorKind::InvalidConfig,
-                          str("RUCCL_ENGINE: expected \"mpi\" or \"tcp\", got \"", asked, "\""));
+    env.fail_value("RUCCL_ENGINE", "\"mpi\" or \"tcp\"", asked);
   }
   if (!RUCCL_WITH_MPI && asked == "mpi") {
     throw CollectiveError(CollectiveErrorKind::InvalidConfig,
@@ -57,9 +56,8 @@ bool mpi_engine_from_env() {
                           "built without MPI: install libopenmpi-dev and configure with "
                           "-DRUCCL_WITH_MPI=ON)");
   }
-  const bool mpi_launcher = std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr ||
-                            std::getenv("OMPI_COMM_WORLD_RANK") != nullptr ||
-                            std::getenv("PMIX_RANK") != nullptr;
+  const bool mpi_launcher =
+      env.first_set({"OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "PMIX_RANK"}) != nullptr;
   return RUCCL_WITH_MPI && (asked == "mpi" || (asked.empty() && mpi_launcher));
 }
 
@@ -69,9 +67,8 @@ Communicator Communicator::from_env(Device device, CommunicatorOptions options) 
 #else
   (void)mpi_engine_from_env();  // a bad RUCCL_ENGINE is an error here too
 #endif
-  const char* asked = std::getenv("RUCCL_ENGINE");
-  if (asked != nullptr) {
-    if (StoreEngineFactory engine = env_engine(asked)) {
+  if (const std::optional<std::string> asked = EnvReader().get("RUCCL_ENGINE")) {
+    if (StoreEngineFactory engine = env_engine(*asked)) {
       return TcpGroup::from_env(device, std::move(options), {}, engine);
     }
   }

@@ -9,10 +9,10 @@
 #include <functional>
 #include <memory>
 #include <string>
-#include <string_view>
 
-#include "collective/protocol/call_options.h"
+#include "collective/common/session_id.h"  // SessionId, session_id_from_seed
 #include "collective/communicator.h"
+#include "collective/protocol/call_options.h"
 #include "collective/store/store.h"
 #include "collective/transport/tcp/tcp_options.h"
 
@@ -56,10 +56,5 @@ bool mpi_engine_from_env();
 /// Registers the engine Communicator::from_env uses over TCP for RUCCL_ENGINE=`name` (the CUDA
 /// layer registers "nccl": cuda/collective/nccl_group.h). An unregistered name stays an error.
 void register_env_engine(const std::string& name, StoreEngineFactory engine);
-
-/// The 128-bit session id derived from a job identity both sides can compute (LaunchEnv's
-/// session_seed), for launchers that do not pass RUCCL_SESSION_ID. Not secret: it keeps other
-/// jobs out, not an attacker who can read the job's environment.
-SessionId session_id_from_seed(std::string_view seed);
 
 }  // namespace ruccl

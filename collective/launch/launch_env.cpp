@@ -1,17 +1,16 @@
 // read_launch_env: ruccl-run's, torchrun's and OpenMPI's variables (Slurm's in slurm_env.cpp).
 #include "collective/launch/launch_env.h"
 
-#include <cstdlib>
 #include <limits>
 
 #include "collective/common/collective_error.h"
-#include "collective/launch/env_reader.h"
+#include "collective/launch/launch_env_reader.h"
 #include "collective/launch/launch_sources.h"
 
 namespace ruccl {
 namespace launch_detail {
 
-void finish_common(const EnvReader& env, LaunchEnv& job, const char* restart_fallback,
+void finish_common(const LaunchEnvReader& env, LaunchEnv& job, const char* restart_fallback,
                    const std::string& job_id) {
   if (job.master_addr.empty()) {
     std::optional<std::string> addr = env.master_addr("MASTER_ADDR");
@@ -38,8 +37,7 @@ void finish_common(const EnvReader& env, LaunchEnv& job, const char* restart_fal
     try {
       job.session_id = parse_session_id(*id, "RUCCL_SESSION_ID");
     } catch (const CollectiveError& e) {
-      throw CollectiveError(CollectiveErrorKind::InvalidConfig,
-                            str("read_launch_env (", env.label(), "): ", e.what()));
+      throw CollectiveError(CollectiveErrorKind::InvalidConfig, str(env.context(), e.what()));
     }
   }
   const std::string where = str("@", job.master_addr, ":", job.master_port);
@@ -52,7 +50,7 @@ void finish_common(const EnvReader& env, LaunchEnv& job, const char* restart_fal
 
 // Node placement when only the local size is known: nodes hold consecutive blocks of
 // `local_world_size` ranks. Checks that the local rank says the same.
-void place_in_blocks(const EnvReader& env, LaunchEnv& job, const char* world_name,
+void place_in_blocks(const LaunchEnvReader& env, LaunchEnv& job, const char* world_name,
                      const char* local_world_name, const char* local_rank_name,
                      const char* advice) {
   if (job.world_size % job.local_world_size != 0) {
@@ -68,7 +66,7 @@ void place_in_blocks(const EnvReader& env, LaunchEnv& job, const char* world_nam
   }
 }
 
-LaunchEnv read_ruccl_run(const EnvReader& env) {
+LaunchEnv read_ruccl_run(const LaunchEnvReader& env) {
   LaunchEnv job;
   job.source = "ruccl-run";
   job.world_size = env.integer("RUCCL_WORLD_SIZE", 1, kMaxLaunchWorldSize);
@@ -112,7 +110,7 @@ LaunchEnv read_ruccl_run(const EnvReader& env) {
   return job;
 }
 
-LaunchEnv read_torchrun(const EnvReader& env) {
+LaunchEnv read_torchrun(const LaunchEnvReader& env) {
   LaunchEnv job;
   job.source = "torchrun";
   job.world_size = env.integer("WORLD_SIZE", 1, kMaxLaunchWorldSize);
@@ -138,7 +136,7 @@ LaunchEnv read_torchrun(const EnvReader& env) {
   return job;
 }
 
-LaunchEnv read_openmpi(const EnvReader& env) {
+LaunchEnv read_openmpi(const LaunchEnvReader& env) {
   LaunchEnv job;
   job.source = "openmpi";
   job.world_size = env.integer("OMPI_COMM_WORLD_SIZE", 1, kMaxLaunchWorldSize);
@@ -170,26 +168,18 @@ LaunchEnv read_openmpi(const EnvReader& env) {
 
 }  // namespace launch_detail
 
-EnvLookup process_env() {
-  return [](const char* name) -> std::optional<std::string> {
-    const char* value = std::getenv(name);
-    if (value == nullptr) return std::nullopt;
-    return std::string(value);
-  };
-}
-
 LaunchEnv read_launch_env(const EnvLookup& env) {
   using namespace launch_detail;
   const auto has = [&](const char* name) { return env(name).has_value(); };
   if (has("RUCCL_RANK") || has("RUCCL_WORLD_SIZE"))
-    return read_ruccl_run(EnvReader(env, "ruccl-run's variables"));
+    return read_ruccl_run(LaunchEnvReader(env, "ruccl-run's variables"));
   if (has("RANK") || has("WORLD_SIZE"))
-    return read_torchrun(EnvReader(env, "torchrun's variables"));
+    return read_torchrun(LaunchEnvReader(env, "torchrun's variables"));
   // OpenMPI before Slurm: mpirun inside an sbatch script leaves the batch step's SLURM_PROCID=0
   // in every rank's environment, while OMPI_COMM_WORLD_* come from the mpirun that started us.
   if (has("OMPI_COMM_WORLD_RANK") || has("OMPI_COMM_WORLD_SIZE"))
-    return read_openmpi(EnvReader(env, "OpenMPI's variables"));
-  if (has("SLURM_PROCID")) return read_slurm(EnvReader(env, "Slurm's variables"));
+    return read_openmpi(LaunchEnvReader(env, "OpenMPI's variables"));
+  if (has("SLURM_PROCID")) return read_slurm(LaunchEnvReader(env, "Slurm's variables"));
   throw CollectiveError(
       CollectiveErrorKind::InvalidConfig,
       "read_launch_env: expected a launch environment, got none: looked for RUCCL_RANK or "
@@ -207,42 +197,6 @@ std::string describe(const LaunchEnv& job) {
   return str("rank ", job.rank, " of ", job.world_size, " (local rank ", job.local_rank, " of ",
              job.local_world_size, ", node ", job.node_rank, " of ", job.num_nodes, "), ",
              rendezvous, ", from ", job.source, "'s variables");
-}
-
-SessionId parse_session_id(std::string_view hex, std::string_view what) {
-  SessionId id{};
-  bool ok = hex.size() == 32;
-  bool all_zero = true;
-  for (std::size_t i = 0; ok && i < 32; ++i) {
-    const char c = hex[i];
-    const int digit = c >= '0' && c <= '9'   ? c - '0'
-                      : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                      : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                             : -1;
-    if (digit < 0)
-      ok = false;
-    else
-      id[i / 2] = static_cast<std::uint8_t>(id[i / 2] << 4 | digit);
-    all_zero = all_zero && digit == 0;
-  }
-  if (!ok || all_zero) {
-    throw CollectiveError(CollectiveErrorKind::InvalidConfig,
-                          str(what,
-                              ": expected 32 hex digits, not all zero (a session id; "
-                              "`ruccl-run --new-session-id` prints a fresh one), got ",
-                              launch_detail::quoted(hex)));
-  }
-  return id;
-}
-
-std::string format_session_id(const SessionId& id) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (const std::uint8_t byte : id) {
-    out += kHex[byte >> 4];
-    out += kHex[byte & 0xf];
-  }
-  return out;
 }
 
 }  // namespace ruccl

@@ -2,18 +2,14 @@
 // The job a process belongs to, read from the environment its launcher set: ruccl-run, torchrun,
 // Slurm's srun or OpenMPI's mpirun. See docs/collectives.md "Starting a job" for the variables,
 // their precedence and every error.
-#include <array>
 #include <cstdint>
-#include <functional>
 #include <optional>
 #include <string>
-#include <string_view>
+
+#include "collective/common/env.h"         // EnvLookup, process_env
+#include "collective/common/session_id.h"  // SessionId, parse_session_id, format_session_id
 
 namespace ruccl {
-
-/// The job's 128-bit session id: every rendezvous request and frame carries it, so that processes
-/// of another job (or an earlier attempt) that reach the same address are refused.
-using SessionId = std::array<std::uint8_t, 16>;
 
 /// The largest world size read_launch_env accepts. Values from outside are capped before anything
 /// is sized by them; 2^20 ranks is larger than any job today.
@@ -50,12 +46,6 @@ struct LaunchEnv {
   int restart_count = 0;
 };
 
-/// Looks up one environment variable: its value, or nothing when it is not set. Tests pass a map.
-using EnvLookup = std::function<std::optional<std::string>(const char* name)>;
-
-/// The process environment (std::getenv; like getenv, not safe against a concurrent setenv).
-EnvLookup process_env();
-
 /// Reads the launch environment. Sources, first match wins:
 ///   ruccl-run (RUCCL_RANK or RUCCL_WORLD_SIZE set), torchrun (RANK or WORLD_SIZE),
 ///   OpenMPI (OMPI_COMM_WORLD_RANK or OMPI_COMM_WORLD_SIZE), Slurm (SLURM_PROCID).
@@ -71,12 +61,5 @@ LaunchEnv read_launch_env(const EnvLookup& env = process_env());
 /// One line for logs: "rank 1 of 4 (local rank 1 of 2, node 0 of 2), rendezvous at
 /// 127.0.0.1:29500, from ruccl-run's variables".
 std::string describe(const LaunchEnv& job);
-
-/// Parses 32 hex digits (either case, nothing else) into a session id; all zeros is refused (an
-/// unset id, not a random one). Throws CollectiveError(InvalidConfig) whose message starts with
-/// `what` (the variable or option it came from).
-SessionId parse_session_id(std::string_view hex, std::string_view what);
-/// 32 lower-case hex digits.
-std::string format_session_id(const SessionId& id);
 
 }  // namespace ruccl

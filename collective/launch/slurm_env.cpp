@@ -11,7 +11,7 @@ namespace ruccl::launch_detail {
 namespace {
 
 // The first of `names` that is set; fails naming all of them when none is.
-const char* required_one_of(const EnvReader& env, std::initializer_list<const char*> names,
+const char* required_one_of(const LaunchEnvReader& env, std::initializer_list<const char*> names,
                             std::string_view expected) {
   if (const char* name = env.first_set(names)) return name;
   std::string all;
@@ -21,16 +21,16 @@ const char* required_one_of(const EnvReader& env, std::initializer_list<const ch
 
 // Rethrows a parse error of a Slurm list as an error about variable `name`.
 template <typename Fn>
-auto about(const EnvReader& env, const char* name, Fn&& fn) {
+auto about(const LaunchEnvReader& env, const char* name, Fn&& fn) {
   try {
     return fn();
   } catch (const CollectiveError& e) {
     throw CollectiveError(CollectiveErrorKind::InvalidConfig,
-                          str("read_launch_env (", env.label(), "): ", name, ": ", e.what()));
+                          str(env.context(), name, ": ", e.what()));
   }
 }
 
-int local_world_size(const EnvReader& env, const LaunchEnv& job, const char* world_name,
+int local_world_size(const LaunchEnvReader& env, const LaunchEnv& job, const char* world_name,
                      const char* nodes_name) {
   if (const char* name = env.first_set({"SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE"})) {
     const std::string text = *env.get(name);
@@ -60,7 +60,7 @@ int local_world_size(const EnvReader& env, const LaunchEnv& job, const char* wor
 
 }  // namespace
 
-LaunchEnv read_slurm(const EnvReader& env) {
+LaunchEnv read_slurm(const LaunchEnvReader& env) {
   LaunchEnv job;
   job.source = "slurm";
   const char* world_name =

@@ -7,13 +7,10 @@
 #include <optional>
 
 #include "collective/common/collective_error.h"
-#include "collective/launch/env_reader.h"
+#include "collective/common/env.h"
 
 namespace ruccl {
 namespace {
-
-using launch_detail::parse_decimal;
-using launch_detail::quoted;
 
 constexpr std::size_t kSaturated = std::numeric_limits<std::size_t>::max();
 
@@ -38,7 +35,7 @@ struct HostPattern {
 [[noreturn]] void bad_hostlist(std::string_view list, const std::string& detail) {
   throw CollectiveError(CollectiveErrorKind::InvalidConfig,
                         str("expected a Slurm host list like \"node[01-03,7],gpu5\", got ",
-                            quoted(list), " (", detail, ")"));
+                            quote_env_value(list), " (", detail, ")"));
 }
 
 bool is_name_char(char c) {
@@ -62,11 +59,11 @@ std::vector<NumberRange> parse_group(std::string_view list, std::string_view bod
     const std::optional<std::uint64_t> hi = parse_decimal(hi_text);
     if (!lo || !hi) {
       bad_hostlist(list, str("expected a number or a range lo-hi at offset ", offset + start,
-                             ", got ", quoted(item)));
+                             ", got ", quote_env_value(item)));
     }
     if (*hi < *lo) {
-      bad_hostlist(
-          list, str("the range ", quoted(item), " at offset ", offset + start, " runs backwards"));
+      bad_hostlist(list, str("the range ", quote_env_value(item), " at offset ", offset + start,
+                             " runs backwards"));
     }
     ranges.push_back(NumberRange{*lo, *hi, lo_text.size()});
     if (comma == std::string_view::npos) break;
@@ -99,8 +96,8 @@ std::vector<HostPattern> parse_hostlist(std::string_view list) {
         pattern.literals.back() += c;
         ++i;
       } else {
-        bad_hostlist(list,
-                     str("unexpected ", quoted(std::string_view(&list[i], 1)), " at offset ", i));
+        bad_hostlist(list, str("unexpected ", quote_env_value(std::string_view(&list[i], 1)),
+                               " at offset ", i));
       }
     }
     if (i == element_start) bad_hostlist(list, str("empty host name at offset ", i));
@@ -181,7 +178,7 @@ std::vector<int> expand_slurm_tasks_per_node(std::string_view text, std::size_t 
   const auto bad = [&](const std::string& detail) -> void {
     throw CollectiveError(CollectiveErrorKind::InvalidConfig,
                           str("expected a Slurm tasks-per-node list like \"2(x3),1\", got ",
-                              quoted(text), " (", detail, ")"));
+                              quote_env_value(text), " (", detail, ")"));
   };
   std::vector<int> counts;
   std::size_t start = 0;
@@ -200,14 +197,14 @@ std::vector<int> expand_slurm_tasks_per_node(std::string_view text, std::size_t 
               : std::nullopt;
       if (!m || *m == 0)
         bad(str("expected \"(xM)\" with M >= 1 after the count at offset ", start, ", got ",
-                quoted(tail)));
+                quote_env_value(tail)));
       repeat = *m;
     }
     const std::optional<std::uint64_t> count = parse_decimal(count_text);
     if (!count || *count == 0 ||
         *count > static_cast<std::uint64_t>(std::numeric_limits<int>::max())) {
       bad(str("expected a task count in [1, 2^31) at offset ", start, ", got ",
-              quoted(count_text)));
+              quote_env_value(count_text)));
     }
     if (repeat > max_nodes - counts.size()) bad(str("more than ", max_nodes, " nodes"));
     counts.insert(counts.end(), static_cast<std::size_t>(repeat), static_cast<int>(*count));

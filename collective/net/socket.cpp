@@ -13,15 +13,16 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <thread>
 #include <vector>
 
 #include "collective/common/collective_error.h"
+#include "collective/common/env.h"
 #include "collective/net/socket_detail.h"
 
 namespace ruccl::net {
@@ -371,13 +372,13 @@ std::string interface_address(const std::string& ifname) {
 }
 
 std::string default_listen_host() {
-  const char* ifname = std::getenv("RUCCL_SOCKET_IFNAME");
-  if (ifname == nullptr || *ifname == '\0') return "127.0.0.1";
+  const std::optional<std::string> ifname = EnvReader().text("RUCCL_SOCKET_IFNAME");
+  if (!ifname) return "127.0.0.1";
   try {
-    return interface_address(ifname);
+    return interface_address(*ifname);
   } catch (const CollectiveError& e) {
     throw CollectiveError(CollectiveErrorKind::InvalidConfig,
-                          str("RUCCL_SOCKET_IFNAME=", ifname, ": ", e.what()));
+                          str("RUCCL_SOCKET_IFNAME=", *ifname, ": ", e.what()));
   }
 }
 

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "collective/common/collective_error.h"
+#include "collective/common/hash.h"
 #include "collective/net/socket_detail.h"
 
 namespace ruccl {
@@ -97,15 +98,6 @@ void write_file_atomically(const std::filesystem::path& path, const std::filesys
   }
 }
 
-std::uint64_t fnv1a64(std::string_view s) {
-  std::uint64_t h = 0xcbf29ce484222325ull;
-  for (const char c : s) {
-    h ^= static_cast<unsigned char>(c);
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
-
 void put_le(std::vector<std::uint8_t>& out, std::uint64_t v, int bytes) {
   for (int i = 0; i < bytes; ++i) out.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
 }
@@ -179,7 +171,7 @@ void FileStore::check_session(const SessionId& session) {
               kSessionPrefix, "<32 hex digits>')"));
     t.remove_prefix(kSessionPrefix.size());
     t.remove_suffix(1);
-    const std::string theirs = session_id_to_hex(parse_session_id(t));
+    const std::string theirs = session_id_to_hex(parse_session_id(t, path.string()));
     if (theirs != mine)
       throw CollectiveError(
           CollectiveErrorKind::InvalidConfig,

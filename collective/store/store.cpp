@@ -1,65 +1,11 @@
 #include "collective/store/store.h"
 
-#include <sys/random.h>
-
-#include <cerrno>
 #include <charconv>
-#include <cstring>
 #include <limits>
 
 #include "collective/common/collective_error.h"
 
 namespace ruccl {
-
-SessionId random_session_id() {
-  SessionId id{};
-  std::size_t got = 0;
-  while (got < id.size()) {
-    const ssize_t n = getrandom(id.data() + got, id.size() - got, 0);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw CollectiveError(CollectiveErrorKind::InvalidConfig,
-                            str("random_session_id: getrandom failed: ", std::strerror(errno)));
-    }
-    got += static_cast<std::size_t>(n);
-  }
-  return id;
-}
-
-std::string session_id_to_hex(const SessionId& id) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(32);
-  for (const std::uint8_t b : id) {
-    out.push_back(kDigits[b >> 4]);
-    out.push_back(kDigits[b & 15]);
-  }
-  return out;
-}
-
-SessionId parse_session_id(std::string_view hex) {
-  const auto bad = [&](const char* why) {
-    const std::string_view shown = hex.substr(0, 80);
-    return CollectiveError(CollectiveErrorKind::InvalidConfig,
-                           str("bad session id '", shown, hex.size() > shown.size() ? "...'" : "'",
-                               ": expected 32 hex digits, got ", why));
-  };
-  if (hex.size() != 32) throw bad(str(hex.size(), " characters").c_str());
-  const auto digit = [](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-  };
-  SessionId id{};
-  for (std::size_t i = 0; i < id.size(); ++i) {
-    const int hi = digit(hex[2 * i]);
-    const int lo = digit(hex[2 * i + 1]);
-    if (hi < 0 || lo < 0) throw bad("a character that is not a hex digit");
-    id[i] = static_cast<std::uint8_t>(hi * 16 + lo);
-  }
-  return id;
-}
 
 namespace {
 

@@ -17,7 +17,6 @@
 // Errors (CollectiveError): Timeout naming the keys still missing; InvalidArgument for a key or
 // value over its cap (naming the cap) or add() on a value that is not an integer; InvalidConfig
 // for a store of another session; PeerLost when a TcpStore's server goes away.
-#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
@@ -27,6 +26,7 @@
 #include <vector>
 
 #include "collective/common/deadline.h"
+#include "collective/common/session_id.h"  // SessionId, random_session_id, session_id_to_hex
 
 namespace ruccl {
 
@@ -38,16 +38,6 @@ inline constexpr std::size_t kMaxStoreValueBytes = std::size_t{64} << 20;
 inline constexpr std::size_t kMaxStoreWaitKeys = 4096;
 
 using StoreValue = std::vector<std::uint8_t>;
-
-/// A job's session id: 128 random bits every store request carries.
-using SessionId = std::array<std::uint8_t, 16>;
-/// 16 bytes from the kernel's random source (getrandom). Throws InvalidConfig if it fails.
-SessionId random_session_id();
-/// 32 lowercase hex digits.
-std::string session_id_to_hex(const SessionId& id);
-/// The inverse of session_id_to_hex (either case). InvalidConfig naming the text when it is not
-/// exactly 32 hex digits.
-SessionId parse_session_id(std::string_view hex);
 
 /// The rendezvous key/value store (see the file comment). Implementations are thread-safe.
 class Store {

@@ -3,20 +3,15 @@
 #include <unistd.h>
 
 #include <array>
-#include <cctype>
 #include <cstdlib>
+#include <optional>
 
 #include "collective/common/collective_error.h"
+#include "collective/common/env.h"
 
 namespace ruccl {
 
 namespace {
-
-std::string upper(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return out;
-}
 
 // Checks a pattern once with placeholder values, so a bad one fails when the group is made.
 void check_pattern(const std::string& pattern, std::string_view variable) {
@@ -41,24 +36,28 @@ const char* debug_level_name(DebugLevel level) {
 
 DebugSettings parse_debug_settings(const char* level, const char* log_file,
                                    const char* trace_file) {
+  // The three values as an environment where empty means unset. These messages have always put
+  // the value in single quotes (tests pin them).
+  const EnvReader env(
+      [&](const char* name) -> std::optional<std::string> {
+        const std::string_view which = name;
+        const char* value = which == "RUCCL_DEBUG"        ? level
+                            : which == "RUCCL_DEBUG_FILE" ? log_file
+                            : which == "RUCCL_TRACE_FILE" ? trace_file
+                                                          : nullptr;
+        if (value == nullptr || *value == '\0') return std::nullopt;
+        return std::string(value);
+      },
+      "", '\'');
   DebugSettings settings;
-  const std::string value = upper(level != nullptr ? level : "");
-  static constexpr std::array<DebugLevel, 4> kLevels = {DebugLevel::Off, DebugLevel::Warn,
-                                                        DebugLevel::Info, DebugLevel::Trace};
-  bool known = value.empty();
-  for (DebugLevel l : kLevels) {
-    if (value == debug_level_name(l)) {
-      settings.level = l;
-      known = true;
-    }
-  }
-  if (!known) {
-    throw CollectiveError(
-        CollectiveErrorKind::InvalidConfig,
-        str("RUCCL_DEBUG: expected WARN, INFO, TRACE or OFF (any case), got '", level, "'"));
-  }
-  settings.log_file = log_file != nullptr ? log_file : "";
-  settings.trace_file = trace_file != nullptr ? trace_file : "";
+  settings.level = env.choice("RUCCL_DEBUG",
+                              {{"WARN", DebugLevel::Warn},
+                               {"INFO", DebugLevel::Info},
+                               {"TRACE", DebugLevel::Trace},
+                               {"OFF", DebugLevel::Off}},
+                              DebugLevel::Off, EnvCase::Any);
+  settings.log_file = env.text("RUCCL_DEBUG_FILE").value_or("");
+  settings.trace_file = env.text("RUCCL_TRACE_FILE").value_or("");
   check_pattern(settings.log_file, "RUCCL_DEBUG_FILE");
   check_pattern(settings.trace_file, "RUCCL_TRACE_FILE");
   return settings;

@@ -14,7 +14,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/prctl.h>
-#include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
@@ -48,18 +47,6 @@ int exit_code_of(int status) {
 }
 
 }  // namespace
-
-SessionId random_session_id() {
-  SessionId id{};
-  std::size_t got = 0;
-  while (got < id.size()) {
-    const ssize_t n = getrandom(id.data() + got, id.size() - got, 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw Error(str("getrandom: ", std::strerror(errno)));
-    got += static_cast<std::size_t>(n);
-  }
-  return id;
-}
 
 namespace {
 
@@ -127,7 +114,7 @@ class Attempt {
         {"RUCCL_NUM_NODES", std::to_string(o_.nnodes)},
         {"RUCCL_MASTER_ADDR", addr},
         {"RUCCL_MASTER_PORT", std::to_string(o_.master_port)},
-        {"RUCCL_SESSION_ID", format_session_id(session_)},
+        {"RUCCL_SESSION_ID", session_id_to_hex(session_)},
         {"RUCCL_RESTART_COUNT", std::to_string(restart_)},
         {"RANK", std::to_string(rank)},
         {"WORLD_SIZE", std::to_string(world)},

@@ -5,9 +5,6 @@
 
 namespace ruccl::run {
 
-/// 16 bytes from getrandom: a fresh session id.
-SessionId random_session_id();
-
 /// Runs the job and returns ruccl-run's exit status: 0 when every rank exited 0; the failed rank's
 /// exit code, or 128 + its signal; 127 (126) when PROGRAM cannot be found (run). When the launcher
 /// itself gets SIGINT, SIGTERM or SIGHUP it forwards it, waits for the ranks and dies of it.

@@ -1,7 +1,6 @@
 // ruccl-run: starts the local ranks of a job (see job_supervisor.h, docs/collectives.md
 // "Starting a job").
 #include <cstdio>
-#include <cstdlib>
 #include <exception>
 #include <iostream>
 
@@ -9,6 +8,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "collective/common/env.h"
+#include "collective/common/session_id.h"
 #include "tools/ruccl_run/job_supervisor.h"
 #include "tools/ruccl_run/launcher_options.h"
 
@@ -37,15 +38,14 @@ int free_port() {
 int main(int argc, char** argv) {
   using namespace ruccl::run;
   try {
-    const char* env_id = std::getenv("RUCCL_SESSION_ID");
-    LauncherOptions options = parse_launcher_options(
-        argc, argv, env_id ? std::optional<std::string>(env_id) : std::nullopt);
+    LauncherOptions options =
+        parse_launcher_options(argc, argv, ruccl::process_env()("RUCCL_SESSION_ID"));
     if (options.help) {
       std::cout << usage_text();
       return 0;
     }
     if (options.new_session_id) {
-      std::cout << ruccl::format_session_id(random_session_id()) << "\n";
+      std::cout << ruccl::session_id_to_hex(ruccl::random_session_id()) << "\n";
       return 0;
     }
     if (options.master_port == 0) options.master_port = options.nnodes == 1 ? free_port() : 29500;
