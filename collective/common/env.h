@@ -44,7 +44,7 @@ std::optional<std::uint64_t> parse_decimal(std::string_view text);
 /// Whether a choice's spellings match in any case ("info" for "INFO").
 enum class EnvCase : unsigned char { Exact, Any };
 
-/// Typed reads of one set of variables (see the file comment). Cheap to copy; thread-compatible.
+/// Typed reads of one set of variables (see the file comment). Holds its lookup by value.
 class EnvReader {
  public:
   /// The largest number positive() and non_negative() accept by default.
