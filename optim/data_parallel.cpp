@@ -7,6 +7,7 @@
 #include <set>
 
 #include "autodiff/grad_mode.h"
+#include "collective/common/hash.h"
 #include "collective/trace/call_trace.h"
 #include "optim/rank_agreement.h"
 #include "optim/replica_description.h"
@@ -23,7 +24,8 @@ void agree(Communicator& comm, const ReplicaDescription& local, std::int64_t ext
            std::vector<std::int64_t>* extra_words, const char* label) {
   const std::string encoded = local.encode();
   const auto words = all_gather_words(
-      comm, {static_cast<std::int64_t>(fnv1a(encoded)), local.problems.empty() ? 0 : 1, extra_word},
+      comm,
+      {static_cast<std::int64_t>(fnv1a64(encoded)), local.problems.empty() ? 0 : 1, extra_word},
       label);
   bool same = true;
   for (const auto& w : words) same = same && w[0] == words[0][0] && w[1] == 0;

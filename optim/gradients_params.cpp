@@ -4,6 +4,7 @@
 #include <cstring>
 #include <set>
 
+#include "collective/common/hash.h"
 #include "optim/rank_agreement.h"
 
 namespace ruccl::optim {
@@ -188,7 +189,7 @@ std::vector<ParamId> GradientsParams::ids() const {
 GradientsParams GradientsParams::all_reduce_with(Communicator& comm, ReduceOperation op) const {
   const std::string description = describe(grads_);
   const auto fingerprints = all_gather_words(comm,
-                                             {static_cast<std::int64_t>(fnv1a(description)),
+                                             {static_cast<std::int64_t>(fnv1a64(description)),
                                               static_cast<std::int64_t>(description.size())},
                                              kLabel);
   for (const auto& f : fingerprints) {

@@ -5,15 +5,6 @@
 
 namespace ruccl::optim {
 
-std::uint64_t fnv1a(std::string_view bytes, std::uint64_t seed) {
-  std::uint64_t h = seed;
-  for (char c : bytes) {
-    h ^= static_cast<unsigned char>(c);
-    h *= 1099511628211ull;
-  }
-  return h;
-}
-
 void append_word(std::string& out, std::int64_t value) {
   char bytes[sizeof(value)];
   std::memcpy(bytes, &value, sizeof(value));

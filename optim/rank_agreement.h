@@ -20,9 +20,6 @@ inline constexpr const char* kParamIdAdvice =
     "(docs/training.md, ParamIds). Build every rank's replica with the same code, or call "
     "model.assign_param_ids(1) on every rank";
 
-/// 64-bit FNV-1a hash of `bytes` continuing from `seed` (the fingerprint of a description).
-std::uint64_t fnv1a(std::string_view bytes, std::uint64_t seed = 14695981039346656037ull);
-
 /// all_gather of a fixed number of int64 words from every rank: result[r] is rank r's `words`.
 /// Every rank must pass the same number of words.
 std::vector<std::vector<std::int64_t>> all_gather_words(Communicator& comm,

@@ -2,6 +2,7 @@
 
 #include "autodiff/error.h"
 #include "autodiff/node.h"
+#include "collective/common/hash.h"
 #include "tensor/core/error.h"
 
 namespace ruccl::nn {
@@ -21,11 +22,7 @@ void check_explicit(ParamId id, const char* op) {
 ParamId param_id_for_path(std::string_view path) {
   // FNV-1a over the bytes, then the splitmix64 finaliser, so paths that differ in one character
   // differ in about half of the bits. Bit 63 marks the id as derived from a path.
-  std::uint64_t h = 14695981039346656037ull;
-  for (char c : path) {
-    h ^= static_cast<unsigned char>(c);
-    h *= 1099511628211ull;
-  }
+  std::uint64_t h = fnv1a64(path);
   h ^= h >> 30;
   h *= 0xbf58476d1ce4e5b9ull;
   h ^= h >> 27;

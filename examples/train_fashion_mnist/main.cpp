@@ -20,12 +20,12 @@
 #include <sstream>
 #include <string>
 
+#include "collective/common/hash.h"
 #include "collective/communicator.h"
 #include "collective/tcp_group.h"
 #include "examples/train_fashion_mnist/fashion_mnist.h"
 #include "optim/classifier_trainer.h"
 #include "optim/launched_job.h"
-#include "optim/rank_agreement.h"
 #include "ruccl/config.h"
 #include "tensor/backend/backend.h"
 #if RUCCL_WITH_CUDA
@@ -230,7 +230,7 @@ std::uint64_t save_parameters(const std::vector<ruccl::Tensor>& parameters,
     out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
     if (!out) throw std::runtime_error("cannot write the parameters file " + path);
   }
-  const std::uint64_t hash = ruccl::optim::fnv1a(bytes);
+  const std::uint64_t hash = ruccl::fnv1a64(bytes);
   std::cout << "final parameters: " << values << " values, FNV-1a 0x" << std::hex
             << std::setfill('0') << std::setw(16) << hash << std::dec << std::setfill(' ') << "\n";
   return hash;
