@@ -9,10 +9,10 @@
 // kind (cross-memory attach, RDMA) is another PeerPath and one more line of that selection.
 //
 // A path carries a call's agreement record, then the call's messages, in order each way. Every
-// step does what it can now and returns; none blocks, and none allocates per message. A step
-// throws CollectiveError for what the peer sent wrong (a kind mismatch, a malformed piece) and
-// returns PathStep::Closed when the peer's connection ended: the transport turns either into the
-// group's failure. Only the rank's own thread calls a path.
+// step does what it can now and returns: none blocks (the transport decides when to wait). A
+// step throws CollectiveError for what the peer sent wrong (a kind mismatch, a malformed piece)
+// and returns PathStep::Closed when the peer's connection ended: the transport turns either into
+// the group's failure. Only the rank's own thread calls a path.
 #include <poll.h>
 
 #include <cstddef>
