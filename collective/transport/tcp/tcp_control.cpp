@@ -17,7 +17,6 @@ namespace ruccl {
 
 TcpFailureState::TcpFailureState(int world_size)
     : gone_(new std::atomic<bool>[static_cast<std::size_t>(world_size)]),
-      world_size_(world_size),
       wake_fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
   for (int r = 0; r < world_size; ++r) gone_[static_cast<std::size_t>(r)].store(false);
   RUCCL_CHECK(wake_fd_ >= 0, InternalError, "TcpTransport: eventfd failed: ", std::strerror(errno));

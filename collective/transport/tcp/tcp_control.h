@@ -52,7 +52,6 @@ class TcpFailureState {
   std::atomic<bool> failed_{false};
   std::atomic<bool> anyone_gone_{false};
   std::unique_ptr<std::atomic<bool>[]> gone_;
-  int world_size_;
   int wake_fd_ = -1;
   mutable std::mutex mutex_;
   std::optional<CollectiveError> failure_;
