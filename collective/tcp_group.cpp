@@ -6,7 +6,7 @@
 #include "collective/common/env.h"
 #include "collective/launch/launch_env.h"
 #include "collective/store/tcp_store.h"
-#include "collective/transport/tcp/tcp_transport.h"
+#include "collective/transport/process/process_transport.h"
 
 namespace ruccl {
 

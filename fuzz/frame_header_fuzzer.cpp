@@ -35,7 +35,7 @@ std::uint64_t le(const std::uint8_t* p, int n) {
 
 void check_header(std::uint8_t mode, const std::array<std::uint8_t, kFrameHeaderBytes>& bytes,
                   std::span<const std::uint8_t> rest) {
-  SessionBytes session;
+  SessionId session;
   session.fill(0x5A);
   if (mode & 1) std::copy(bytes.begin() + 16, bytes.begin() + 32, session.begin());
   const std::uint64_t seq = (mode & 2) ? le(bytes.data() + 32, 8) : mode >> 2;

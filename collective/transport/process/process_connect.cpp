@@ -12,7 +12,7 @@
 namespace ruccl {
 
 std::unique_ptr<TcpTransport> TcpTransport::connect(Store& store, int rank, int world_size,
-                                                    const SessionBytes& session,
+                                                    const SessionId& session,
                                                     TcpTransportOptions options) {
   if (world_size < 1 || rank < 0 || rank >= world_size) {
     throw CollectiveError(CollectiveErrorKind::InvalidConfig,

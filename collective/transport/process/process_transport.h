@@ -42,7 +42,7 @@ class TcpTransport final : public Transport {
   /// peer's path. Throws CollectiveError: Timeout naming the ranks that never arrived,
   /// InvalidConfig, PeerLost.
   static std::unique_ptr<TcpTransport> connect(Store& store, int rank, int world_size,
-                                               const SessionBytes& session,
+                                               const SessionId& session,
                                                TcpTransportOptions options = {});
   /// Over a connected mesh: `select` makes each peer's path; `link` is what every pair of the
   /// group has in common (traits()).

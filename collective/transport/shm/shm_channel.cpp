@@ -177,7 +177,7 @@ ShmChannel::ShmChannel(void* base, std::size_t bytes, std::uint32_t slots, bool 
 
 ShmChannel::~ShmChannel() { ::munmap(base_, bytes_); }
 
-std::unique_ptr<ShmChannel> ShmChannel::create(const std::string& name, const SessionBytes& session,
+std::unique_ptr<ShmChannel> ShmChannel::create(const std::string& name, const SessionId& session,
                                                int rank, int peer, std::size_t ring_bytes) {
   RUCCL_ASSERT(rank < peer);
   const std::uint32_t slots = slot_count(ring_bytes);
@@ -210,7 +210,7 @@ std::unique_ptr<ShmChannel> ShmChannel::create(const std::string& name, const Se
   return std::unique_ptr<ShmChannel>(new ShmChannel(base, bytes, slots, true));
 }
 
-std::unique_ptr<ShmChannel> ShmChannel::open(const std::string& name, const SessionBytes& session,
+std::unique_ptr<ShmChannel> ShmChannel::open(const std::string& name, const SessionId& session,
                                              int rank, int peer, std::size_t ring_bytes) {
   RUCCL_ASSERT(peer < rank);
   const std::uint32_t slots = slot_count(ring_bytes);

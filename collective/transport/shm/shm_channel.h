@@ -74,11 +74,11 @@ class ShmChannel {
   /// (rounded down to whole kPieceBytes slots, at least 2), reserved with posix_fallocate so a
   /// full /dev/shm fails here (not as SIGBUS later). InvalidConfig naming the segment and the
   /// system's reason.
-  static std::unique_ptr<ShmChannel> create(const std::string& name, const SessionBytes& session,
+  static std::unique_ptr<ShmChannel> create(const std::string& name, const SessionId& session,
                                             int rank, int peer, std::size_t ring_bytes);
   /// The higher rank's side of the segment `create` made; checks its size and header (magic,
   /// version, slots, session, ranks). InvalidConfig naming what differs.
-  static std::unique_ptr<ShmChannel> open(const std::string& name, const SessionBytes& session,
+  static std::unique_ptr<ShmChannel> open(const std::string& name, const SessionId& session,
                                           int rank, int peer, std::size_t ring_bytes);
   /// Removes the segment's name (both sides keep their mapping). Never throws.
   static void unlink(const std::string& name) noexcept;

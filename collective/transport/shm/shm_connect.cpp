@@ -12,7 +12,7 @@ namespace {
 constexpr const char* kReady = "ready";
 
 /// Names this group apart from others of the same session (a store may serve several groups).
-std::string group_name(const SessionBytes& session, const TcpTransportOptions& options) {
+std::string group_name(const SessionId& session, const TcpTransportOptions& options) {
   char prefix[9];
   std::snprintf(prefix, sizeof(prefix), "%08x",
                 crc32c(options.store_prefix.data(), options.store_prefix.size()));
@@ -48,7 +48,7 @@ std::unique_ptr<PeerPath> SharedMemoryPaths::path_to(int peer, TcpLink& quiet,
 }
 
 SharedMemoryPaths connect_shared_memory(Store& store, int rank, int world_size,
-                                        const SessionBytes& session,
+                                        const SessionId& session,
                                         const TcpTransportOptions& options, bool enabled,
                                         const Deadline& deadline) {
   const std::string group = group_name(session, options);

@@ -25,7 +25,7 @@ class SharedMemoryPaths {
   bool everywhere() const { return everywhere_; }
 
  private:
-  friend SharedMemoryPaths connect_shared_memory(Store&, int, int, const SessionBytes&,
+  friend SharedMemoryPaths connect_shared_memory(Store&, int, int, const SessionId&,
                                                  const TcpTransportOptions&, bool, const Deadline&);
   int rank_ = 0;
   std::shared_ptr<LocalBell> bell_;                    // null when no peer shares memory
@@ -37,7 +37,7 @@ class SharedMemoryPaths {
 /// `enabled` or not (a rank that may not share memory publishes no identity, and no peer waits
 /// for it). Throws Timeout naming the ranks that never published their part by `deadline`.
 SharedMemoryPaths connect_shared_memory(Store& store, int rank, int world_size,
-                                        const SessionBytes& session,
+                                        const SessionId& session,
                                         const TcpTransportOptions& options, bool enabled,
                                         const Deadline& deadline);
 

@@ -134,7 +134,7 @@ void encode_frame_header(const FrameHeader& h, std::span<std::uint8_t, kFrameHea
 }
 
 std::string decode_frame_header(std::span<const std::uint8_t, kFrameHeaderBytes> in,
-                                const SessionBytes& expected_session, std::uint64_t expected_seq,
+                                const SessionId& expected_session, std::uint64_t expected_seq,
                                 FrameHeader& h) {
   const auto magic = static_cast<std::uint32_t>(get_le(in, 0, 4));
   if (magic != kFrameMagic) {

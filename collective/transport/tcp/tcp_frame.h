@@ -32,10 +32,9 @@
 #include <string>
 #include <string_view>
 
-namespace ruccl {
+#include "collective/common/session_id.h"
 
-/// The job's 128-bit random session id as it travels (the same bytes as ruccl::SessionId).
-using SessionBytes = std::array<std::uint8_t, 16>;
+namespace ruccl {
 
 inline constexpr std::uint32_t kFrameMagic = 0x4C435552;  // "RUCL" as little-endian bytes
 inline constexpr std::uint16_t kFrameVersion = 1;
@@ -69,7 +68,7 @@ std::size_t frame_payload_cap(FrameType type);
 struct FrameHeader {
   FrameType type = FrameType::Heartbeat;
   std::uint32_t payload_bytes = 0;
-  SessionBytes session{};
+  SessionId session{};
   std::uint64_t seq = 0;
   std::uint64_t tag = 0;
   std::uint64_t message_bytes = 0;
@@ -90,7 +89,7 @@ void encode_frame_header(const FrameHeader& header, std::span<std::uint8_t, kFra
 /// 3: ". `out` is unspecified on failure. The payload is checked separately, as it arrives
 /// (payload_crc_matches or crc32c).
 std::string decode_frame_header(std::span<const std::uint8_t, kFrameHeaderBytes> bytes,
-                                const SessionBytes& expected_session, std::uint64_t expected_seq,
+                                const SessionId& expected_session, std::uint64_t expected_seq,
                                 FrameHeader& out);
 
 /// Whether `payload` (all of it) is what `header` announced: its size and its CRC-32C.

@@ -46,7 +46,7 @@ struct HelloPayload {
   int rank = 0;
   int world_size = 1;
   TcpChannel channel = TcpChannel::Control;
-  SessionBytes session{};
+  SessionId session{};
 };
 
 /// Appends the kHelloPayloadBytes bytes of `hello` to `out` (written as given).

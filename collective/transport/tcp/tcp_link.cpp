@@ -13,7 +13,7 @@
 
 namespace ruccl {
 
-TcpLink::TcpLink(net::Socket socket, SessionBytes session, int peer, std::string peer_name,
+TcpLink::TcpLink(net::Socket socket, SessionId session, int peer, std::string peer_name,
                  bool check_payloads, std::uint64_t handshake_frames)
     : socket_(std::move(socket)),
       check_payloads_(check_payloads),

@@ -57,7 +57,7 @@ class TcpLink {
   /// sends them unchecked and accepts both; TcpTransportOptions::payload_checksum).
   /// `handshake_frames`: frames already exchanged each way on `socket` (the Hello), so sequence
   /// numbers continue after them.
-  TcpLink(net::Socket socket, SessionBytes session, int peer, std::string peer_name,
+  TcpLink(net::Socket socket, SessionId session, int peer, std::string peer_name,
           bool check_payloads = true, std::uint64_t handshake_frames = 1);
   TcpLink(TcpLink&&) noexcept = default;
 
@@ -143,7 +143,7 @@ class TcpLink {
 
   net::Socket socket_;
   bool check_payloads_;
-  SessionBytes session_;
+  SessionId session_;
   int peer_;
   std::string peer_name_;
   std::deque<Send> sends_;

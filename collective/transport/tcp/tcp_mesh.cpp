@@ -22,7 +22,7 @@ std::string address_key(const TcpTransportOptions& options, int rank) {
   return str(options.store_prefix, "/addr/", rank);
 }
 
-void send_hello(const net::Socket& socket, const SessionBytes& session, int rank, int world,
+void send_hello(const net::Socket& socket, const SessionId& session, int rank, int world,
                 TcpChannel channel, const Deadline& deadline) {
   HelloPayload hello{};
   hello.rank = rank;
@@ -44,7 +44,7 @@ void send_hello(const net::Socket& socket, const SessionBytes& session, int rank
 }
 
 /// Reads and checks a Hello; returns "" and fills `hello`, or what was wrong.
-std::string read_hello(const net::Socket& socket, const SessionBytes& session, int world,
+std::string read_hello(const net::Socket& socket, const SessionId& session, int world,
                        const Deadline& deadline, HelloPayload& hello) {
   std::uint8_t header[kFrameHeaderBytes];
   net::read_exact(socket, header, kFrameHeaderBytes, deadline);
@@ -77,7 +77,7 @@ CollectiveError connect_error(CollectiveErrorKind kind, const TcpTransportOption
 
 }  // namespace
 
-TcpMesh connect_tcp_mesh(Store& store, int rank, int world_size, const SessionBytes& session,
+TcpMesh connect_tcp_mesh(Store& store, int rank, int world_size, const SessionId& session,
                          const TcpTransportOptions& options, const Deadline& deadline) {
   const std::string host =
       options.listen_host.empty() ? net::default_listen_host() : options.listen_host;

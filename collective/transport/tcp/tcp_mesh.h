@@ -22,7 +22,7 @@ struct TcpMesh {
 /// Rank `rank` of `world_size` listens, publishes its address in `store`, dials every lower rank
 /// and accepts every higher one, by `deadline`. Throws CollectiveError: Timeout naming the ranks
 /// that never arrived, PeerLost (a listener that is not the rank it should be).
-TcpMesh connect_tcp_mesh(Store& store, int rank, int world_size, const SessionBytes& session,
+TcpMesh connect_tcp_mesh(Store& store, int rank, int world_size, const SessionId& session,
                          const TcpTransportOptions& options, const Deadline& deadline);
 
 }  // namespace ruccl

@@ -28,7 +28,7 @@ using testing::short_timeout;
 /// A `world`-rank process group on loopback (one thread per rank), rank r's options set by
 /// `customize`.
 std::vector<std::unique_ptr<TcpTransport>> connect_group(
-    int world, const SessionBytes& session,
+    int world, const SessionId& session,
     const std::function<void(int, TcpTransportOptions&)>& customize = {}) {
   auto store = std::make_shared<InMemoryStore>();
   std::vector<std::unique_ptr<TcpTransport>> out(static_cast<std::size_t>(world));
@@ -48,7 +48,7 @@ std::vector<std::unique_ptr<TcpTransport>> connect_group(
 
 /// The name of the segment ranks `low` and `high` of `session` would create (shm_connect.cpp:
 /// "/ruccl-<session>-<crc of the store prefix>-<low>-<high>"), made first so theirs fails.
-std::string take_segment(const SessionBytes& session, int low, int high) {
+std::string take_segment(const SessionId& session, int low, int high) {
   const std::string prefix = TcpTransportOptions{}.store_prefix;
   char crc[9];
   std::snprintf(crc, sizeof(crc), "%08x", crc32c(prefix.data(), prefix.size()));
@@ -89,7 +89,7 @@ TEST_CASE("process transport chooses each peer's path: shared memory and tcp in 
           "[collective][tcp][shm]") {
   // 4 ranks on one host; the segment of ranks 1 and 3 cannot be made: that pair takes TCP,
   // every other pair shared memory.
-  const SessionBytes session = random_session_id();
+  const SessionId session = random_session_id();
   const std::string taken = take_segment(session, 1, 3);
   auto transports = connect_group(4, session);
   ::shm_unlink(taken.c_str());

@@ -34,8 +34,8 @@ std::string unique_name(const char* what) {
   return str("/ruccl-test-", ::getpid(), "-", what, "-", n++);
 }
 
-SessionBytes session_of(std::uint8_t fill) {
-  SessionBytes s{};
+SessionId session_of(std::uint8_t fill) {
+  SessionId s{};
   s.fill(fill);
   return s;
 }
@@ -44,7 +44,7 @@ using testing::dev_shm_has;
 
 TEST_CASE("shm channel carries pieces in order across the ring's end", "[collective][tcp][shm]") {
   const std::string name = unique_name("ring");
-  const SessionBytes session = session_of(7);
+  const SessionId session = session_of(7);
   auto low = ShmChannel::create(name, session, 0, 1, 2 * kPieceBytes);  // 2 slots
   auto high = ShmChannel::open(name, session, 1, 0, 2 * kPieceBytes);
   ShmChannel::unlink(name);
@@ -84,7 +84,7 @@ TEST_CASE("shm channel carries pieces in order across the ring's end", "[collect
 TEST_CASE("shm channel puts a call's record where a TCP stream would: before the call's messages",
           "[collective][tcp][shm]") {
   const std::string name = unique_name("records");
-  const SessionBytes session = session_of(6);
+  const SessionId session = session_of(6);
   auto low = ShmChannel::create(name, session, 0, 1, 2 * kPieceBytes);  // 2 slots
   auto high = ShmChannel::open(name, session, 1, 0, 2 * kPieceBytes);
   ShmChannel::unlink(name);
@@ -143,7 +143,7 @@ TEST_CASE("shm channel puts a call's record where a TCP stream would: before the
 TEST_CASE("shm channel's sleep flags make the other side ring exactly when needed",
           "[collective][tcp][shm]") {
   const std::string name = unique_name("flags");
-  const SessionBytes session = session_of(8);
+  const SessionId session = session_of(8);
   auto a = ShmChannel::create(name, session, 0, 1, 2 * kPieceBytes);
   auto b = ShmChannel::open(name, session, 1, 0, 2 * kPieceBytes);
   ShmChannel::unlink(name);
@@ -175,7 +175,7 @@ TEST_CASE("shm segment of another session, pair or size is refused naming what d
           "[collective][tcp][shm]") {
   const std::string name = unique_name("checks");
   auto low = ShmChannel::create(name, session_of(1), 2, 5, 4 * kPieceBytes);
-  auto refused = [&](const SessionBytes& s, int rank, int peer, std::size_t bytes) {
+  auto refused = [&](const SessionId& s, int rank, int peer, std::size_t bytes) {
     try {
       ShmChannel::open(name, s, rank, peer, bytes);
     } catch (const CollectiveError& e) {
@@ -200,7 +200,7 @@ TEST_CASE("shm segment of another session, pair or size is refused naming what d
 
 /// A `world`-rank TCP group on loopback with these options, as transports (for their state).
 std::vector<std::unique_ptr<TcpTransport>> connect_transports(int world,
-                                                              const SessionBytes& session,
+                                                              const SessionId& session,
                                                               TcpTransportOptions options) {
   auto store = std::make_shared<InMemoryStore>();
   options.listen_host = "127.0.0.1";
@@ -218,7 +218,7 @@ std::vector<std::unique_ptr<TcpTransport>> connect_transports(int world,
 
 TEST_CASE("tcp ranks of one host share memory unless told not to, and leave nothing in /dev/shm",
           "[collective][tcp][shm]") {
-  const SessionBytes session = random_session_id();
+  const SessionId session = random_session_id();
   auto shared = connect_transports(3, session, {});
   for (int r = 0; r < 3; ++r) {
     for (int p = 0; p < 3; ++p) {
@@ -271,7 +271,7 @@ TEST_CASE("tcp rings of one host shrink to the budget, and a host over it uses T
 
 TEST_CASE("tcp pair whose segment cannot be made falls back to TCP on both sides",
           "[collective][tcp][shm]") {
-  const SessionBytes session = random_session_id();
+  const SessionId session = random_session_id();
   TcpTransportOptions options;
   // Take the name of the segment of ranks 0 and 2 first: its creation fails.
   char prefix[9];

@@ -12,7 +12,7 @@ using namespace ruccl;
 
 namespace {
 
-const SessionBytes kSession = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+const SessionId kSession = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
 
 std::vector<std::uint8_t> encode(const HelloPayload& h) {
   std::vector<std::uint8_t> out;

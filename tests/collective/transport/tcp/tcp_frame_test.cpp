@@ -21,7 +21,7 @@ namespace {
 
 using HeaderBytes = std::array<std::uint8_t, kFrameHeaderBytes>;
 
-const SessionBytes kSession = {0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77,
+const SessionId kSession = {0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77,
                                0x88, 0x99, 0xAA, 0xBB, 0xCC, 0xDD, 0xEE, 0xFF};
 
 FrameHeader data_header() {
@@ -43,7 +43,7 @@ HeaderBytes encode(const FrameHeader& h) {
 }
 
 std::string decode(const HeaderBytes& bytes, std::uint64_t expected_seq = 0x0102030405060708,
-                   const SessionBytes& session = kSession) {
+                   const SessionId& session = kSession) {
   FrameHeader h;
   return decode_frame_header(bytes, session, expected_seq, h);
 }
@@ -261,7 +261,7 @@ TEST_CASE("Encoding a header its peer would refuse is an internal error", "[coll
 TEST_CASE("A garbled header is reported as garbage before any session or seq complaint",
           "[collective][tcp]") {
   // Wrong session and seq as well as each earlier fault: the earlier fault is what is named.
-  const SessionBytes other{};
+  const SessionId other{};
   HeaderBytes bytes = encode(data_header());
   REQUIRE_THAT(decode(bytes, 99, other), Catch::StartsWith("wrong session id"));
   bytes[40] ^= 1;  // not resealed

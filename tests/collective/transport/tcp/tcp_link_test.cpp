@@ -31,7 +31,7 @@ Pair make_pair(int send_buffer_bytes, bool a_checks = true, bool b_checks = true
   int fds[2];
   REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM, 0, fds) == 0);
   REQUIRE(::setsockopt(fds[0], SOL_SOCKET, SO_SNDBUF, &send_buffer_bytes, sizeof(int)) == 0);
-  SessionBytes session{};
+  SessionId session{};
   session[0] = 7;
   return Pair{TcpLink(net::Socket(fds[0]), session, 1, "rank 1", a_checks),
               TcpLink(net::Socket(fds[1]), session, 0, "rank 0", b_checks)};
@@ -168,7 +168,7 @@ namespace {
 struct RawSender {
   net::Socket raw;
   TcpLink link;
-  SessionBytes session;
+  SessionId session;
 };
 
 RawSender make_raw_sender() {
@@ -176,13 +176,13 @@ RawSender make_raw_sender() {
   net::Socket listener = net::listen_tcp("127.0.0.1", 0);
   net::Socket raw = net::connect_tcp(net::local_endpoint(listener), Deadline::after(5s));
   net::Socket server = net::accept_tcp(listener, Deadline::after(5s));
-  SessionBytes session{};
+  SessionId session{};
   session[0] = 9;
   return RawSender{std::move(raw), TcpLink(std::move(server), session, 1, "rank 1"), session};
 }
 
 // The 64 header bytes of Data frame `seq` carrying `payload` whole (one-frame message).
-std::vector<std::uint8_t> data_header(const SessionBytes& session, std::uint64_t seq,
+std::vector<std::uint8_t> data_header(const SessionId& session, std::uint64_t seq,
                                       const std::vector<std::uint8_t>& payload) {
   FrameHeader h;
   h.type = FrameType::Data;

@@ -103,7 +103,7 @@ struct TcpLoopback {
 };
 
 /// The TCP transport on loopback with its shared-memory data path (the default between ranks of
-/// one host): records over TCP, messages through the rings.
+/// one host): agreement records and messages through the rings, heartbeats and failures over TCP.
 struct TcpSharedMemory {
   static constexpr const char* kName = "tcp with shared memory";
   static std::vector<Communicator> make(int world, CommunicatorOptions options) {

@@ -19,7 +19,7 @@ namespace {
 
 using Bytes = std::vector<std::uint8_t>;
 
-Bytes frame(FrameType type, const SessionBytes& session, std::uint64_t seq, const Bytes& payload,
+Bytes frame(FrameType type, const SessionId& session, std::uint64_t seq, const Bytes& payload,
             std::uint64_t tag = 0, std::uint64_t message_bytes = 0) {
   FrameHeader h{};
   h.type = type;
@@ -35,7 +35,7 @@ Bytes frame(FrameType type, const SessionBytes& session, std::uint64_t seq, cons
   return out;
 }
 
-Bytes hello(const SessionBytes& session, int rank, TcpChannel channel) {
+Bytes hello(const SessionId& session, int rank, TcpChannel channel) {
   HelloPayload p{};
   p.rank = rank;
   p.world_size = 2;
@@ -49,7 +49,7 @@ Bytes hello(const SessionBytes& session, int rank, TcpChannel channel) {
 /// Rank 0 (a real TcpTransport in a thread) and a fake rank 1 whose sockets the test drives.
 struct FakePeer {
   std::shared_ptr<InMemoryStore> store = std::make_shared<InMemoryStore>();
-  SessionBytes session = random_session_id();
+  SessionId session = random_session_id();
   std::future<std::unique_ptr<TcpTransport>> rank0;
   net::Socket control, data;
   net::Endpoint endpoint;
@@ -65,7 +65,7 @@ struct FakePeer {
         store->get_string("ruccl/tcp/addr/0", Deadline::after(std::chrono::seconds(10))));
     store->set("ruccl/tcp/host/1", "");  // the fake rank shares memory with nobody
   }
-  net::Socket dial(TcpChannel channel, const SessionBytes& as) {
+  net::Socket dial(TcpChannel channel, const SessionId& as) {
     const Deadline deadline = Deadline::after(std::chrono::seconds(5));
     net::Socket s = net::connect_tcp(endpoint, deadline);
     const Bytes h = hello(as, 1, channel);
@@ -90,7 +90,7 @@ struct FakePeer {
 
 /// Sends `bytes` on rank 1's data connection while rank 0 is in an all_reduce; returns rank 0's
 /// error (and how long it took).
-CollectiveError garbage_on_data(const std::function<Bytes(const SessionBytes&)>& make,
+CollectiveError garbage_on_data(const std::function<Bytes(const SessionId&)>& make,
                                 bool close_after = false) {
   FakePeer peer;
   Communicator comm = peer.connect();
@@ -118,11 +118,11 @@ void check_refused(const CollectiveError& e, const std::string& reason) {
 }
 
 TEST_CASE("tcp garbage instead of a frame is refused naming the peer", "[collective][tcp]") {
-  check_refused(garbage_on_data([](const SessionBytes&) { return Bytes(64, 0xAB); }), "magic");
+  check_refused(garbage_on_data([](const SessionId&) { return Bytes(64, 0xAB); }), "magic");
 }
 
 TEST_CASE("tcp frame of another version is refused", "[collective][tcp]") {
-  check_refused(garbage_on_data([](const SessionBytes& s) {
+  check_refused(garbage_on_data([](const SessionId& s) {
                   Bytes f = frame(FrameType::Heartbeat, s, 2, {});
                   f[4] = 9;  // version
                   return f;
@@ -131,7 +131,7 @@ TEST_CASE("tcp frame of another version is refused", "[collective][tcp]") {
 }
 
 TEST_CASE("tcp frame with a corrupted header fails its CRC", "[collective][tcp]") {
-  check_refused(garbage_on_data([](const SessionBytes& s) {
+  check_refused(garbage_on_data([](const SessionId& s) {
                   Bytes f = frame(FrameType::Record, s, 2, Bytes(40, 1), 1);
                   f[41] ^= 0x10;  // a bit of the tag
                   return f;
@@ -140,8 +140,8 @@ TEST_CASE("tcp frame with a corrupted header fails its CRC", "[collective][tcp]"
 }
 
 TEST_CASE("tcp frame of another session is refused", "[collective][tcp]") {
-  check_refused(garbage_on_data([](const SessionBytes& s) {
-                  SessionBytes other = s;
+  check_refused(garbage_on_data([](const SessionId& s) {
+                  SessionId other = s;
                   other[0] ^= 1;
                   return frame(FrameType::Record, other, 2, Bytes(40, 1), 1);
                 }),
@@ -150,7 +150,7 @@ TEST_CASE("tcp frame of another session is refused", "[collective][tcp]") {
 
 TEST_CASE("tcp frame length over the cap is refused before anything is allocated",
           "[collective][tcp]") {
-  check_refused(garbage_on_data([](const SessionBytes& s) {
+  check_refused(garbage_on_data([](const SessionId& s) {
                   // A valid header, then its payload length patched and its CRC redone
                   // (the encoder refuses to write such a header itself).
                   Bytes f = frame(FrameType::Data, s, 2, {}, 0, 16);
@@ -164,7 +164,7 @@ TEST_CASE("tcp frame length over the cap is refused before anything is allocated
 }
 
 TEST_CASE("tcp payload that fails its CRC is never consumed", "[collective][tcp]") {
-  check_refused(garbage_on_data([](const SessionBytes& s) {
+  check_refused(garbage_on_data([](const SessionId& s) {
                   Bytes f = frame(FrameType::Record, s, 2, Bytes(40, 1), 1);
                   f.back() ^= 0x01;  // the payload, after its CRC was computed
                   return f;
@@ -173,14 +173,14 @@ TEST_CASE("tcp payload that fails its CRC is never consumed", "[collective][tcp]
 }
 
 TEST_CASE("tcp frame out of sequence is refused", "[collective][tcp]") {
-  check_refused(garbage_on_data([](const SessionBytes& s) {
+  check_refused(garbage_on_data([](const SessionId& s) {
                   return frame(FrameType::Record, s, 5, Bytes(40, 1), 1);
                 }),
                 "order");
 }
 
 TEST_CASE("tcp record that does not decode is refused", "[collective][tcp]") {
-  check_refused(garbage_on_data([](const SessionBytes& s) {
+  check_refused(garbage_on_data([](const SessionId& s) {
                   return frame(FrameType::Record, s, 2, Bytes(40, 0xEE), 1);
                 }),
                 "record");
@@ -188,7 +188,7 @@ TEST_CASE("tcp record that does not decode is refused", "[collective][tcp]") {
 
 TEST_CASE("tcp truncated frame then close is a lost peer", "[collective][tcp]") {
   const CollectiveError e = garbage_on_data(
-      [](const SessionBytes& s) {
+      [](const SessionId& s) {
         Bytes f = frame(FrameType::Record, s, 2, Bytes(40, 1), 1);
         f.resize(30);
         return f;
@@ -202,7 +202,7 @@ TEST_CASE("tcp truncated frame then close is a lost peer", "[collective][tcp]") 
 TEST_CASE("tcp hello of another session is closed without a reply and rank 0 keeps accepting",
           "[collective][tcp]") {
   FakePeer peer;
-  SessionBytes other = peer.session;
+  SessionId other = peer.session;
   other[15] ^= 0x80;
   net::Socket stranger = peer.dial(TcpChannel::Control, other);
   std::uint8_t byte = 0;
