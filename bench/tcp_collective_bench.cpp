@@ -34,9 +34,9 @@
 
 #include "bench/peers_dir.h"
 #include "bench/tcp_bench_support.h"
+#include "collective/algorithms/selection.h"
 #include "collective/collective.h"
 #include "tensor/tensor.h"
-#include "collective/algorithms/selection.h"
 
 namespace {
 

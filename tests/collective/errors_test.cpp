@@ -6,10 +6,10 @@
 #include <chrono>
 #include <thread>
 
+#include "collective/algorithms/selection.h"
 #include "tests/collective/collective_test_support.h"
 #include "tests/collective/group_factories.h"
 #include "tests/support/rank_harness.h"
-#include "collective/algorithms/selection.h"
 
 using namespace ruccl;
 using namespace ruccl::testing;

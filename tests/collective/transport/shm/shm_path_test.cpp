@@ -199,8 +199,7 @@ TEST_CASE("shm segment of another session, pair or size is refused naming what d
 }
 
 /// A `world`-rank TCP group on loopback with these options, as transports (for their state).
-std::vector<std::unique_ptr<TcpTransport>> connect_transports(int world,
-                                                              const SessionId& session,
+std::vector<std::unique_ptr<TcpTransport>> connect_transports(int world, const SessionId& session,
                                                               TcpTransportOptions options) {
   auto store = std::make_shared<InMemoryStore>();
   options.listen_host = "127.0.0.1";
