@@ -11,7 +11,8 @@
 // inputs in the canonical order (bit-identical on every rank and to our algorithms). A larger
 // one of F32/F64/I32/I64 in a group of at most MpiTransportOptions::kPairwiseMaxWorld ranks runs
 // our pairwise reduce-scatter + all-gather on MPI messages of the collective communicator
-// (pairwise_all_reduce_bytes; measured faster than MPI_Iallreduce: docs/performance.md).
+// (pairwise_all_reduce_bytes; measured faster than MPI_Iallreduce: docs/performance-history.md,
+// "MPI engine: three all_reduce paths").
 //
 // Falls back to our algorithms over MPI point-to-point (AlgorithmEngine over the same
 // MpiTransport) for:

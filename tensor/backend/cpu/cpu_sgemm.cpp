@@ -13,7 +13,7 @@
 // operand per k step feed only four columns), so it needs 16 bytes from L2 per FMA; this 12 x 32
 // tile keeps 24 accumulators in registers and loads 2 vectors + 12 broadcasts per 24 FMAs, the
 // streamed A panel costing about 2 bytes per FMA. And the threads share one packed B instead of
-// each packing all of it (docs/performance.md has the measurements).
+// each packing all of it (docs/performance-history.md, "The GEMM kernel").
 //
 // Every C element sums its products in k order, block by block, whatever the thread split: the
 // result does not depend on the thread count.
@@ -76,7 +76,8 @@ constexpr std::int64_t kMr = 12;   // rows of the micro-tile (12 x 2 accumulator
 constexpr std::int64_t kNr = 32;   // columns of the micro-tile: two AVX-512 vectors
 constexpr std::int64_t kKc = 256;  // depth of a block: a B panel is 32 KiB (L1 is 32-48 KiB)
 // Rows of a packed A block: 576 KiB, L2-resident (L2 is 1 MiB). Each B panel loaded into L1 serves
-// 48 micro-tiles; 192 rows ran 4-6 % slower on 2 threads (interleaved runs, docs/performance.md).
+// 48 micro-tiles; 192 rows ran 4-6 % slower on 2 threads (interleaved runs:
+// docs/performance-history.md).
 constexpr std::int64_t kMc = 576;
 /// Largest packed B (floats: 16 MiB, kept per calling thread, as OpenBLAS keeps a buffer per
 /// thread): beyond it K is walked in super-blocks, each a parallel region of its own, and more

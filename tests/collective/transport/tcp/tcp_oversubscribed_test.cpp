@@ -1,8 +1,9 @@
-// What the TCP transport does differently when its ranks outnumber the cores (docs/performance.md,
-// "TCP between processes"): waits yield the core before they sleep, and the ring all-reduce /
-// reduce move 256 KiB segments over TCP, 64 KiB ones through shared memory from world 3 up
-// (ring_segment_bytes). Results stay bit-identical to the in-process transport at every segment
-// boundary, and deadlines and aborts still reach ranks that wait by yielding.
+// What the TCP transport does differently when its ranks outnumber the cores
+// (docs/performance-history.md, "TCP waits: spin, yield, sleep"): waits yield the core before they
+// sleep, and the ring all-reduce / reduce move 256 KiB segments over TCP, 64 KiB ones through
+// shared memory from world 3 up (ring_segment_bytes). Results stay bit-identical to the in-process
+// transport at every segment boundary, and deadlines and aborts still reach ranks that wait by
+// yielding.
 #include <catch2/catch.hpp>
 
 #include <chrono>
