@@ -13,7 +13,6 @@
 #include "optim/data_parallel.h"
 #include "optim/gradients_accumulator.h"
 #include "optim/gradients_params.h"
-#include "optim/launched_job.h"
 #include "optim/lr_scheduler.h"
 #include "optim/optimizer.h"
 #include "optim/progress_line.h"

@@ -1,7 +1,10 @@
 // read_launch_env: ruccl-run's, torchrun's and OpenMPI's variables (Slurm's in slurm_env.cpp).
 #include "collective/launch/launch_env.h"
 
+#include <algorithm>
+#include <cstdlib>
 #include <limits>
+#include <optional>
 
 #include "collective/common/collective_error.h"
 #include "collective/launch/launch_env_reader.h"
@@ -168,18 +171,44 @@ LaunchEnv read_openmpi(const LaunchEnvReader& env) {
 
 }  // namespace launch_detail
 
+namespace {
+
+/// The launchers read_launch_env knows, in the order it tries them: a source applies when either
+/// of its variables is set.
+struct LaunchSource {
+  const char* first;
+  const char* second;  ///< nullptr: one variable
+  const char* what;    ///< names the source in errors
+  LaunchEnv (*read)(const launch_detail::LaunchEnvReader& env);
+};
+
+// OpenMPI before Slurm: mpirun inside an sbatch script leaves the batch step's SLURM_PROCID=0 in
+// every rank's environment, while OMPI_COMM_WORLD_* come from the mpirun that started us.
+constexpr LaunchSource kLaunchSources[] = {
+    {"RUCCL_RANK", "RUCCL_WORLD_SIZE", "ruccl-run's variables", launch_detail::read_ruccl_run},
+    {"RANK", "WORLD_SIZE", "torchrun's variables", launch_detail::read_torchrun},
+    {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OpenMPI's variables",
+     launch_detail::read_openmpi},
+    {"SLURM_PROCID", nullptr, "Slurm's variables", launch_detail::read_slurm},
+};
+
+const LaunchSource* launch_source(const EnvLookup& env) {
+  for (const LaunchSource& source : kLaunchSources) {
+    if (env(source.first).has_value() || (source.second && env(source.second).has_value())) {
+      return &source;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+bool environment_describes_job(const EnvLookup& env) { return launch_source(env) != nullptr; }
+
 LaunchEnv read_launch_env(const EnvLookup& env) {
-  using namespace launch_detail;
-  const auto has = [&](const char* name) { return env(name).has_value(); };
-  if (has("RUCCL_RANK") || has("RUCCL_WORLD_SIZE"))
-    return read_ruccl_run(LaunchEnvReader(env, "ruccl-run's variables"));
-  if (has("RANK") || has("WORLD_SIZE"))
-    return read_torchrun(LaunchEnvReader(env, "torchrun's variables"));
-  // OpenMPI before Slurm: mpirun inside an sbatch script leaves the batch step's SLURM_PROCID=0
-  // in every rank's environment, while OMPI_COMM_WORLD_* come from the mpirun that started us.
-  if (has("OMPI_COMM_WORLD_RANK") || has("OMPI_COMM_WORLD_SIZE"))
-    return read_openmpi(LaunchEnvReader(env, "OpenMPI's variables"));
-  if (has("SLURM_PROCID")) return read_slurm(LaunchEnvReader(env, "Slurm's variables"));
+  if (const LaunchSource* source = launch_source(env)) {
+    return source->read(launch_detail::LaunchEnvReader(env, source->what));
+  }
   throw CollectiveError(
       CollectiveErrorKind::InvalidConfig,
       "read_launch_env: expected a launch environment, got none: looked for RUCCL_RANK or "
@@ -187,6 +216,25 @@ LaunchEnv read_launch_env(const EnvLookup& env) {
       "OMPI_COMM_WORLD_SIZE (OpenMPI's mpirun) and SLURM_PROCID (Slurm's srun), and none is set. "
       "Start the program with ruccl-run, torchrun, mpirun or srun, or set RUCCL_RANK, "
       "RUCCL_WORLD_SIZE and RUCCL_MASTER_PORT yourself");
+}
+
+LaunchEnv mpi_launch_env(int rank, int world_size, const EnvLookup& env) {
+  LaunchEnv job;
+  job.world_size = world_size;
+  job.rank = rank;
+  job.source = "MPI";
+  // atoi, as the first programs that read these did: "2(x3)" reads as 2, anything unparsable 0.
+  const auto first_of = [&](const char* a, const char* b) -> std::optional<int> {
+    std::optional<std::string> v = env(a);
+    if (!v) v = env(b);
+    if (!v) return std::nullopt;
+    return std::atoi(v->c_str());
+  };
+  const auto local = first_of("OMPI_COMM_WORLD_LOCAL_SIZE", "SLURM_STEP_TASKS_PER_NODE");
+  job.local_world_size = local ? std::max(1, *local) : 1;
+  const auto local_rank = first_of("OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID");
+  job.local_rank = local_rank ? std::max(0, *local_rank) : 0;
+  return job;
 }
 
 std::string describe(const LaunchEnv& job) {

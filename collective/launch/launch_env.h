@@ -58,6 +58,26 @@ struct LaunchEnv {
 ///   const LaunchEnv job = read_launch_env();  // in a process started by ruccl-run or torchrun
 LaunchEnv read_launch_env(const EnvLookup& env = process_env());
 
+/// Whether `env` describes a job a launcher started (a source read_launch_env picks: RUCCL_RANK or
+/// RUCCL_WORLD_SIZE, RANK or WORLD_SIZE, OMPI_COMM_WORLD_RANK or OMPI_COMM_WORLD_SIZE,
+/// SLURM_PROCID). A training program uses it to choose between one process per rank
+/// (Communicator::from_env) and ranks that are threads of this process (InProcessGroup); the
+/// variables themselves are checked by read_launch_env, which names any that is missing or wrong.
+///
+///   if (environment_describes_job()) {
+///     Communicator comm = Communicator::from_env(device);   // this process is one rank
+///   } else {
+///     run_ranks(InProcessGroup::create(2), train_one_rank);  // the ranks are threads
+///   }
+bool environment_describes_job(const EnvLookup& env = process_env());
+
+/// The LaunchEnv of rank `rank` of a `world_size`-rank MPI job (mpi_engine_from_env()), where MPI
+/// knows the ranks and there is no rendezvous: source "MPI", and the processes on this node from
+/// mpirun's OMPI_COMM_WORLD_LOCAL_SIZE / OMPI_COMM_WORLD_LOCAL_RANK, else srun's
+/// SLURM_STEP_TASKS_PER_NODE ("2" or "2(x3)": the first node's count, the same on every node of an
+/// even step) / SLURM_LOCALID, else 1 process, local rank 0.
+LaunchEnv mpi_launch_env(int rank, int world_size, const EnvLookup& env = process_env());
+
 /// One line for logs: "rank 1 of 4 (local rank 1 of 2, node 0 of 2), rendezvous at
 /// 127.0.0.1:29500, from ruccl-run's variables".
 std::string describe(const LaunchEnv& job);

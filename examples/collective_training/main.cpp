@@ -7,8 +7,8 @@
 #include <string>
 
 #include "collective/communicator.h"
+#include "collective/launch/launch_env.h"
 #include "examples/collective_training/two_rank_training.h"
-#include "optim/launched_job.h"
 #include "ruccl/config.h"
 #include "tensor/backend/backend.h"
 #if RUCCL_WITH_CUDA
@@ -74,7 +74,7 @@ int main(int argc, char** argv) {
     // prints its own lines; otherwise both ranks are threads of this process.
     std::array<ct::RankReport, ct::kWorld> reports;
     int first = 0, last = ct::kWorld;
-    if (ruccl::optim::environment_describes_job()) {
+    if (ruccl::environment_describes_job()) {
       ruccl::Communicator comm = ruccl::Communicator::from_env(device);
       first = comm.rank();
       last = first + 1;

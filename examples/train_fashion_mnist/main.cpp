@@ -22,10 +22,10 @@
 
 #include "collective/common/hash.h"
 #include "collective/communicator.h"
+#include "collective/launch/launch_env.h"
 #include "collective/tcp_group.h"
 #include "examples/train_fashion_mnist/fashion_mnist.h"
 #include "optim/classifier_trainer.h"
-#include "optim/launched_job.h"
 #include "ruccl/config.h"
 #include "tensor/backend/backend.h"
 #if RUCCL_WITH_CUDA
@@ -260,12 +260,12 @@ int main(int argc, char** argv) {
     std::optional<ruccl::Communicator> comm;
     std::string launch;  // under a launcher: where this rank sits and what moves its bytes
     int local_ranks = 1;
-    if (optim::environment_describes_job()) {
+    if (ruccl::environment_describes_job()) {
       ruccl::LaunchEnv job;
       if (ruccl::mpi_engine_from_env()) {
         // An MPI job (mpirun, srun --mpi=pmix): MPI knows the ranks, there is no rendezvous.
         comm = ruccl::Communicator::from_env();
-        job = optim::mpi_launch_env(*comm);
+        job = ruccl::mpi_launch_env(comm->rank(), comm->world_size());
       } else {
         job = ruccl::read_launch_env();
       }
