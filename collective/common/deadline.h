@@ -2,6 +2,7 @@
 // Deadline: the point in time a blocking wait gives up.
 #include <chrono>
 #include <cstdint>
+#include <string>
 
 namespace ruccl {
 
@@ -24,6 +25,13 @@ class Deadline {
   const char* label() const { return label_; }
   /// The call's sequence number (0 for point-to-point calls).
   std::uint64_t seq() const { return seq_; }
+  /// How error messages name the call: "all_reduce (call #7)" for a collective, the label alone
+  /// for a point-to-point call.
+  std::string call_name() const {
+    std::string name(label_);
+    if (seq_ > 0) name += " (call #" + std::to_string(seq_) + ")";
+    return name;
+  }
 
  private:
   Deadline(Clock::time_point at, std::chrono::milliseconds timeout, const char* label,

@@ -186,11 +186,6 @@ int MpiTransport::mpi_tag(std::uint64_t tag) const {
   return mpi_tags::kFirstData + static_cast<int>(tag % static_cast<std::uint64_t>(tag_span_));
 }
 
-std::string MpiTransport::call_name(const Deadline& deadline) const {
-  return deadline.seq() > 0 ? str(deadline.label(), " (call #", deadline.seq(), ")")
-                            : std::string(deadline.label());
-}
-
 CollectiveError MpiTransport::failure() const {
   std::lock_guard<std::mutex> lock(mutex_);
   RUCCL_ASSERT(error_.has_value());
@@ -276,7 +271,7 @@ void MpiTransport::fail_and_throw(const CollectiveError& error) {
 
 void MpiTransport::fail_from_current_exception(const Deadline& deadline) noexcept {
   fail(current_exception_as_collective_error(
-      str(call_name(deadline), ": ", options_.names.name(rank_)), rank_));
+      str(deadline.call_name(), ": ", options_.names.name(rank_)), rank_));
   withdraw_sends();
 }
 

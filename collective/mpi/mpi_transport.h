@@ -182,7 +182,6 @@ class MpiTransport final : public Transport {
   void fail_from_current_exception(const Deadline& deadline) noexcept;
   void reap_sends() noexcept;
   std::shared_ptr<AlignedBytes> send_buffer(std::size_t nbytes);
-  std::string call_name(const Deadline& deadline) const;
   /// Sends the record start_agree encoded, unless it went already (with data or alone).
   void flush_record();
   /// "; calls reached: ..." (the hang report) for a Timeout of a collective; "" for send/recv.

@@ -43,7 +43,7 @@ void MpiTransport::drive(Step&& step, Missing&& missing, const Deadline& deadlin
           : str(what, " from ", options_.names.list(absent), " that never arrived");
   fail_and_throw(CollectiveError(
       CollectiveErrorKind::Timeout,
-      str(call_name(deadline), ": ", options_.names.name(rank_), " timed out after ",
+      str(deadline.call_name(), ": ", options_.names.name(rank_), " timed out after ",
           deadline.timeout().count(), " ms waiting for ", waited, calls_reached(deadline, absent)),
       absent));
 }

@@ -92,7 +92,7 @@ void InProcessTransport::throw_failure() {
 
 void InProcessTransport::fail_from_current_exception(const Deadline& deadline) noexcept {
   hub_->fail(current_exception_as_collective_error(
-      str(in_process_call_name(deadline), ": ", hub_->names().name(rank_)), rank_));
+      str(deadline.call_name(), ": ", hub_->names().name(rank_)), rank_));
   withdraw_sends();
 }
 

@@ -10,12 +10,6 @@
 
 namespace ruccl {
 
-/// "<label> (call #<seq>)" for a collective, the label alone for a point-to-point call.
-inline std::string in_process_call_name(const Deadline& deadline) {
-  return deadline.seq() > 0 ? str(deadline.label(), " (call #", deadline.seq(), ")")
-                            : std::string(deadline.label());
-}
-
 template <typename Ready, typename Missing>
 void InProcessTransport::wait_for(Ready&& ready, Missing&& missing, const Deadline& deadline,
                                   const char* what) {
@@ -78,9 +72,9 @@ void InProcessTransport::wait_for(Ready&& ready, Missing&& missing, const Deadli
     }
     if (hub_->failed()) throw_failure();
     if (const std::string why = deadlock(); !why.empty()) {
-      hub_->fail(CollectiveError(
-          CollectiveErrorKind::CollectiveKindMismatch,
-          str(in_process_call_name(deadline), ": ", why, ": the calls can never match"), {}));
+      hub_->fail(
+          CollectiveError(CollectiveErrorKind::CollectiveKindMismatch,
+                          str(deadline.call_name(), ": ", why, ": the calls can never match"), {}));
       throw_failure();
     }
     const std::vector<int> absent = missing();
@@ -94,7 +88,7 @@ void InProcessTransport::wait_for(Ready&& ready, Missing&& missing, const Deadli
     if (!gone.empty()) {
       hub_->fail(CollectiveError(
           CollectiveErrorKind::PeerLost,
-          str(in_process_call_name(deadline), ": ", hub_->names().name(rank_), " lost ",
+          str(deadline.call_name(), ": ", hub_->names().name(rank_), " lost ",
               hub_->names().list(gone),
               any_cut ? " (the link was cut)" : " (their communicator was destroyed)",
               " while waiting for ", what),
@@ -104,7 +98,7 @@ void InProcessTransport::wait_for(Ready&& ready, Missing&& missing, const Deadli
     if (done && !deadline.expired()) continue;
     hub_->fail(CollectiveError(
         CollectiveErrorKind::Timeout,
-        str(in_process_call_name(deadline), ": ", hub_->names().name(rank_), " timed out after ",
+        str(deadline.call_name(), ": ", hub_->names().name(rank_), " timed out after ",
             deadline.timeout().count(), " ms waiting for ", what, " from ",
             hub_->names().list(absent), " that never arrived", calls_reached(deadline)),
         absent));

@@ -50,7 +50,7 @@ void TcpTransport::drive(Step&& step, const std::vector<int>& readers, Missing&&
   const std::vector<int> absent = missing();
   fail_and_throw(CollectiveError(
       CollectiveErrorKind::Timeout,
-      str(call_name(deadline), ": ", options_.names.name(rank_), " timed out after ",
+      str(deadline.call_name(), ": ", options_.names.name(rank_), " timed out after ",
           deadline.timeout().count(), " ms waiting for ", what, " from ",
           options_.names.list(absent), " that never arrived", calls_reached(deadline, absent)),
       absent));

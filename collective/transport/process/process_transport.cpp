@@ -53,11 +53,6 @@ TcpTransport::~TcpTransport() {
   control_.reset();  // Goodbye, then close
 }
 
-std::string TcpTransport::call_name(const Deadline& deadline) const {
-  return deadline.seq() > 0 ? str(deadline.label(), " (call #", deadline.seq(), ")")
-                            : std::string(deadline.label());
-}
-
 void TcpTransport::throw_failure() {
   withdraw_sends();
   throw state_->failure();
@@ -70,7 +65,7 @@ void TcpTransport::fail_and_throw(const CollectiveError& error) {
 
 void TcpTransport::fail_from_current_exception(const Deadline& deadline) noexcept {
   control_->fail(current_exception_as_collective_error(
-      str(call_name(deadline), ": ", options_.names.name(rank_)), rank_));
+      str(deadline.call_name(), ": ", options_.names.name(rank_)), rank_));
   withdraw_sends();
 }
 

@@ -122,7 +122,6 @@ class TcpTransport final : public Transport {
   void fail_from_current_exception(const Deadline& deadline) noexcept;
   /// A path's step: throws PeerLost when the peer's connection closed.
   void check_step(int peer, PathStep step);
-  std::string call_name(const Deadline& deadline) const;
   /// The hang report ("; calls reached: ...") of a collective's timeout; "" for point-to-point.
   std::string calls_reached(const Deadline& deadline, const std::vector<int>& absent) const;
 
