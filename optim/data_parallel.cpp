@@ -73,6 +73,18 @@ GradientsParams DataParallel::reduce_fp32(const nn::Module& model, const Gradien
   return reduce_impl(model, grads, local_weight, loss, policy, /*fp32=*/true);
 }
 
+GradientsParams DataParallel::reduce(const nn::Module& model, AccumulatedGradients window,
+                                     MissingGradientPolicy policy) {
+  return reduce_impl(model, window.sum, window.weight, LossReduction::Sum, policy,
+                     /*fp32=*/false);
+}
+
+GradientsParams DataParallel::reduce_fp32(const nn::Module& model, AccumulatedGradients window,
+                                          MissingGradientPolicy policy) {
+  return reduce_impl(model, window.sum, window.weight, LossReduction::Sum, policy,
+                     /*fp32=*/true);
+}
+
 GradientsParams DataParallel::reduce_impl(const nn::Module& model, const GradientsParams& grads,
                                           double local_weight, LossReduction loss,
                                           MissingGradientPolicy policy, bool fp32) {

@@ -29,17 +29,15 @@
 #include <string>
 
 #include "autodiff/nn/module.h"
-#include "autodiff/ops/loss.h"
 #include "collective/communicator.h"
+#include "optim/gradients_accumulator.h"
 #include "optim/gradients_params.h"
 
 namespace ruccl::optim {
 
-/// How each rank reduced its local loss over its `local_weight` samples (see the file comment):
-/// the loss functions' own enum, so the call names what the loss was given (Mean: the local loss
-/// is the mean over the rank's samples, cross_entropy's default; Sum: their sum). reduce() has no
-/// default: a mean loss reduced as a sum trains with a gradient W times too small.
-using LossReduction = autodiff::Reduction;
+// LossReduction (optim/gradients_accumulator.h) says how each rank reduced its local loss over
+// its `local_weight` samples. reduce() has no default: a mean loss reduced as a sum trains with a
+// gradient W times too small.
 
 /// What reduce() does with a trainable parameter that has no local gradient on a rank whose
 /// weight is not zero.
@@ -72,6 +70,17 @@ class DataParallel {
   /// the bytes on the wire for an F64 model).
   GradientsParams reduce_fp32(const nn::Module& model, const GradientsParams& grads,
                               double local_weight, LossReduction loss,
+                              MissingGradientPolicy policy = MissingGradientPolicy::Error);
+  /// The gradient of the global mean loss over every micro-batch of every rank's accumulation
+  /// window (GradientsAccumulator::take): reduce() of the window's summed-loss gradient with its
+  /// weight. A rank whose window is empty (no micro-batch, or only zero-weight ones) contributes
+  /// nothing.
+  ///
+  ///   dp.reduce(model, accumulator.take());
+  GradientsParams reduce(const nn::Module& model, AccumulatedGradients window,
+                         MissingGradientPolicy policy = MissingGradientPolicy::Error);
+  /// reduce_fp32() of an accumulation window.
+  GradientsParams reduce_fp32(const nn::Module& model, AccumulatedGradients window,
                               MissingGradientPolicy policy = MissingGradientPolicy::Error);
 
   /// Σ_r w_r of the last reduce (0 before the first).

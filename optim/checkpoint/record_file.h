@@ -35,8 +35,8 @@ namespace ruccl::optim {
 
 /// Current format version of the frame and of the TrainingRecord payload inside it. 2: the
 /// record holds the module generators (Module::named_generators); 3: and the caller's named
-/// values (CallerState::set).
-inline constexpr std::uint32_t kRecordFormatVersion = 3;
+/// values (CallerState::set); 4: and the accumulation window's weight (AccumulatorState::weight).
+inline constexpr std::uint32_t kRecordFormatVersion = 4;
 /// Size of the frame header in bytes.
 inline constexpr std::size_t kRecordHeaderSize = 32;
 /// The prefix of the temporary files write_record_file creates beside the target.

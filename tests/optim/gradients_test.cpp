@@ -1,5 +1,5 @@
-// GradientsParams (from_module, map operations, agreement-checked all_reduce_with) and
-// GradientsAccumulator.
+// GradientsParams (from_module, map operations, agreement-checked all_reduce_with);
+// GradientsAccumulator is tested in accumulation_test.cpp.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -181,41 +181,4 @@ TEST_CASE("all_reduce_with agrees for replicas every rank built itself and names
     CHECK(out[r].message() == out[0].message());
   }
   if (what == "ids") CHECK_THAT(out[0].message(), Catch::Contains("model.assign_param_ids(1)"));
-}
-
-TEST_CASE("GradientsAccumulator sums micro-batches and saves its pending state", "[optim]") {
-  GradientsAccumulator acc;
-  CHECK(acc.empty());
-  GradientsParams a, b;
-  a.insert(1, Tensor::from_vector<float>({1.0f, 2.0f}));
-  a.insert(2, Tensor::from_vector<float>({0.5f}));
-  b.insert(1, Tensor::from_vector<float>({0.25f, -1.0f}));
-  acc.accumulate(a);
-  acc.accumulate(b);
-  CHECK(acc.micro_batches() == 2);
-  CHECK(a.get(1)->to_vector<float>() == std::vector<float>{1.0f, 2.0f});  // input unchanged
-
-  const AccumulatorState saved = acc.state();
-  GradientsAccumulator restored;
-  restored.load_state(saved);
-  CHECK(restored.micro_batches() == 2);
-
-  GradientsParams bad;
-  bad.insert(1, Tensor::zeros({3}));
-  CHECK_THROWS_AS(acc.accumulate(bad), ShapeError);
-  GradientsParams bad_dtype;
-  bad_dtype.insert(2, Tensor::zeros({1}, DType::F64));
-  CHECK_THROWS_AS(acc.accumulate(bad_dtype), DTypeError);
-  CHECK(acc.micro_batches() == 2);  // a refused call changes nothing
-
-  for (GradientsAccumulator* x : {&acc, &restored}) {
-    GradientsParams sum = x->grads();
-    CHECK(sum.get(1)->to_vector<float>() == std::vector<float>{1.25f, 1.0f});
-    CHECK(sum.get(2)->to_vector<float>() == std::vector<float>{0.5f});
-    CHECK(x->empty());
-    CHECK(x->grads().empty());
-  }
-  AccumulatorState negative;
-  negative.micro_batches = -1;
-  CHECK_THROWS_AS(restored.load_state(negative), CheckpointError);
 }

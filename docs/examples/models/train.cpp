@@ -78,15 +78,14 @@ Result train(const Classifier& init, std::int64_t first, std::int64_t last,
       for (int micro = 0; micro < kMicroBatches; ++micro) {
         auto [tokens, labels] = micro_batch(step, comm.rank(), micro);
         model->zero_grad();
-        Var loss = nn::cross_entropy(model->forward(tokens), labels, nn::Reduction::Sum);
+        Var loss = nn::cross_entropy(model->forward(tokens), labels);  // the mean over 2 samples
         loss.backward();
-        accumulator.accumulate(optim::GradientsParams::from_module(*model));
-        loss_sum += loss.value().item<double>();
+        accumulator.accumulate(optim::GradientsParams::from_module(*model), 2.0,
+                               optim::LossReduction::Mean);
+        loss_sum += 2.0 * loss.value().item<double>();
       }
-      // This rank's loss is a sum over its 4 samples: every rank gets the gradient of the mean
-      // loss over all 8.
-      const optim::GradientsParams grads =
-          dp.reduce(*model, accumulator.grads(), 4.0, optim::LossReduction::Sum);
+      // Every rank gets the gradient of the mean loss over the step's 8 samples (4 per rank).
+      const optim::GradientsParams grads = dp.reduce(*model, accumulator.take());
       adamw.step(schedule.step(), *model, grads);
       if (comm.rank() == 0) result.losses.push_back(loss_sum / 4);
     }

@@ -27,8 +27,9 @@ struct Run {
     const Tensor x = Tensor::randn({3, 4}, shuffle);
     autodiff::Var loss = nn::mse_loss(model.forward(x), Tensor::zeros({3, 2}));
     loss.backward();
-    accumulator.accumulate(optim::GradientsParams::from_module(model));
-    if (micro % 2 == 1) adam.step(schedule.step(), model, accumulator.grads());
+    accumulator.accumulate(optim::GradientsParams::from_module(model), 3,
+                           optim::LossReduction::Mean);  // a mean over 3 samples
+    if (micro % 2 == 1) adam.step(schedule.step(), model, accumulator.mean());
   }
   std::vector<float> params() const {
     std::vector<float> out = model.weight().var().value().to_vector<float>();

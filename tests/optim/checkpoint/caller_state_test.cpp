@@ -147,9 +147,9 @@ struct AccumulatingRun {
       const Tensor y = Tensor::randn({3, 2}, data);
       model->zero_grad();
       nn::mse_loss(model->forward(Var(x)), Var(y)).backward();
-      accumulator.accumulate(GradientsParams::from_module(*model));
+      accumulator.accumulate(GradientsParams::from_module(*model), 3, LossReduction::Mean);
       if (++micro % 3 == 0) {
-        optimizer.step(0.01, *model, accumulator.grads());
+        optimizer.step(0.01, *model, accumulator.mean());
         ++steps;
       }
     }

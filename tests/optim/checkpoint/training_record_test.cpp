@@ -57,9 +57,9 @@ struct Run {
       const Tensor y = Tensor::randn({3, 2}, data);
       model->zero_grad();
       nn::mse_loss(model->forward(Var(x)), Var(y)).backward();
-      accumulator.accumulate(GradientsParams::from_module(*model));
+      accumulator.accumulate(GradientsParams::from_module(*model), 3, LossReduction::Mean);
       if (++micro % 2 == 0) {
-        optimizer.step(schedule.step(), *model, accumulator.grads());
+        optimizer.step(schedule.step(), *model, accumulator.mean());
         ++steps;
       }
     }
