@@ -146,6 +146,7 @@ GradientsParams GradientsParams::from_module(const nn::Module& model) {
     if (p.trainable() && p.grad().defined()) {
       out.grads_.emplace(p.id(), p.grad());
       out.paths_.emplace(p.id(), path);
+      out.values_.add(p.id(), p.value(), p.var().impl());
     }
   }
   return out;
@@ -188,15 +189,21 @@ std::vector<ParamId> GradientsParams::ids() const {
 
 GradientsParams GradientsParams::all_reduce_with(Communicator& comm, ReduceOperation op) const {
   const std::string description = describe(grads_);
-  const auto fingerprints = all_gather_words(comm,
-                                             {static_cast<std::int64_t>(fnv1a64(description)),
-                                              static_cast<std::int64_t>(description.size())},
-                                             kLabel);
+  // Third word: whether this rank's replica still needs its values checked (every rank joins
+  // the check when any does, so the ranks' collectives stay in step).
+  const auto fingerprints = all_gather_words(
+      comm,
+      {static_cast<std::int64_t>(fnv1a64(description)),
+       static_cast<std::int64_t>(description.size()), values_.needs_check() ? 1 : 0},
+      kLabel);
+  bool check_values = false;
   for (const auto& f : fingerprints) {
-    if (f != fingerprints[0]) {
+    if (f[0] != fingerprints[0][0] || f[1] != fingerprints[0][1]) {
       throw_disagreement(all_gather_strings(comm, describe_with_paths(grads_, paths_), kLabel));
     }
+    check_values = check_values || f[2] != 0;
   }
+  if (check_values) values_.check_same_on_every_rank(comm, paths_, kLabel);
   GradientsParams out;
   out.paths_ = paths_;
   for (const auto& [id, g] : grads_) out.grads_.emplace(id, comm.all_reduce(g, op));

@@ -13,6 +13,7 @@
 
 #include "autodiff/nn/module.h"
 #include "collective/communicator.h"
+#include "optim/replica_values.h"
 #include "tensor/core/tensor.h"
 
 namespace ruccl::optim {
@@ -26,7 +27,8 @@ class GradientsParams {
 
   /// The gradients that `model`'s trainable parameters hold after backward (each tied parameter
   /// once; parameters without a gradient are absent), with each parameter's path for messages.
-  /// The tensors are shared, not copied.
+  /// The tensors are shared, not copied. The parameters' values are kept too (shared) for
+  /// all_reduce_with's check that the replicas agree.
   static GradientsParams from_module(const nn::Module& model);
 
   /// The gradient of `id`, or std::nullopt.
@@ -55,11 +57,17 @@ class GradientsParams {
   /// (ShapeMismatch) or dtype (DTypeMismatch) difference on any rank raises CollectiveError on
   /// every rank, naming the ParamId, its path when known, the ranks and how to fix it, before any
   /// gradient is reduced; the communicator stays usable after such an error.
+  /// The first call for a model (GradientsParams made by from_module; once per process and
+  /// model) also checks that every rank's parameters hold the same values (a fingerprint per
+  /// parameter, one extra exchange): replicas that differ, such as ones built on plain threads
+  /// from the process's default generator, raise CollectiveError(ArgumentMismatch) on every rank
+  /// naming the first differing parameter and the ranks, before any gradient is reduced.
   GradientsParams all_reduce_with(Communicator& comm, ReduceOperation op) const;
 
  private:
   std::map<ParamId, Tensor> grads_;
   std::map<ParamId, std::string> paths_;  // only the known ones
+  ReplicaValues values_;                  // from_module's parameters, for the first check
 };
 
 }  // namespace ruccl::optim

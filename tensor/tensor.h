@@ -14,3 +14,4 @@
 #include "tensor/ops/reduce.h"
 #include "tensor/ops/shape_ops.h"
 #include "tensor/random/generator.h"
+#include "tensor/random/thread_default_generator.h"

@@ -22,6 +22,15 @@ def fail(message):
     sys.exit(2)
 
 
+def window_ms(events, start=None, end=None):
+    """The time window to draw, in milliseconds from the first event: [start, end], by default
+    from 0 to the end of the last event. Chrome trace times ("ts", "dur") are microseconds."""
+    origin = min(e["ts"] for e in events)
+    start = start if start is not None else 0.0
+    end = end if end is not None else (max(e["ts"] + e["dur"] for e in events) - origin) / 1e3
+    return origin, start, end
+
+
 def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("trace")
@@ -40,9 +49,7 @@ def main(argv):
         fail(f"{args.trace}: expected a Chrome trace with traceEvents, got an error: {e}")
     if not events:
         fail(f"{args.trace}: expected timed (\"X\") events, got none")
-    origin = min(e["ts"] for e in events)
-    start = args.start if args.start is not None else 0.0
-    end = args.end if args.end is not None else max(e["ts"] + e["dur"] for e in events) - origin
+    origin, start, end = window_ms(events, args.start, args.end)
     ranks = sorted({e["pid"] for e in events})
     names = []
     rows = []

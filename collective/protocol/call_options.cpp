@@ -3,9 +3,30 @@
 #include <string>
 
 #include "collective/common/collective_error.h"
+#include "collective/common/env.h"
 #include "collective/protocol/pieces.h"
 
 namespace ruccl {
+
+std::chrono::milliseconds default_timeout_from(const EnvReader& env) {
+  return env.milliseconds("RUCCL_TIMEOUT_MS").value_or(std::chrono::seconds(300));
+}
+
+std::chrono::milliseconds default_timeout() {
+  struct Read {
+    std::chrono::milliseconds timeout{0};
+    std::string error;  // the InvalidConfig message of a malformed value; "" when none
+  };
+  static const Read read = [] {
+    try {
+      return Read{default_timeout_from(EnvReader()), {}};
+    } catch (const CollectiveError& e) {
+      return Read{std::chrono::milliseconds(0), e.what()};
+    }
+  }();
+  if (!read.error.empty()) throw CollectiveError(CollectiveErrorKind::InvalidConfig, read.error);
+  return read.timeout;
+}
 
 const char* algorithm_name(Algorithm algorithm) {
   switch (algorithm) {

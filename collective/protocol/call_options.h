@@ -75,10 +75,24 @@ struct CallOptions {
   }
 };
 
+class EnvReader;
+
+/// The deadline every communicator starts with (CommunicatorOptions::timeout and
+/// CollectiveConfig::timeout when the user sets none): RUCCL_TIMEOUT_MS (a positive number of
+/// milliseconds) when that variable is set, else 300 s. The environment is read once per process,
+/// at the first call; a malformed value throws CollectiveError(InvalidConfig)
+/// "RUCCL_TIMEOUT_MS: expected a positive number of milliseconds, got "VALUE"" at every call (so
+/// at every default-constructed CommunicatorOptions).
+std::chrono::milliseconds default_timeout();
+/// default_timeout() read from `env` now (uncached; what the first call of default_timeout() does
+/// with the process environment).
+std::chrono::milliseconds default_timeout_from(const EnvReader& env);
+
 /// Options of a communicator (all ranks of a group must use the same).
 struct CommunicatorOptions {
-  /// Deadline of every blocking call unless CallOptions::timeout overrides it.
-  std::chrono::milliseconds timeout{std::chrono::seconds(300)};
+  /// Deadline of every blocking call unless CallOptions::timeout overrides it. Default:
+  /// default_timeout() (RUCCL_TIMEOUT_MS, else 300 s).
+  std::chrono::milliseconds timeout{default_timeout()};
   /// Algorithm of all_reduce, reduce and broadcast (Auto: by size).
   Algorithm all_reduce_algorithm = Algorithm::Auto;
   Algorithm reduce_algorithm = Algorithm::Auto;

@@ -53,8 +53,8 @@ class Strategy {
 };
 
 /// Configuration of a registered session. Default-constructed = the defaults: 1 device, local
-/// strategies tree(2), no multi-node level (its strategies: automatic()), 300 s timeout. Builders
-/// return a modified copy:
+/// strategies tree(2), no multi-node level (its strategies: automatic()), default_timeout()
+/// (RUCCL_TIMEOUT_MS, else 300 s). Builders return a modified copy:
 ///
 ///   auto config = CollectiveConfig().with_num_devices(4)
 ///                     .with_local_all_reduce_strategy(Strategy::ring());
@@ -94,7 +94,7 @@ class CollectiveConfig {
   Strategy global_all_reduce_strategy = Strategy::automatic();
   Strategy global_reduce_strategy = Strategy::automatic();
   Strategy global_broadcast_strategy = Strategy::automatic();
-  std::chrono::milliseconds timeout{std::chrono::seconds(300)};
+  std::chrono::milliseconds timeout{default_timeout()};  ///< RUCCL_TIMEOUT_MS, else 300 s
 };
 
 }  // namespace ruccl

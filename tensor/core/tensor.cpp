@@ -149,15 +149,6 @@ void* Tensor::data_ptr() const {
   return static_cast<char*>(storage_->data()) + offset_ * static_cast<std::int64_t>(element_size());
 }
 
-std::string Tensor::to_string() const {
-  std::ostringstream out;
-  if (!defined()) return "Tensor(undefined)";
-  out << "Tensor(shape=" << shape_ << ", dtype=" << dtype_ << ", device=" << device() << ")";
-  return out.str();
-}
-
-std::ostream& operator<<(std::ostream& out, const Tensor& t) { return out << t.to_string(); }
-
 // ---- conversion and copies ------------------------------------------------------------------
 
 Tensor Tensor::to(Device target) const {

@@ -103,7 +103,7 @@ class Tensor {
                 " (the requested element type), got ", dtype_);
     return static_cast<T*>(data_ptr());
   }
-  /// "Tensor(shape=[2, 3], dtype=F32, device=cpu)" plus up to a few values.
+  /// The values as PyTorch prints them ("tensor([1., 2.])"; rules: tensor/core/tensor_print.cpp).
   std::string to_string() const;
 
   // ---- reading values -------------------------------------------------------------------------

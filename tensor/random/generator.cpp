@@ -5,6 +5,7 @@
 #include <numbers>
 
 #include "tensor/core/error.h"
+#include "tensor/random/thread_default_generator.h"
 
 namespace ruccl {
 
@@ -97,12 +98,28 @@ void Generator::set_state(const State& state) {
   spare_normal_ = state.spare_normal;
 }
 
+namespace {
+/// The calling thread's innermost ThreadDefaultGenerator; null: the process's generator.
+thread_local ThreadDefaultGenerator* thread_default = nullptr;
+}  // namespace
+
+ThreadDefaultGenerator::ThreadDefaultGenerator(const Generator& start)
+    : generator_(start), previous_(thread_default) {
+  thread_default = this;
+}
+
+ThreadDefaultGenerator::~ThreadDefaultGenerator() { thread_default = previous_; }
+
+ThreadDefaultGenerator* ThreadDefaultGenerator::current() { return thread_default; }
+
 Generator& default_generator() {
+  if (thread_default != nullptr) return thread_default->generator();
   static Generator generator(kDefaultGeneratorSeed);  // initialised once, thread-safely (C++11)
   return generator;
 }
 
 std::mutex& default_generator_mutex() {
+  if (thread_default != nullptr) return thread_default->mutex();
   static std::mutex mutex;
   return mutex;
 }

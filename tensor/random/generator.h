@@ -80,19 +80,19 @@ class Generator {
 /// every run and platform.
 inline constexpr std::uint64_t kDefaultGeneratorSeed = 67280421310721ull;
 
-/// The process-wide default generator: what layers draw their initial weights from when given no
-/// Generator (nn::Linear(16, 32)). One per process, shared by every thread; like libtorch's
-/// default CPU generator it is guarded by a mutex: draw from it only while holding
-/// default_generator_mutex(), or through with_default_generator. Threads that build models at
-/// the same time draw in an order nobody controls: rank threads that must agree give each rank
-/// its own Generator (or build before starting them, or rely on DataParallel::initialize's
-/// broadcast of the parameters).
+/// The default generator: what layers draw their initial weights from when given no Generator
+/// (nn::Linear(16, 32)). One per process, shared by every thread but one holding a
+/// ThreadDefaultGenerator (tensor/random/thread_default_generator.h: each run_ranks thread does).
+/// Guarded by a mutex (libtorch's too): draw only holding default_generator_mutex(), or through
+/// with_default_generator. Plain threads that build models at once draw in an order nobody
+/// controls: rank threads that must agree run under run_ranks, or get their own Generator (or
+/// DataParallel::initialize broadcasts the parameters).
 Generator& default_generator();
-/// The mutex guarding default_generator().
+/// The mutex guarding default_generator() (this thread's own under a ThreadDefaultGenerator).
 std::mutex& default_generator_mutex();
 
-/// Restarts the default generator from `seed` (torch::manual_seed): what it draws next is the
-/// stream of Generator(seed). Thread-safe.
+/// Restarts the default generator from `seed` (torch::manual_seed): the stream of Generator(seed).
+/// Thread-safe. Under a ThreadDefaultGenerator (a rank thread) it reseeds that thread's only.
 void manual_seed(std::uint64_t seed);
 
 /// Calls fn(default_generator()) with its mutex held and returns what fn returns.

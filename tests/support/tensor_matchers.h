@@ -79,7 +79,9 @@ class TensorCloseMatcher : public Catch::MatcherBase<Tensor> {
 
   std::string describe() const override {
     std::ostringstream out;
-    out << (exact_ ? "equals " : "is near ") << expected_;
+    // The shape and dtype first: the values (operator<<) are summarised beyond 1000 elements.
+    out << (exact_ ? "equals the " : "is near the ") << expected_.shape() << " "
+        << expected_.dtype() << " tensor " << expected_;
     if (!exact_) out << " (rtol " << rtol_ << ", atol " << atol_ << ")";
     out << detail_;
     return out.str();

@@ -66,7 +66,7 @@ TEST_CASE("creation functions give the requested shape, dtype and values", "[ten
   REQUIRE(Tensor::arange(0, 4).dtype() == DType::I64);
   REQUIRE_FALSE(Tensor().defined());
   REQUIRE(Tensor().to_string() == "Tensor(undefined)");
-  REQUIRE(Tensor::zeros({2, 3}).to_string() == "Tensor(shape=[2, 3], dtype=F32, device=cpu)");
+  REQUIRE(Tensor::zeros({2, 3}).to_string() == "tensor([[0., 0., 0.],\n        [0., 0., 0.]])");
 }
 
 TEST_CASE("from_vector, to_vector and item round-trip every element type", "[tensor]") {
