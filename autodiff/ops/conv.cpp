@@ -41,12 +41,8 @@ Var conv2d(const Var& x, const Var& weight, const Var& bias, const Conv2dSpec& s
 }
 
 Var conv1d(const Var& x, const Var& weight, const Var& bias, const Conv1dSpec& spec) {
-  RUCCL_CHECK(x.defined() && weight.defined(), ValueError,
-              "conv1d: expected defined input and weight, got an undefined one");
-  RUCCL_CHECK(x.dim() == 3, ShapeError, "conv1d: expected a 3-d input [N, C, L], got ", x.shape());
-  RUCCL_CHECK(weight.dim() == 3, ShapeError,
-              "conv1d: expected a 3-d weight [out, in / groups, k], got ", weight.shape());
-  const Conv2dSpec spec2{{1, spec.stride}, {0, spec.padding}, {1, spec.dilation}, spec.groups};
+  const Conv2dSpec spec2 = conv1d_as_conv2d(x.defined() ? x.value() : Tensor(),
+                                            weight.defined() ? weight.value() : Tensor(), spec);
   return squeeze(conv2d_var(unsqueeze(x, 2), unsqueeze(weight, 2), bias, spec2, "conv1d"), 2);
 }
 

@@ -15,8 +15,9 @@ constexpr int kThreads = 256;
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
     im2col_kernel(const T* __restrict__ x, Window2d w, T pad_value, T* __restrict__ cols) {
-  const std::int64_t cols_n = w.col_cols();
-  const std::int64_t total = w.col_rows() * cols_n;
+  // Window2d's helpers are host functions: the sizes are spelled out here.
+  const std::int64_t cols_n = w.batch * w.out_h * w.out_w;
+  const std::int64_t total = w.channels * w.kernel_h * w.kernel_w * cols_n;
   const std::int64_t step = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
   for (std::int64_t e = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
        e += step) {
@@ -39,7 +40,7 @@ template <typename T>
 __global__ void __launch_bounds__(kThreads)
     col2im_kernel(const T* __restrict__ cols, Window2d w, T* __restrict__ x) {
   const std::int64_t total = w.batch * w.channels * w.in_h * w.in_w;
-  const std::int64_t cols_n = w.col_cols();
+  const std::int64_t cols_n = w.batch * w.out_h * w.out_w;
   const std::int64_t step = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
   for (std::int64_t e = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
        e += step) {

@@ -111,9 +111,16 @@ Tensor conv2d_from_cols(const Tensor& cols, const Tensor& weight, const Tensor& 
   const std::int64_t out_channels = weight.size(0);
   const std::int64_t rows = window.col_rows() / groups;
   const Tensor w3 = weight.contiguous().view({groups, out_channels / groups, rows});
-  const Tensor y = matmul(w3, cols.view({groups, rows, window.col_cols()}));
-  const Tensor nchw =
-      y.view({out_channels, window.batch, window.out_h, window.out_w}).permute({1, 0, 2, 3});
+  Tensor nchw;
+  if (groups == 1) {
+    // colsᵀ [N oh ow, rows] @ weightᵀ [rows, O]: the tall operand streams through the GEMM and
+    // the small weight is packed once; the result is NHWC, moved to NCHW with the bias below.
+    const Tensor y = matmul(cols.transpose(0, 1), w3.view({out_channels, rows}).transpose(0, 1));
+    nchw = y.view({window.batch, window.out_h, window.out_w, out_channels}).permute({0, 3, 1, 2});
+  } else {
+    const Tensor y = matmul(w3, cols.view({groups, rows, window.col_cols()}));
+    nchw = y.view({out_channels, window.batch, window.out_h, window.out_w}).permute({1, 0, 2, 3});
+  }
   if (bias.defined()) return add(nchw, bias.view({1, out_channels, 1, 1}));
   return nchw.contiguous();
 }
@@ -136,11 +143,42 @@ Tensor conv2d_input_grad(const Tensor& grad_rows, const Tensor& weight, const Wi
   return col2im(grad_cols.view({window.col_rows(), window.col_cols()}), window);
 }
 
+namespace {
+
+/// How many pieces the weight gradient's long inner dim (N oh ow) is cut into: a weight of few
+/// elements is one small tile of the GEMM, which would run on one thread for all of that dim.
+/// Pieces are batch items of one matmul (spread over the threads), summed in a fixed order after.
+/// Depends on the shape only, so the result does not depend on the thread count.
+std::int64_t weight_grad_pieces(std::int64_t inner, std::int64_t weight_elements) {
+  constexpr std::int64_t kMinPiece = 2048;
+  constexpr std::int64_t kLargeWeight = std::int64_t{1} << 16;  // enough tiles to share already
+  if (weight_elements >= kLargeWeight) return 1;
+  for (const std::int64_t pieces : {16, 8, 4, 2}) {
+    if (inner % pieces == 0 && inner / pieces >= kMinPiece) return pieces;
+  }
+  return 1;
+}
+
+}  // namespace
+
 Tensor conv2d_weight_grad(const Tensor& grad_rows, const Tensor& cols, const Shape& weight_shape,
                           std::int64_t groups) {
   const std::int64_t rows = cols.size(0) / groups;
-  const Tensor c3 = cols.view({groups, rows, cols.size(1)});
-  return matmul(grad_rows, c3.transpose(1, 2)).view(weight_shape);  // [G, O/G, rows]
+  const std::int64_t inner = cols.size(1);
+  const std::int64_t out_per_group = grad_rows.size(1);
+  const std::int64_t pieces =
+      groups == 1 ? weight_grad_pieces(inner, out_per_group * rows) : std::int64_t{1};
+  if (pieces == 1) {
+    const Tensor c3 = cols.view({groups, rows, inner});
+    return matmul(grad_rows, c3.transpose(1, 2)).view(weight_shape);  // [G, O/G, rows]
+  }
+  // One group: [pieces] products of [rows, piece] @ [piece, O] (the longer of O and rows last,
+  // the GEMM tile's wide side), then their sum in piece order.
+  const std::int64_t piece = inner / pieces;
+  const Tensor g4 = grad_rows.view({out_per_group, pieces, piece}).permute({1, 2, 0});
+  const Tensor c4 = cols.view({rows, pieces, piece}).permute({1, 0, 2});
+  const Tensor partial = matmul(c4, g4);  // [pieces, rows, O]
+  return sum(partial, 0).transpose(0, 1).contiguous().view(weight_shape);
 }
 
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dSpec& spec) {
@@ -148,13 +186,17 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const C
   return conv2d_from_cols(im2col(x, window), weight, bias, window, spec.groups);
 }
 
-Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv1dSpec& spec) {
+Conv2dSpec conv1d_as_conv2d(const Tensor& x, const Tensor& weight, const Conv1dSpec& spec) {
   RUCCL_CHECK(x.defined() && weight.defined(), ValueError,
               "conv1d: expected defined input and weight, got an undefined one");
   RUCCL_CHECK(x.dim() == 3, ShapeError, "conv1d: expected a 3-d input [N, C, L], got ", x.shape());
   RUCCL_CHECK(weight.dim() == 3, ShapeError,
               "conv1d: expected a 3-d weight [out, in / groups, k], got ", weight.shape());
-  const Conv2dSpec spec2{{1, spec.stride}, {0, spec.padding}, {1, spec.dilation}, spec.groups};
+  return {{1, spec.stride}, {0, spec.padding}, {1, spec.dilation}, spec.groups};
+}
+
+Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv1dSpec& spec) {
+  const Conv2dSpec spec2 = conv1d_as_conv2d(x, weight, spec);
   const Tensor x4 = x.unsqueeze(2);
   const Tensor w4 = weight.unsqueeze(2);
   const Window2d window = conv2d_window(x4, w4, bias, spec2, "conv1d");

@@ -48,6 +48,10 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor
 Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(),
               const Conv1dSpec& spec = {});
 
+/// conv1d's rank checks (ShapeError naming "conv1d"), then its arguments for conv2d on x and
+/// weight unsqueezed at dim 2 (a height of 1).
+Conv2dSpec conv1d_as_conv2d(const Tensor& x, const Tensor& weight, const Conv1dSpec& spec);
+
 /// The window of conv2d(x, weight, spec) after every argument check (`op` names the caller in
 /// the messages).
 Window2d conv2d_window(const Tensor& x, const Tensor& weight, const Tensor& bias,

@@ -4,6 +4,7 @@
 
 #include "autodiff/autodiff.h"
 #include "tensor/tensor.h"
+#include "tests/support/tensor_matchers.h"
 
 using namespace ruccl;
 using namespace ruccl::autodiff;
@@ -146,4 +147,27 @@ TEST_CASE("pooling, pad and unflatten refuse bad arguments", "[autodiff]") {
                     Contains("unflatten: expected sizes whose product is dim 1's size 2, got [3, "
                              "-1]"));
   CHECK_THROWS_AS(unflatten(x, 1, {3, -1}), ShapeError);
+}
+
+TEST_CASE("conv2d's weight gradient over a long N oh ow (cut into pieces) matches the direct sum",
+          "[autodiff]") {
+  // N oh ow = 4 x 32 x 32 = 4096 with a 54-element weight: the gradient is computed in pieces
+  // (tensor/ops/conv.cpp, weight_grad_pieces); here dW[:, :, i, j] = sum over n, y, x of
+  // g[n, :, y, x] * x_padded[n, :, y + i, x + j], one matmul per kernel offset.
+  Generator gen(11);
+  const Tensor x = Tensor::randn({4, 2, 32, 32}, gen, DType::F64);
+  Var w(Tensor::randn({3, 2, 3, 3}, gen, DType::F64), true);
+  const Tensor g = Tensor::randn({4, 3, 32, 32}, gen, DType::F64);
+  conv2d(Var(x), w, Var(), {.padding = 1}).backward(g);
+  const Tensor padded = ruccl::pad(x, {1, 1, 1, 1});
+  const Tensor g_rows = g.permute({1, 0, 2, 3}).reshape({3, 4 * 32 * 32});
+  Tensor expected = Tensor::zeros({3, 2, 3, 3}, DType::F64);
+  for (std::int64_t i = 0; i < 3; ++i) {
+    for (std::int64_t j = 0; j < 3; ++j) {
+      const Tensor shifted = padded.narrow(2, i, 32).narrow(3, j, 32);
+      const Tensor x_rows = shifted.permute({1, 0, 2, 3}).reshape({2, 4 * 32 * 32});
+      expected.select(2, i).select(2, j).copy_(ruccl::matmul(g_rows, x_rows.transpose(0, 1)));
+    }
+  }
+  CHECK_THAT(w.grad(), ruccl::testing::TensorNear(expected, 1e-12, 1e-10));
 }

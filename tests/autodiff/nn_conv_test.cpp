@@ -61,10 +61,14 @@ TEST_CASE("Conv1d has PyTorch's parameters and computes conv1d", "[autodiff][nn]
 
 TEST_CASE("a small CNN of the modules trains one step end to end", "[autodiff][nn]") {
   Generator gen(5);
-  nn::Sequential net(nn::Conv2d(1, 4, 3, gen, {.padding = 1}), nn::ReLU(),
-                     nn::MaxPool2d({.kernel = 2}), nn::Conv2d(4, 6, 3, gen),
-                     nn::AvgPool2d({.kernel = 2, .stride = 1}), nn::AdaptiveAvgPool2d(2),
-                     nn::Flatten(), nn::Linear(24, 3, gen));
+  nn::Sequential net{nn::Conv2d(1, 4, 3, gen, {.padding = 1}),
+                     nn::ReLU(),
+                     nn::MaxPool2d({.kernel = 2}),
+                     nn::Conv2d(4, 6, 3, gen),
+                     nn::AvgPool2d({.kernel = 2, .stride = 1}),
+                     nn::AdaptiveAvgPool2d(2),
+                     nn::Flatten(),
+                     nn::Linear(24, 3, gen)};
   const Tensor x = Tensor::randn({2, 1, 12, 12}, gen);
   Var logits = net(Var(x));
   CHECK(logits.shape() == Shape{2, 3});
