@@ -1,6 +1,7 @@
 #pragma once
 // Umbrella header of ruccl::nn.
 #include "autodiff/nn/activation.h"
+#include "autodiff/nn/conv.h"
 #include "autodiff/nn/dropout.h"
 #include "autodiff/nn/embedding.h"
 #include "autodiff/nn/init.h"
@@ -9,4 +10,5 @@
 #include "autodiff/nn/loss.h"
 #include "autodiff/nn/module.h"
 #include "autodiff/nn/param.h"
+#include "autodiff/nn/pool.h"
 #include "autodiff/nn/sequential.h"

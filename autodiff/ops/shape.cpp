@@ -3,6 +3,7 @@
 
 #include "autodiff/node.h"
 #include "autodiff/ops/sum_to.h"
+#include "tensor/ops/pad.h"
 #include "tensor/ops/shape_ops.h"
 
 namespace ruccl::autodiff {
@@ -78,6 +79,10 @@ Var unsqueeze(const Var& x, std::int64_t d) {
 
 Var flatten(const Var& x, std::int64_t start, std::int64_t end) {
   return make_var(x.value().flatten(start, end), "flatten", {x}, reshape_back);
+}
+
+Var unflatten(const Var& x, std::int64_t dim, const std::vector<std::int64_t>& sizes) {
+  return make_var(ruccl::unflatten(x.value(), dim, sizes), "unflatten", {x}, reshape_back);
 }
 
 Var contiguous(const Var& x) {

@@ -21,6 +21,8 @@ Var expand(const Var& x, const Shape& shape);
 Var squeeze(const Var& x, std::int64_t d);
 Var unsqueeze(const Var& x, std::int64_t d);
 Var flatten(const Var& x, std::int64_t start = 0, std::int64_t end = -1);
+/// Dim `dim` split into `sizes` (one -1 inferred), as torch.unflatten; the inverse of flatten.
+Var unflatten(const Var& x, std::int64_t dim, const std::vector<std::int64_t>& sizes);
 /// A contiguous copy (identity gradient).
 Var contiguous(const Var& x);
 

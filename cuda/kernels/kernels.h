@@ -9,6 +9,7 @@
 //   softmax.cu              Softmax, LogSoftmax
 //   index.cu                index_select, gather, scatter_add, index_add, one_hot
 //   optimizer.cu            fused SGD and Adam/AdamW steps
+//   im2col.cu               Im2col, Col2im (convolution and pooling windows)
 // Every launcher runs on `stream`, validates nothing the backend already checked, and throws
 // CudaError when a launch fails. Operands are TensorRefs of out's shape unless said otherwise.
 #include <cuda_runtime_api.h>
@@ -57,5 +58,11 @@ void launch_arg_reduce(Op op, const TensorRef& x, std::int64_t dim, const Tensor
 /// contiguous out.
 void launch_softmax(Op op, const TensorRef& x, std::int64_t outer, std::int64_t n,
                     std::int64_t inner, const TensorRef& out, cudaStream_t stream);
+
+/// Im2col / Col2im (Backend::im2col, col2im) of contiguous F32 or F64 buffers.
+void launch_im2col(const void* x, const Window2d& window, const ScalarArg& pad_value, void* cols,
+                   DType dtype, cudaStream_t stream);
+void launch_col2im(const void* cols, const Window2d& window, void* x, DType dtype,
+                   cudaStream_t stream);
 
 }  // namespace ruccl::cuda

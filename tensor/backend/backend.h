@@ -19,6 +19,7 @@
 #include <string_view>
 
 #include "tensor/backend/optimizer_step.h"
+#include "tensor/backend/window2d.h"
 #include "tensor/core/device.h"
 #include "tensor/core/dtype.h"
 #include "tensor/core/scalar.h"
@@ -116,6 +117,9 @@ enum class Op : std::uint16_t {
   SubInPlace,
   MulInPlace,
   DivInPlace,
+  // convolution and pooling windows (tensor/backend/window2d.h); F32 and F64
+  Im2col,
+  Col2im,
   kCount
 };
 
@@ -200,6 +204,16 @@ class Backend {
                          const Tensor& src) = 0;
   /// out[..., c] = (indices[...] == c); out is zero-filled by the backend.
   virtual void one_hot(const Tensor& indices, const Tensor& out) = 0;
+
+  /// Unfolds the sliding windows of x [N, C, H, W] (contiguous) into cols [C * kh * kw, N * oh *
+  /// ow] (contiguous): cols[(c * kh + i) * kw + j, (n * oh + y) * ow + x] = x[n, c, y * sh - ph + i
+  /// * dh, x * sw - pw + j * dw], or `pad_value` where that falls outside x. F32 and F64.
+  virtual void im2col(const Tensor& x, const Window2d& window, Scalar pad_value,
+                      const Tensor& cols) = 0;
+  /// The transpose of im2col: x [N, C, H, W] (contiguous, written whole) = the sum, for every
+  /// element of x, of the cols entries im2col would have copied from it (padding entries are
+  /// dropped). Deterministic: each element sums its entries in the order of the window offsets.
+  virtual void col2im(const Tensor& cols, const Window2d& window, const Tensor& x) = 0;
 
   /// One SGD step in place on `param` and `momentum_buffer` (tensor/backend/optimizer_step.h);
   /// param, grad and buffer contiguous, of one floating dtype (F32 or F64), equal element counts.

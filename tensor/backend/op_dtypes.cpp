@@ -56,8 +56,10 @@ DTypeSet dtypes_of(Op op) {
     case Op::LogicalOr:
     case Op::LogicalNot:
       return DTypeSet::kBool;
-    case Op::SgdUpdate:  // F32 and F64 only: CpuBackend::supports answers them itself
+    case Op::SgdUpdate:  // F32 and F64 only: op_supports answers them
     case Op::AdamUpdate:
+    case Op::Im2col:
+    case Op::Col2im:
     case Op::kCount:
       break;
   }
@@ -65,7 +67,7 @@ DTypeSet dtypes_of(Op op) {
 }
 
 bool op_supports(Op op, DType dtype) {
-  if (op == Op::SgdUpdate || op == Op::AdamUpdate) {
+  if (op == Op::SgdUpdate || op == Op::AdamUpdate || op == Op::Im2col || op == Op::Col2im) {
     return dtype == DType::F32 || dtype == DType::F64;
   }
   return accepts(dtypes_of(op), dtype);

@@ -25,8 +25,8 @@ constexpr bool accepts(DTypeSet set, DType dtype) {
   return false;
 }
 
-/// The dtypes `op` takes (its main input's dtype). The optimizer updates take F32 and F64 only,
-/// which no set names: op_supports answers them.
+/// The dtypes `op` takes (its main input's dtype). The optimizer updates and im2col/col2im take
+/// F32 and F64 only, which no set names: op_supports answers them.
 DTypeSet dtypes_of(Op op);
 
 /// Whether `op` is defined for `dtype`: dtypes_of(op), and F32/F64 for the optimizer updates.

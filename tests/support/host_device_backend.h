@@ -95,6 +95,13 @@ class HostDeviceBackend final : public Backend {
     ++optimizer_updates;
     cpu_.adam_update(param, grad, exp_avg, exp_avg_sq, step);
   }
+  void im2col(const Tensor& x, const Window2d& window, Scalar pad_value,
+              const Tensor& cols) override {
+    cpu_.im2col(x, window, pad_value, cols);
+  }
+  void col2im(const Tensor& cols, const Window2d& window, const Tensor& x) override {
+    cpu_.col2im(cols, window, x);
+  }
 
  private:
   cpu::CpuBackend cpu_;

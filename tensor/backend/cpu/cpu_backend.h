@@ -51,6 +51,9 @@ class CpuBackend final : public Backend {
                   const SgdStep& step) override;
   void adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
                    const Tensor& exp_avg_sq, const AdamStep& step) override;
+  void im2col(const Tensor& x, const Window2d& window, Scalar pad_value,
+              const Tensor& cols) override;
+  void col2im(const Tensor& cols, const Window2d& window, const Tensor& x) override;
 };
 
 /// Number of threads CPU kernels (GEMM included) may use; defaults to the hardware's cores.

@@ -62,5 +62,11 @@ void StubBackend::adam_update(const Tensor&, const Tensor&, const Tensor&, const
                               const AdamStep&) {
   fail(op_name(Op::AdamUpdate));
 }
+void StubBackend::im2col(const Tensor&, const Window2d&, Scalar, const Tensor&) {
+  fail(op_name(Op::Im2col));
+}
+void StubBackend::col2im(const Tensor&, const Window2d&, const Tensor&) {
+  fail(op_name(Op::Col2im));
+}
 
 }  // namespace ruccl

@@ -58,6 +58,9 @@ class StubBackend final : public Backend {
                   const SgdStep& step) override;
   void adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
                    const Tensor& exp_avg_sq, const AdamStep& step) override;
+  void im2col(const Tensor& x, const Window2d& window, Scalar pad_value,
+              const Tensor& cols) override;
+  void col2im(const Tensor& cols, const Window2d& window, const Tensor& x) override;
 
  private:
   [[noreturn]] void fail(std::string_view op) const;
