@@ -13,18 +13,18 @@ inline constexpr const char* kUsage =
     "usage: train_char_lm [options]\n"
     "  --ranks N             data-parallel ranks (threads), default 2; under a launcher\n"
     "                        (ruccl-run, torchrun, srun, mpirun) every rank is a process\n"
-    "  --steps N             optimizer steps, default 2000\n"
-    "  --batch N             global batch of sequences (split over the ranks), default 32\n"
+    "  --steps N             optimizer steps, default 1500\n"
+    "  --batch N             global batch of sequences (split over the ranks), default 16\n"
     "  --context N           characters per sequence, default 64\n"
-    "  --embed N --heads N --layers N   model size, default 128, 4, 4\n"
+    "  --embed N --heads N --layers N   model size, default 64, 4, 2\n"
     "  --untied              a head of its own instead of the token embedding's transpose\n"
-    "  --lr X                peak learning rate (linear warm-up, cosine decay), default 0.001\n"
+    "  --lr X                peak learning rate (linear warm-up, cosine decay), default 0.002\n"
     "  --warmup N            warm-up steps, default 100\n"
     "  --weight-decay X      AdamW's decoupled weight decay, default 0.01\n"
     "  --seed N              initialisation and batch seed, default 0\n"
     "  --threads N           CPU threads per rank, default cores / ranks\n"
     "  --data DIR            the fortune files, default /usr/share/games/fortunes\n"
-    "  --eval-every N        validation loss every N steps, default 200\n"
+    "  --eval-every N        validation loss every N steps, default 250\n"
     "  --eval-batches N      validation batches, default 8\n"
     "  --checkpoint-dir DIR  save every rank's TrainingRecord (at the end and every N steps)\n"
     "  --checkpoint-every N  also every N steps (default 0: at the end only)\n"
@@ -37,20 +37,20 @@ inline constexpr const char* kUsage =
 struct Options {
   int ranks = 2;
   bool ranks_given = false;
-  std::int64_t steps = 2000;
-  std::int64_t batch = 32;
+  std::int64_t steps = 1500;
+  std::int64_t batch = 16;
   std::int64_t context = 64;
-  std::int64_t embed = 128;
+  std::int64_t embed = 64;
   std::int64_t heads = 4;
-  std::int64_t layers = 4;
+  std::int64_t layers = 2;
   bool untied = false;
-  double lr = 1e-3;
+  double lr = 2e-3;
   std::int64_t warmup = 100;
   double weight_decay = 0.01;
   std::uint64_t seed = 0;
   int threads = 0;
   std::string data_dir = kDefaultDataDir;
-  std::int64_t eval_every = 200;
+  std::int64_t eval_every = 250;
   std::int64_t eval_batches = 8;
   std::string checkpoint_dir;
   std::int64_t checkpoint_every = 0;

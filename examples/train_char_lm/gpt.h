@@ -14,9 +14,9 @@ namespace ruccl::examples::char_lm {
 struct GptConfig {
   std::int64_t vocab = 0;     ///< distinct characters
   std::int64_t context = 64;  ///< longest sequence (position table rows)
-  std::int64_t embed = 128;   ///< E
+  std::int64_t embed = 64;    ///< E
   std::int64_t heads = 4;     ///< E must divide by it
-  std::int64_t layers = 4;
+  std::int64_t layers = 2;
   bool tie_weights = true;  ///< head = token embedding's transpose
 };
 

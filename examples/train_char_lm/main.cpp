@@ -2,8 +2,8 @@
 // over N ranks: threads of this process, or -- started by ruccl-run, torchrun, srun or mpirun --
 // one process per rank. Checkpoints resume bit for bit; the end samples text from the model.
 //
-//   train_char_lm [--ranks 2] [--steps 2000] [--batch 32] [--context 64] [--embed 128]
-//                 [--heads 4] [--layers 4] [--lr 0.001] [--seed 0] [--data DIR] [--threads N]
+//   train_char_lm [--ranks 2] [--steps 1500] [--batch 16] [--context 64] [--embed 64]
+//                 [--heads 4] [--layers 2] [--lr 0.002] [--seed 0] [--data DIR] [--threads N]
 //                 [--checkpoint-dir DIR] [--checkpoint-every N] [--resume] [--stop-after K]
 //   ruccl-run --nproc-per-node 2 train_char_lm [options]
 #include <chrono>
