@@ -18,17 +18,11 @@ using ruccl::testing::TensorNear;
 
 namespace {
 
-const std::map<std::string, Tensor>& golden() {
-  static const std::map<std::string, Tensor> data =
-      ruccl::testing::load_golden_tensors("attention_loss_golden.txt");
-  return data;
-}
-
 Tensor G(const std::string& name) {
-  auto it = golden().find(name);
-  INFO(name);
-  REQUIRE(it != golden().end());
-  return it->second;
+  return ruccl::testing::golden_tensor("attention_loss_golden.txt", name);
+}
+bool has(const std::string& name) {
+  return ruccl::testing::golden_tensors("attention_loss_golden.txt").count(name) > 0;
 }
 
 Var leaf(const std::string& name) { return Var(G(name), true); }
@@ -53,7 +47,7 @@ void check_sdpa(const std::string& name, bool causal) {
     const Tol tol = tolerance(suffix);
     Var q = leaf(c + ".q"), k = leaf(c + ".k"), v = leaf(c + ".v");
     Tensor mask;
-    if (golden().count(c + ".mask")) {
+    if (has(c + ".mask")) {
       mask = G(c + ".mask");
       if (mask.dtype() == DType::I64) mask = bool_mask(c + ".mask");
     }

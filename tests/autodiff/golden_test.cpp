@@ -20,16 +20,8 @@ namespace {
 constexpr double kRtol = 1e-9;
 constexpr double kAtol = 1e-12;
 
-const std::map<std::string, Tensor>& golden() {
-  static const std::map<std::string, Tensor> data =
-      ruccl::testing::load_golden_tensors("autodiff_golden.txt");
-  return data;
-}
-
 Tensor G(const std::string& name) {
-  auto it = golden().find(name);
-  REQUIRE(it != golden().end());
-  return it->second;
+  return ruccl::testing::golden_tensor("autodiff_golden.txt", name);
 }
 
 Var leaf(const std::string& name) { return Var(G(name), true); }

@@ -18,23 +18,14 @@ using ruccl::testing::TensorNear;
 
 namespace {
 
-const std::map<std::string, Tensor>& golden() {
-  static const std::map<std::string, Tensor> data =
-      ruccl::testing::load_golden_tensors("attention_loss_golden.txt");
-  return data;
-}
-
 Tensor G(const std::string& name) {
-  auto it = golden().find(name);
-  INFO(name);
-  REQUIRE(it != golden().end());
-  return it->second;
+  return ruccl::testing::golden_tensor("attention_loss_golden.txt", name);
+}
+bool has(const std::string& name) {
+  return ruccl::testing::golden_tensors("attention_loss_golden.txt").count(name) > 0;
 }
 
-Tensor optional(const std::string& name) {
-  auto it = golden().find(name);
-  return it == golden().end() ? Tensor() : it->second;
-}
+Tensor optional(const std::string& name) { return has(name) ? G(name) : Tensor(); }
 
 const char* kSuffixes[] = {"f64", "f32"};
 

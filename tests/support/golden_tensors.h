@@ -46,4 +46,21 @@ inline std::map<std::string, Tensor> load_golden_tensors(const std::string& file
   return out;
 }
 
+/// The tensors of tests/data/<file>, read once per test binary.
+inline const std::map<std::string, Tensor>& golden_tensors(const std::string& file) {
+  static std::map<std::string, std::map<std::string, Tensor>> cache;
+  auto it = cache.find(file);
+  if (it == cache.end()) it = cache.emplace(file, load_golden_tensors(file)).first;
+  return it->second;
+}
+
+/// The tensor "<case>.<name>" of tests/data/<file>; the calling test fails when there is none.
+inline Tensor golden_tensor(const std::string& file, const std::string& name) {
+  const auto& all = golden_tensors(file);
+  auto it = all.find(name);
+  INFO("golden tensor " << name << " of " << file);
+  REQUIRE(it != all.end());
+  return it->second;
+}
+
 }  // namespace ruccl::testing
