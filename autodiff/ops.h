@@ -1,5 +1,6 @@
 #pragma once
 // Every differentiable op on Var.
+#include "autodiff/ops/attention.h"
 #include "autodiff/ops/conv.h"
 #include "autodiff/ops/elementwise.h"
 #include "autodiff/ops/index.h"

@@ -9,6 +9,7 @@ packages=(
   libeigen3-dev libcereal-dev zlib1g-dev  # libraries
   catch2  # tests
   dataset-fashion-mnist  # real data for the training demo (/usr/share/datasets/fashion-mnist)
+  fortunes fortunes-min  # real text for examples/train_char_lm (/usr/share/games/fortunes)
   libopenmpi-dev openmpi-bin  # the MPI engine (RUCCL_WITH_MPI) and its mpirun tests
   # tests/slurm: a private Slurm cluster (tools/slurm_cluster.sh); srun --mpi=pmix dlopens
   # libpmix.so (libpmix-dev); ip netns for the two hosts of the two-host job

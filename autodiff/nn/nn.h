@@ -1,6 +1,7 @@
 #pragma once
 // Umbrella header of ruccl::nn.
 #include "autodiff/nn/activation.h"
+#include "autodiff/nn/attention.h"
 #include "autodiff/nn/conv.h"
 #include "autodiff/nn/dropout.h"
 #include "autodiff/nn/embedding.h"

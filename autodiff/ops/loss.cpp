@@ -1,12 +1,11 @@
-// Losses on Var. mse_loss is a composite; cross_entropy is one fused node (log_softmax + pick).
+// Losses on Var: mse_loss is a composite; binary_cross_entropy_with_logits is one fused node.
+// cross_entropy and nll_loss live in class_loss.cpp.
 #include "autodiff/ops/loss.h"
 
 #include "autodiff/node.h"
 #include "autodiff/ops/elementwise.h"
 #include "autodiff/ops/reduce.h"
-#include "autodiff/ops/sum_to.h"
 #include "tensor/ops/elementwise.h"
-#include "tensor/ops/index.h"
 #include "tensor/ops/reduce.h"
 
 namespace ruccl::autodiff {
@@ -17,40 +16,68 @@ Var mse_loss(const Var& pred, const Var& target, Reduction reduction) {
   return reduction == Reduction::Mean ? mean(squares) : sum(squares);
 }
 
-Var cross_entropy(const Var& logits, const Tensor& targets, Reduction reduction) {
-  RUCCL_CHECK(logits.dim() == 1 || logits.dim() == 2, ShapeError,
-              "cross_entropy: expected logits of shape [N, C] or [C], got ", logits.shape());
-  RUCCL_CHECK(is_floating(logits.dtype()), DTypeError,
-              "cross_entropy: expected floating logits, got ", logits.dtype());
-  RUCCL_CHECK(targets.defined() && is_integral(targets.dtype()), DTypeError,
-              "cross_entropy: expected integer (I64/I32) class indices as targets, got ",
-              targets.defined() ? str(targets.dtype()) : std::string("an undefined tensor"));
-  const bool batched = logits.dim() == 2;
-  const std::int64_t rows = batched ? logits.shape()[0] : 1;
-  const std::int64_t classes = logits.shape()[logits.dim() - 1];
-  RUCCL_CHECK(batched ? (targets.dim() == 1 && targets.shape()[0] == rows) : targets.numel() == 1,
-              ShapeError, "cross_entropy: expected targets of shape [", rows, "] for logits ",
-              logits.shape(), ", got ", targets.shape());
-  Tensor x2 = batched ? logits.value() : logits.value().reshape(Shape{1, classes});
-  Tensor index = reshape_grad(targets, Shape{rows, 1});
-  Tensor lsm = ruccl::log_softmax(x2, 1);
-  Tensor picked;
-  try {
-    picked = ruccl::gather(lsm, 1, index);
-  } catch (const IndexError& e) {
-    throw IndexError(str("cross_entropy: expected targets in [0, ", classes, "); ", e.what()));
+namespace {
+
+// A weight tensor checked (dtype, broadcastable to `shape`) and placed on `device`.
+Tensor checked_weight(const char* what, const Tensor& w, const Shape& shape, DType dtype,
+                      Device device) {
+  constexpr const char* kOp = "binary_cross_entropy_with_logits";
+  RUCCL_CHECK(w.dtype() == dtype, DTypeError, kOp, ": expected ", what, " of the input's dtype ",
+              dtype, ", got ", w.dtype());
+  bool fits = w.dim() <= static_cast<std::int64_t>(shape.size());
+  for (std::int64_t i = 1; fits && i <= w.dim(); ++i) {
+    const std::int64_t m = w.shape()[w.dim() - i];
+    fits = m == 1 || m == shape[shape.size() - i];
   }
-  Tensor loss = ruccl::neg(ruccl::sum(picked));
-  const bool mean = reduction == Reduction::Mean;
-  if (mean) loss = ruccl::div(loss, static_cast<double>(rows));
-  if (!should_record({logits})) return Var(std::move(loss));
-  // d loss / d logits = (softmax - one_hot(targets)) * g, / N for Mean.
-  return make_var(std::move(loss), "cross_entropy", {logits},
-                  [lsm, index, mean, rows](const Tensor& g, GradInputs& grads) {
-                    Tensor minus_one = Tensor::full(index.shape(), -1.0, lsm.dtype(), lsm.device());
-                    Tensor d = ruccl::scatter_add(ruccl::exp(lsm), 1, index, minus_one);
-                    Tensor scale = mean ? ruccl::div(g, static_cast<double>(rows)) : g;
-                    grads[0] = reshape_grad(ruccl::mul(d, scale), grads.input_shape(0));
+  RUCCL_CHECK(fits, ShapeError, kOp, ": expected ", what, " broadcastable to the input's shape ",
+              shape, ", got ", w.shape());
+  return w.to(device);
+}
+
+}  // namespace
+
+Var binary_cross_entropy_with_logits(const Var& input, const Tensor& target,
+                                     const BceOptions& options) {
+  constexpr const char* kOp = "binary_cross_entropy_with_logits";
+  RUCCL_CHECK(is_floating(input.dtype()), DTypeError, kOp, ": expected a floating input, got ",
+              input.dtype());
+  RUCCL_CHECK(target.defined() && target.dtype() == input.dtype(), DTypeError, kOp,
+              ": expected a target of the input's dtype ", input.dtype(), ", got ",
+              target.defined() ? str(target.dtype()) : std::string("an undefined tensor"));
+  RUCCL_CHECK(target.shape() == input.shape(), ShapeError, kOp,
+              ": expected a target of the input's shape ", input.shape(), ", got ", target.shape());
+  const Tensor& x = input.value();
+  const Device device = x.device();
+  const Tensor y = target.to(device);
+  Tensor w = options.weight.defined()
+                 ? checked_weight("a weight", options.weight, x.shape(), x.dtype(), device)
+                 : Tensor();
+  // lw = 1 + (pos_weight − 1) y multiplies the positive term softplus(−x).
+  Tensor lw =
+      options.pos_weight.defined()
+          ? ruccl::add(ruccl::mul(ruccl::sub(checked_weight("a pos_weight", options.pos_weight,
+                                                            x.shape(), x.dtype(), device),
+                                             1.0),
+                                  y),
+                       1.0)
+          : Tensor();
+  // softplus(−x) = log(1 + e^−|x|) + max(−x, 0), finite for every x.
+  Tensor softplus_neg =
+      ruccl::add(ruccl::log(ruccl::add(ruccl::exp(ruccl::neg(ruccl::abs(x))), 1.0)),
+                 ruccl::relu(ruccl::neg(x)));
+  Tensor terms = ruccl::add(ruccl::mul((1.0 - y), x),
+                            lw.defined() ? ruccl::mul(lw, softplus_neg) : softplus_neg);
+  if (w.defined()) terms = ruccl::mul(terms, w);
+  const bool mean = options.reduction == Reduction::Mean;
+  Tensor loss = mean ? ruccl::mean(terms) : ruccl::sum(terms);
+  if (!should_record({input})) return Var(std::move(loss));
+  const double count = static_cast<double>(x.numel());
+  return make_var(std::move(loss), kOp, {input},
+                  [x, y, w, lw, mean, count](const Tensor& g, GradInputs& grads) {
+                    Tensor s = ruccl::sigmoid(ruccl::neg(x));
+                    Tensor d = ruccl::sub((1.0 - y), lw.defined() ? ruccl::mul(lw, s) : s);
+                    if (w.defined()) d = ruccl::mul(d, w);
+                    grads[0] = ruccl::mul(d, mean ? ruccl::div(g, count) : g);
                   });
 }
 

@@ -3,15 +3,13 @@
 // only absorbs summation-order differences between our kernels and PyTorch's.
 #include <catch2/catch.hpp>
 
-#include <fstream>
 #include <map>
-#include <sstream>
 #include <string>
 
 #include "autodiff/autodiff.h"
 #include "tensor/tensor.h"
+#include "tests/support/golden_tensors.h"
 #include "tests/support/tensor_matchers.h"
-#include "tests/support/test_data_dir.h"
 
 using namespace ruccl;
 using namespace ruccl::autodiff;
@@ -22,44 +20,8 @@ namespace {
 constexpr double kRtol = 1e-9;
 constexpr double kAtol = 1e-12;
 
-// Reads "<case>.<name> <dtype> <ndim> <sizes...> <values...>" lines.
-std::map<std::string, Tensor> load_golden() {
-  std::ifstream in(ruccl::testing::test_data_path("autodiff_golden.txt"));
-  REQUIRE(in.good());
-  std::map<std::string, Tensor> out;
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    std::istringstream ls(line);
-    std::string name, dtype;
-    std::int64_t ndim = 0;
-    ls >> name >> dtype >> ndim;
-    std::vector<std::int64_t> sizes(static_cast<std::size_t>(ndim));
-    for (auto& s : sizes) ls >> s;
-    const Shape shape(sizes);
-    if (dtype == "i64") {
-      std::vector<std::int64_t> v(static_cast<std::size_t>(shape.numel()));
-      for (auto& x : v) ls >> x;
-      out[name] = Tensor::from_vector<std::int64_t>(v, shape);
-    } else {
-      std::vector<double> v(static_cast<std::size_t>(shape.numel()));
-      for (auto& x : v) ls >> x;
-      out[name] = Tensor::from_vector<double>(v, shape);
-    }
-    REQUIRE(!ls.fail());
-  }
-  return out;
-}
-
-const std::map<std::string, Tensor>& golden() {
-  static const std::map<std::string, Tensor> data = load_golden();
-  return data;
-}
-
 Tensor G(const std::string& name) {
-  auto it = golden().find(name);
-  REQUIRE(it != golden().end());
-  return it->second;
+  return ruccl::testing::golden_tensor("autodiff_golden.txt", name);
 }
 
 Var leaf(const std::string& name) { return Var(G(name), true); }

@@ -1,0 +1,300 @@
+// train_char_lm: a small GPT trained character by character on Debian's fortunes, data-parallel
+// over N ranks: threads of this process, or -- started by ruccl-run, torchrun, srun or mpirun --
+// one process per rank. Checkpoints resume bit for bit; the end samples text from the model.
+//
+//   train_char_lm [--ranks 2] [--steps 1500] [--batch 16] [--context 64] [--embed 64]
+//                 [--heads 4] [--layers 2] [--lr 0.002] [--seed 0] [--data DIR] [--threads N]
+//                 [--checkpoint-dir DIR] [--checkpoint-every N] [--resume] [--stop-after K]
+//   ruccl-run --nproc-per-node 2 train_char_lm [options]
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <iomanip>
+#include <iostream>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "collective/common/hash.h"
+#include "collective/in_process_group.h"
+#include "collective/launch/launch_env.h"
+#include "collective/run_ranks.h"
+#include "collective/tcp_group.h"
+#include "examples/train_char_lm/char_corpus.h"
+#include "examples/train_char_lm/cli.h"
+#include "examples/train_char_lm/gpt.h"
+#include "optim/optim.h"
+#include "tensor/backend/cpu/cpu_backend.h"
+#include "tensor/ops/elementwise.h"
+#include "tensor/ops/reduce.h"
+
+namespace lm = ruccl::examples::char_lm;
+using namespace ruccl;
+using autodiff::Var;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Sequences [lo, hi) of a batch whose sequence i starts at starts[i]: inputs and next chars.
+std::pair<Tensor, Tensor> make_batch(const std::vector<std::int64_t>& text,
+                                     const std::vector<std::int64_t>& starts, std::int64_t lo,
+                                     std::int64_t hi, std::int64_t t_len) {
+  std::vector<std::int64_t> x, y;
+  for (std::int64_t i = lo; i < hi; ++i) {
+    const auto s = static_cast<std::size_t>(starts[static_cast<std::size_t>(i)]);
+    x.insert(x.end(), text.begin() + static_cast<std::ptrdiff_t>(s),
+             text.begin() + static_cast<std::ptrdiff_t>(s) + t_len);
+    y.insert(y.end(), text.begin() + static_cast<std::ptrdiff_t>(s) + 1,
+             text.begin() + static_cast<std::ptrdiff_t>(s) + 1 + t_len);
+  }
+  return {Tensor::from_vector(x, {hi - lo, t_len}), Tensor::from_vector(y, {(hi - lo) * t_len})};
+}
+
+// The summed cross-entropy of rows [lo, hi) of a batch.
+Var batch_loss(lm::Gpt& model, const std::vector<std::int64_t>& text,
+               const std::vector<std::int64_t>& starts, std::int64_t lo, std::int64_t hi,
+               std::int64_t t_len) {
+  const auto [x, y] = make_batch(text, starts, lo, hi, t_len);
+  Var logits = model.forward(x);
+  return nn::cross_entropy(autodiff::reshape(logits, {-1, model.config().vocab}), y,
+                           nn::Reduction::Sum);
+}
+
+// Mean validation loss per character over eval_batches fixed, evenly spaced batches.
+double validation_loss(Communicator& comm, lm::Gpt& model, const lm::Corpus& corpus,
+                       const lm::Options& o) {
+  autodiff::NoGradGuard no_grad;
+  const std::int64_t count = o.eval_batches * o.batch;
+  const auto span = static_cast<std::int64_t>(corpus.validation.size()) - o.context - 1;
+  std::vector<std::int64_t> starts;
+  for (std::int64_t i = 0; i < count; ++i) starts.push_back(i * span / count);
+  const std::int64_t lo = count * comm.rank() / comm.world_size();
+  const std::int64_t hi = count * (comm.rank() + 1) / comm.world_size();
+  double sum = 0.0;
+  for (std::int64_t b = lo; b < hi; b += o.batch) {
+    sum += batch_loss(model, corpus.validation, starts, b, std::min(hi, b + o.batch), o.context)
+               .value()
+               .item<double>();
+  }
+  const double total =
+      comm.all_reduce(Tensor::from_vector<double>({sum}), ReduceOperation::Sum).item<double>();
+  return total / static_cast<double>(count * o.context);
+}
+
+// `n` characters drawn from the model after a newline, at `temperature`: each from the softmax
+// of the last position's logits, by a search of the cumulative probabilities.
+std::string sample(lm::Gpt& model, const lm::Corpus& corpus, const lm::Options& o, Generator& gen) {
+  autodiff::NoGradGuard no_grad;
+  const auto newline = std::find(corpus.alphabet.begin(), corpus.alphabet.end(), '\n');
+  std::vector<std::int64_t> ids{newline - corpus.alphabet.begin()};
+  std::string out;
+  for (std::int64_t i = 0; i < o.sample_chars; ++i) {
+    const std::int64_t from =
+        std::max<std::int64_t>(0, static_cast<std::int64_t>(ids.size()) - o.context);
+    std::vector<std::int64_t> window(ids.begin() + from, ids.end());
+    const auto len = static_cast<std::int64_t>(window.size());
+    Tensor logits = model.forward(Tensor::from_vector(window, {1, len})).value();
+    Tensor last = logits.select(1, len - 1).reshape({-1});
+    const std::vector<double> p =
+        ruccl::softmax(ruccl::div(last, o.temperature), 0).to(DType::F64).to_vector<double>();
+    const double u = gen.next_double();
+    double cumulative = 0.0;
+    std::size_t pick = p.size() - 1;
+    for (std::size_t c = 0; c < p.size(); ++c) {
+      cumulative += p[c];
+      if (u < cumulative) {
+        pick = c;
+        break;
+      }
+    }
+    ids.push_back(static_cast<std::int64_t>(pick));
+    out.push_back(static_cast<char>(corpus.alphabet[pick]));
+  }
+  return out;
+}
+
+struct RankResult {
+  std::vector<Tensor> parameters;
+  double validation = 0.0;
+  double seconds = 0.0;
+  std::int64_t steps = 0;
+  std::string sample;
+};
+
+RankResult train_rank(Communicator& comm, const lm::Corpus& corpus, const lm::Options& o) {
+  const int rank = comm.rank();
+  const int world = comm.world_size();
+  const bool lead = rank == 0;
+  lm::GptConfig config{.vocab = static_cast<std::int64_t>(corpus.alphabet.size()),
+                       .context = o.context,
+                       .embed = o.embed,
+                       .heads = o.heads,
+                       .layers = o.layers,
+                       .tie_weights = !o.untied};
+  Generator init(o.seed);
+  lm::Gpt model(config, init);
+  optim::AdamW opt({.weight_decay = o.weight_decay});
+  optim::WarmupCosineLr schedule(o.lr, o.warmup, o.steps);
+  Generator data(o.seed + 1);  // the batches' start offsets: the same stream on every rank
+  std::int64_t step = 0;
+  std::optional<optim::CheckpointSeries> series;
+  if (!o.checkpoint_dir.empty()) {
+    std::filesystem::create_directories(o.checkpoint_dir);
+    series.emplace(o.checkpoint_dir, rank, world);
+    if (o.resume) {
+      std::optional<optim::TrainingRecord> record = series->load_newest_common(comm);
+      if (!record) {
+        throw optim::CheckpointError(
+            str("--resume: ", o.checkpoint_dir, " holds no checkpoint that every rank wrote"));
+      }
+      record->restore(model, &opt, &schedule, nullptr, {.rank = rank, .world_size = world});
+      data.set_state(record->caller().rng);
+      step = record->caller().step;
+      if (lead) std::cout << "resuming after step " << step << "\n";
+    } else {
+      series->remove_own();
+    }
+  }
+  optim::DataParallel dp = optim::DataParallel::initialize(comm, model, /*root=*/0);
+  const auto span =
+      static_cast<std::uint64_t>(corpus.train.size()) - static_cast<std::uint64_t>(o.context) - 1;
+  const std::int64_t lo = o.batch * rank / world;  // this rank's sequences of every batch
+  const std::int64_t hi = o.batch * (rank + 1) / world;
+  const std::int64_t last = o.stop_after > 0 ? std::min(o.stop_after, o.steps) : o.steps;
+  const auto start = Clock::now();
+  double pending = 0.0;  // this rank's loss sum since the last report
+  std::int64_t pending_steps = 0;
+  while (step < last) {
+    std::vector<std::int64_t> starts;
+    for (std::int64_t i = 0; i < o.batch; ++i) {
+      starts.push_back(static_cast<std::int64_t>(data.next_below(span)));
+    }
+    optim::GradientsParams grads;
+    model.zero_grad();
+    if (hi > lo) {
+      Var loss = batch_loss(model, corpus.train, starts, lo, hi, o.context);
+      loss.backward();
+      pending += loss.value().item<double>();
+      grads = optim::GradientsParams::from_module(model);
+    }
+    const optim::GradientsParams mean = dp.reduce(
+        model, grads, static_cast<double>((hi - lo) * o.context), optim::LossReduction::Sum);
+    opt.step(schedule.step(), model, mean);
+    ++step;
+    ++pending_steps;
+    if (series && (step == last || (o.checkpoint_every > 0 && step % o.checkpoint_every == 0))) {
+      series->save(comm,
+                   optim::TrainingRecord::capture(model, &opt, &schedule, nullptr,
+                                                  {.step = step,
+                                                   .data_position = step,
+                                                   .rng = data.state(),
+                                                   .rank = rank,
+                                                   .world_size = world}),
+                   step);
+    }
+    if (step % o.eval_every == 0 || step == last) {
+      const double train =
+          comm.all_reduce(Tensor::from_vector<double>({pending}), ReduceOperation::Sum)
+              .item<double>() /
+          static_cast<double>(pending_steps * o.batch * o.context);
+      const double val = validation_loss(comm, model, corpus, o);
+      pending = 0.0;
+      pending_steps = 0;
+      if (lead) {
+        std::cout << "step " << std::setw(5) << step << "  train loss " << std::fixed
+                  << std::setprecision(4) << train << "  validation loss " << val << "  "
+                  << std::setprecision(1)
+                  << std::chrono::duration<double>(Clock::now() - start).count() << " s"
+                  << std::defaultfloat << std::endl;
+      }
+    }
+  }
+  RankResult r;
+  r.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  r.steps = step;
+  r.validation = validation_loss(comm, model, corpus, o);
+  for (const nn::Param& p : model.parameters()) r.parameters.push_back(p.value());
+  if (lead && o.sample_chars > 0) {
+    Generator gen(o.seed + 2);
+    r.sample = sample(model, corpus, o, gen);
+  }
+  return r;
+}
+
+// "final parameters: N values, FNV-1a 0x..." of the F32 bytes in visit order.
+void print_parameter_hash(const std::vector<Tensor>& parameters) {
+  std::string bytes;
+  std::int64_t values = 0;
+  for (const Tensor& p : parameters) {
+    const std::vector<float> v = p.contiguous().to_vector<float>();
+    bytes.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
+    values += static_cast<std::int64_t>(v.size());
+  }
+  std::cout << "final parameters: " << values << " values, FNV-1a 0x" << std::hex
+            << std::setfill('0') << std::setw(16) << fnv1a64(bytes) << std::dec << std::setfill(' ')
+            << "\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  lm::Options o = lm::parse(argc, argv);
+  try {
+    std::optional<Communicator> comm;
+    int local_ranks = 1;
+    if (environment_describes_job()) {  // one process per rank, started by a launcher
+      if (mpi_engine_from_env()) {
+        comm = Communicator::from_env();
+      } else {
+        const LaunchEnv job = read_launch_env();
+        local_ranks = job.local_world_size;
+        comm = Communicator::from_env();
+      }
+      if (o.ranks_given && o.ranks != comm->world_size()) {
+        lm::usage_error(str("--ranks ", o.ranks, " but the launcher started ", comm->world_size(),
+                            " ranks; leave --ranks out under a launcher"));
+      }
+      o.ranks = comm->world_size();
+    }
+    if (o.batch < o.ranks) lm::usage_error("--batch must be >= the number of ranks");
+    const lm::Corpus corpus = lm::read_corpus(o.data_dir);
+    const bool lead = !comm || comm->rank() == 0;
+    if (lead) {
+      std::cout << "fortunes: " << corpus.files << " files, " << corpus.bytes << " characters ("
+                << corpus.train.size() << " train, " << corpus.validation.size()
+                << " validation), vocabulary " << corpus.alphabet.size() << "\nGPT: " << o.layers
+                << " layers, embed " << o.embed << ", " << o.heads << " heads, context "
+                << o.context << (o.untied ? ", untied head" : ", tied head") << "; AdamW lr "
+                << o.lr << ", global batch " << o.batch << " over " << o.ranks
+                << " data-parallel rank(s) (" << (comm ? "processes" : "threads") << "), "
+                << o.steps << " steps\n";
+    }
+    const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+    const int sharing = comm ? local_ranks : o.ranks;
+    cpu::set_num_threads(o.threads > 0 ? o.threads
+                                       : std::max(1, static_cast<int>(cores) / sharing));
+    RankResult result;
+    if (comm) {
+      result = train_rank(*comm, corpus, o);
+    } else {
+      std::vector<RankResult> results(static_cast<std::size_t>(o.ranks));
+      run_ranks(InProcessGroup::create(o.ranks), [&](Communicator& c) {
+        results[static_cast<std::size_t>(c.rank())] = train_rank(c, corpus, o);
+      });
+      result = results[0];
+    }
+    if (lead) {
+      std::cout << "done: validation loss " << std::fixed << std::setprecision(4)
+                << result.validation << " after " << result.steps << " steps, "
+                << std::setprecision(1) << result.seconds << " s\n"
+                << std::defaultfloat;
+      print_parameter_hash(result.parameters);
+      if (!result.sample.empty()) std::cout << "sample:\n" << result.sample << "\n";
+    }
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "train_char_lm: " << e.what() << "\n";
+    return 1;
+  }
+}
