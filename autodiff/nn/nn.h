@@ -1,12 +1,16 @@
 #pragma once
 // Umbrella header of ruccl::nn.
 #include "autodiff/nn/activation.h"
+#include "autodiff/nn/batch_norm.h"
 #include "autodiff/nn/dropout.h"
 #include "autodiff/nn/embedding.h"
+#include "autodiff/nn/group_norm.h"
 #include "autodiff/nn/init.h"
 #include "autodiff/nn/layer_norm.h"
 #include "autodiff/nn/linear.h"
 #include "autodiff/nn/loss.h"
 #include "autodiff/nn/module.h"
 #include "autodiff/nn/param.h"
+#include "autodiff/nn/rms_norm.h"
 #include "autodiff/nn/sequential.h"
+#include "autodiff/nn/sync_batch_norm.h"
