@@ -172,20 +172,24 @@ std::vector<Tensor> Module::buffers() const {
   return out;
 }
 
-Tensor* Module::find_buffer(std::string_view path) {
+template <typename T>
+T* Module::find_entry(std::vector<std::pair<std::string, T>> Module::*entries,
+                      std::string_view path) {
   const std::size_t dot = path.find('.');
   if (dot == std::string_view::npos) {
-    for (auto& [name, b] : buffers_) {
-      if (name == path) return &b;
+    for (auto& [name, entry] : this->*entries) {
+      if (name == path) return &entry;
     }
     return nullptr;
   }
   const std::string_view head = path.substr(0, dot);
   for (auto& [name, m] : children_) {
-    if (name == head) return m->find_buffer(path.substr(dot + 1));
+    if (name == head) return m->find_entry(entries, path.substr(dot + 1));
   }
   return nullptr;
 }
+
+Tensor* Module::find_buffer(std::string_view path) { return find_entry(&Module::buffers_, path); }
 
 Tensor Module::buffer(std::string_view path) const {
   Tensor* b = const_cast<Module*>(this)->find_buffer(path);
@@ -310,20 +314,7 @@ std::vector<std::pair<ParamId, std::vector<std::string>>> Module::aliases() cons
   return out;
 }
 
-Param* Module::find_param(std::string_view path) {
-  const std::size_t dot = path.find('.');
-  if (dot == std::string_view::npos) {
-    for (auto& [name, p] : params_) {
-      if (name == path) return &p;
-    }
-    return nullptr;
-  }
-  const std::string_view head = path.substr(0, dot);
-  for (auto& [name, m] : children_) {
-    if (name == head) return m->find_param(path.substr(dot + 1));
-  }
-  return nullptr;
-}
+Param* Module::find_param(std::string_view path) { return find_entry(&Module::params_, path); }
 
 Param Module::param(std::string_view path) const {
   Param* p = const_cast<Module*>(this)->find_param(path);

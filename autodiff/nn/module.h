@@ -353,6 +353,9 @@ class Module {
   void visit(const std::string& prefix, std::vector<std::pair<std::string, Param>>& out) const;
   /// Distinct parameters in visit order, without giving ids.
   std::vector<Param> distinct_parameters() const;
+  /// The entry of `entries` (params_ or buffers_) at a dotted path, or null.
+  template <typename T>
+  T* find_entry(std::vector<std::pair<std::string, T>> Module::*entries, std::string_view path);
   Param* find_param(std::string_view path);
   Tensor* find_buffer(std::string_view path);
   /// Every distinct module of the tree (this one first), each once, in visit order, with the
