@@ -17,7 +17,6 @@
 #include "collective/protocol/call_options.h"
 #include "collective/trace/call_observer.h"
 #include "collective/transport/transport.h"
-#include "collective/work.h"
 
 namespace ruccl {
 
@@ -86,7 +85,7 @@ class CommunicatorCore {
     using Result = decltype(body(Deadline::Clock::now()));
     const std::shared_ptr<WorkState> state =
         start({}, call, default_label, [&body](Issued issued) { return body(issued); });
-    Work(state).wait();
+    state->wait();
     return take<Result>(*state);
   }
   /// The progress thread (threads per rank: docs/collectives.md).

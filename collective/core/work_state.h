@@ -42,6 +42,11 @@ struct WorkState {
   }
   void store(bool /*barrier or send*/) {}
 
+  /// Blocks until the call completes, at most until its deadline plus a grace for the engine to
+  /// raise its own Timeout; then fails the group with Timeout (which ends the call). Rethrows the
+  /// call's error.
+  void wait();
+
   /// Marks the call complete (with `error` when non-null) and wakes every waiter.
   void complete(std::exception_ptr e) {
     {
