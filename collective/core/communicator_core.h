@@ -65,15 +65,18 @@ class CommunicatorCore {
                         call.label != nullptr ? call.label : default_label, 0, issued);
     state->fail_group = [this](const CollectiveError& error) { transport_->fail(error); };
     state->inputs = std::move(inputs);
-    progress_.submit([state, issued, body = std::move(body)]() mutable noexcept {
-      std::exception_ptr error;
-      try {
-        state->store(body(issued));
-      } catch (...) {
-        error = std::current_exception();
-      }
-      state->complete(std::move(error));
-    });
+    std::function<void()> enter = engine_->caller_context();
+    progress_.submit(
+        [state, issued, enter = std::move(enter), body = std::move(body)]() mutable noexcept {
+          std::exception_ptr error;
+          try {
+            if (enter) enter();
+            state->store(body(issued));
+          } catch (...) {
+            error = std::current_exception();
+          }
+          state->complete(std::move(error));
+        });
     return state;
   }
   /// The blocking form: start, then wait. With nothing queued, the call runs on the caller's
