@@ -64,7 +64,8 @@ class Communicator {
   /// The name of the engine that runs this group's collectives ("algorithms", "mpi").
   std::string engine_name() const;
   /// Calls, failures, bytes and time of this rank's calls so far, per operation and algorithm
-  /// (a copy; docs/observability.md). Always counted.
+  /// (a copy; docs/observability.md). Always counted. The progress thread counts *_async calls:
+  /// read this when none is pending (after their wait()), not while they run.
   CollectiveStats stats() const;
   /// This rank's trace: off by default (then free), `comm.trace().enable()` records every call
   /// and every TraceSpan marked on it; RUCCL_TRACE_FILE turns it on for every communicator.
