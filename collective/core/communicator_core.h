@@ -88,7 +88,14 @@ class CommunicatorCore {
     using Result = decltype(body(Deadline::Clock::now()));
     const std::shared_ptr<WorkState> state =
         start({}, call, default_label, [&body](Issued issued) { return body(issued); });
-    state->wait();
+    try {
+      state->wait();
+    } catch (...) {
+      // The queued body refers to the caller's arguments: never return before it has run (the
+      // group is failed by now, so it ends promptly).
+      state->wait_until_completed();
+      throw;
+    }
     return take<Result>(*state);
   }
   /// The progress thread (threads per rank: docs/collectives.md).

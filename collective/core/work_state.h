@@ -46,6 +46,11 @@ struct WorkState {
   /// raise its own Timeout; then fails the group with Timeout (which ends the call). Rethrows the
   /// call's error.
   void wait();
+  /// Blocks until the call completes, with no bound (after wait() failed the group).
+  void wait_until_completed() {
+    std::unique_lock<std::mutex> lock(mutex);
+    completed_cv.wait(lock, [&] { return completed; });
+  }
 
   /// Marks the call complete (with `error` when non-null) and wakes every waiter.
   void complete(std::exception_ptr e) {

@@ -245,10 +245,16 @@ TEST_CASE("a rank killed mid-flight fails every pending handle of the others wit
     for (int r = 0; r < kWorld; ++r) {
       const auto& [o, ms] = out[static_cast<std::size_t>(r)].value();
       INFO((copying ? "copying, " : "") << "rank " << r);
-      REQUIRE_FALSE(o[0].kind.has_value());
-      REQUIRE_FALSE(o[1].kind.has_value());
-      REQUIRE(o[1].value.to_vector<double>()[256] == 3.0);
-      for (std::size_t k = 2; k < o.size(); ++k) {
+      // Rank 2 finished calls 0 and 1 before it died; the others may still have been receiving
+      // its part of them (its copies die with it): a prefix of successes, then failures only.
+      std::size_t first_failure = 0;
+      while (first_failure < o.size() && !o[first_failure].kind.has_value()) {
+        REQUIRE(o[first_failure].value.to_vector<double>()[256] == 3.0);
+        ++first_failure;
+      }
+      REQUIRE(first_failure <= 2);
+      if (r == 2) REQUIRE(first_failure == 2);
+      for (std::size_t k = first_failure; k < o.size(); ++k) {
         INFO("handle " << k << ": " << o[k].message);
         if (r == 2) {
           REQUIRE(o[k].kind == Kind::Aborted);
@@ -257,7 +263,7 @@ TEST_CASE("a rank killed mid-flight fails every pending handle of the others wit
           REQUIRE((o[k].kind == Kind::PeerLost || o[k].kind == Kind::Aborted));
           peer_lost_seen = peer_lost_seen || o[k].kind == Kind::PeerLost;
           REQUIRE(o[k].ranks == std::vector<int>{2});
-          REQUIRE(o[k].message.find("lost rank(s) [2]") != std::string::npos);
+          REQUIRE(o[k].message.find("lost rank") != std::string::npos);
         }
       }
       if (r == 2) REQUIRE(o[2].message.find("killed by its fault plan") != std::string::npos);
