@@ -36,15 +36,15 @@ void register_backend(DeviceType type, Backend* backend) {
 
 std::string_view op_name(Op op) {
   static constexpr std::array<std::string_view, static_cast<std::size_t>(Op::kCount)> kNames = {
-      "copy",      "fill",        "neg",         "exp",          "log",    "sqrt",
-      "abs",       "tanh",        "sigmoid",     "relu",         "gelu",   "sign",
-      "add",       "sub",         "mul",         "div",          "pow",    "maximum",
-      "minimum",   "eq",          "ne",          "lt",           "le",     "gt",
-      "ge",        "logical_and", "logical_or",  "logical_not",  "where",  "sum",
-      "mean",      "prod",        "max",         "min",          "argmax", "argmin",
-      "matmul",    "softmax",     "log_softmax", "index_select", "gather", "scatter_add",
-      "index_add", "one_hot",     "sgd_update",  "adam_update",  "add_",   "sub_",
-      "mul_",      "div_"};
+      "copy", "fill", "neg", "exp", "log", "sqrt", "abs", "tanh", "sigmoid", "relu", "gelu", "sign",
+      "add", "sub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge",
+      "logical_and", "logical_or", "logical_not", "where", "sum", "mean", "prod", "max", "min",
+      "argmax", "argmin", "matmul", "softmax", "log_softmax", "index_select", "gather",
+      "scatter_add", "index_add", "one_hot", "sgd_update", "adam_update", "add_", "sub_", "mul_",
+      "div_",
+      // issue 30 (ops helper)
+      "sin", "cos", "silu", "rsqrt", "erf", "log1p", "expm1", "isnan", "isfinite", "leaky_relu",
+      "elu", "softplus", "cumsum", "sort"};
   const auto i = static_cast<std::size_t>(op);
   return i < kNames.size() ? kNames[i] : "unknown";
 }
