@@ -62,9 +62,11 @@ void unary_params_op(Make make, const Tensor& x, const Tensor& out) {
   visit_dtype(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     if constexpr (accepts<Kinds::kFloating, T>()) {
-      const F<Compute<T>> f = make(Compute<T>{});
-      parallel_for_each_run<2>(out.shape(), {&out, &x},
-                               [f](const StridedRun<2>& r) { unary_run<T, T>(r, f); });
+      using Fn = F<Compute<T>>;
+      const Fn f = make(Compute<T>{});
+      parallel_for_each_run<2>(out.shape(), {&out, &x}, [f](const StridedRun<2>& r) {
+        unary_run<T, T, Fn, false>(r, f);  // no streaming stores: see unary_contiguous
+      });
     }
   });
 }

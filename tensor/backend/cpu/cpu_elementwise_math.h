@@ -68,11 +68,16 @@ struct IsFiniteFn {
   }
 };
 
-/// x > 0 ? x : slope x (torch: leaky_relu(NaN) = NaN).
+/// x > 0 ? x : slope x (torch: leaky_relu(NaN) = NaN). Both sides are computed before the
+/// select, so g++ emits a blend (a branch on the sign mispredicts on every other element of
+/// random data: 5x slower on 4 Mi floats).
 template <typename C>
 struct LeakyReluFn {
   C slope;
-  C operator()(C x) const { return x > C{} ? x : x * slope; }
+  C operator()(C x) const {
+    const C scaled = x * slope;
+    return x > C{} ? x : scaled;
+  }
 };
 /// x > 0 ? x : alpha (e^x - 1), with expm1 for the small negative x.
 template <typename C>
