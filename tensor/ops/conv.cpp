@@ -1,9 +1,11 @@
 // conv1d / conv2d on Tensors: argument checks and the GEMM formulation (tensor/ops/conv.h).
 //
 // Layout: im2col unfolds x [N, C, H, W] into cols [C kh kw, N oh ow], whose rows split evenly by
-// group. Forward is one batched matmul over the groups, weight [G, O/G, C/G kh kw] @ cols [G,
-// C/G kh kw, N oh ow] = [O, N oh ow]; a single pass then moves it to [N, O, oh, ow] and adds the
-// bias. The gradients are the transposed products on the same matrices.
+// group. Forward with one group is one product per image, weight [O, C kh kw] @ cols[:, image]
+// (a batched matmul over N with the weight broadcast), written straight into [N, O, oh, ow];
+// with groups, one batched matmul over the groups, weight [G, O/G, C/G kh kw] @ cols [G, C/G kh
+// kw, N oh ow] = [O, N oh ow], which a single pass moves to [N, O, oh, ow] with the bias. The
+// gradients are the transposed products on the same matrices.
 #include "tensor/ops/conv.h"
 
 #include "tensor/backend/backend.h"
@@ -110,17 +112,26 @@ Tensor conv2d_from_cols(const Tensor& cols, const Tensor& weight, const Tensor& 
                         const Window2d& window, std::int64_t groups) {
   const std::int64_t out_channels = weight.size(0);
   const std::int64_t rows = window.col_rows() / groups;
+  const std::int64_t outputs = window.out_h * window.out_w;
   const Tensor w3 = weight.contiguous().view({groups, out_channels / groups, rows});
-  Tensor nchw;
   if (groups == 1) {
-    // colsᵀ [N oh ow, rows] @ weightᵀ [rows, O]: the tall operand streams through the GEMM and
-    // the small weight is packed once; the result is NHWC, moved to NCHW with the bias below.
-    const Tensor y = matmul(cols.transpose(0, 1), w3.view({out_channels, rows}).transpose(0, 1));
-    nchw = y.view({window.batch, window.out_h, window.out_w, out_channels}).permute({0, 3, 1, 2});
-  } else {
-    const Tensor y = matmul(w3, cols.view({groups, rows, window.col_cols()}));
-    nchw = y.view({out_channels, window.batch, window.out_h, window.out_w}).permute({1, 0, 2, 3});
+    // One product per image, weight [O, rows] @ cols[:, image n] [rows, oh ow] (a row-major
+    // block of cols, leading dim N oh ow): the result is image n's [O, oh, ow] in place, so the
+    // whole output comes out NCHW with no layout pass; the bias is added in place.
+    const Tensor per_image =
+        cols.view({rows, window.batch, outputs}).permute({1, 0, 2});  // [N, rows, oh ow]
+    Tensor y = matmul(w3, per_image)  // [1, O, rows] broadcast over N: [N, O, oh ow]
+                   .view({window.batch, out_channels, window.out_h, window.out_w});
+    if (bias.defined()) {
+      // out aliases a: an elementwise add reads each element before it writes the same one.
+      backend_for(y.device())
+          .binary(Op::Add, y, bias.view({1, out_channels, 1, 1}).expand(y.shape()), y);
+    }
+    return y;
   }
+  const Tensor y = matmul(w3, cols.view({groups, rows, window.col_cols()}));
+  const Tensor nchw =
+      y.view({out_channels, window.batch, window.out_h, window.out_w}).permute({1, 0, 2, 3});
   if (bias.defined()) return add(nchw, bias.view({1, out_channels, 1, 1}));
   return nchw.contiguous();
 }

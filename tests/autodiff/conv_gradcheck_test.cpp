@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "autodiff/autodiff.h"
+#include "tensor/backend/cpu/cpu_backend.h"
 #include "tensor/tensor.h"
 #include "tests/support/tensor_matchers.h"
 
@@ -170,4 +171,37 @@ TEST_CASE("conv2d's weight gradient over a long N oh ow (cut into pieces) matche
     }
   }
   CHECK_THAT(w.grad(), ruccl::testing::TensorNear(expected, 1e-12, 1e-10));
+}
+
+TEST_CASE("conv2d in F32 on the large-product path matches F64 and is the same on 1 and 2 threads",
+          "[autodiff]") {
+  // 16 x 72 x 256 multiply-adds per image: the forward's per-image products (weight @ the image's
+  // cols block, written straight into NCHW, bias added in place) and the backward run on the F32
+  // GEMM (cpu::sgemm where the CPU has AVX-512) and the channel-major col2im; F64 runs Eigen.
+  Generator gen(13);
+  const Tensor x = Tensor::randn({3, 8, 16, 16}, gen, DType::F64);
+  const Tensor w = Tensor::randn({16, 8, 3, 3}, gen, DType::F64);
+  const Tensor b = Tensor::randn({16}, gen, DType::F64);
+  const Tensor g = Tensor::randn({3, 16, 16, 16}, gen, DType::F64);
+  const auto run = [&](DType dtype, int threads) {
+    const int saved = cpu::num_threads();
+    cpu::set_num_threads(threads);
+    Var xv(x.to(dtype), true);
+    Var wv(w.to(dtype), true);
+    Var bv(b.to(dtype), true);
+    Var y = conv2d(xv, wv, bv, {.padding = 1});
+    y.backward(g.to(dtype));
+    cpu::set_num_threads(saved);
+    return std::vector<Tensor>{y.value(), xv.grad(), wv.grad(), bv.grad()};
+  };
+  const std::vector<Tensor> exact = run(DType::F64, 2);
+  const std::vector<Tensor> one = run(DType::F32, 1);
+  const std::vector<Tensor> two = run(DType::F32, 2);
+  // F32 sums of up to 72 (forward, dx) and 768 (dW) products of unit-variance terms.
+  const std::vector<double> atol = {1e-4, 1e-4, 1e-3, 1e-3};
+  for (std::size_t i = 0; i < exact.size(); ++i) {
+    INFO("output " << i << " (value, d input, d weight, d bias)");
+    CHECK_THAT(one[i].to(DType::F64), ruccl::testing::TensorNear(exact[i], 1e-4, atol[i]));
+    CHECK_THAT(two[i], ruccl::testing::TensorEqual(one[i]));
+  }
 }
