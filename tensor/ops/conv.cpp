@@ -8,6 +8,8 @@
 // gradients are the transposed products on the same matrices.
 #include "tensor/ops/conv.h"
 
+#include <algorithm>
+
 #include "tensor/backend/backend.h"
 #include "tensor/ops/elementwise.h"
 #include "tensor/ops/linalg.h"
@@ -148,10 +150,32 @@ Tensor conv2d_grad_rows(const Tensor& grad_output, std::int64_t groups) {
 
 Tensor conv2d_input_grad(const Tensor& grad_rows, const Tensor& weight, const Window2d& window,
                          std::int64_t groups) {
+  // Chunks of whole images, each about kChunkElements of grad cols (1 MiB of F32): the product
+  // writes a chunk's columns and col2im reads them back while they are still in cache, instead
+  // of one [C kh kw, N oh ow] matrix written to memory and read back. A block of consecutive
+  // images' columns is exactly the cols matrix of a window over those images, so each chunk is
+  // the same product and fold as the whole, and every element of dx sums the same terms in the
+  // same order (the chunk size depends on the shape only).
+  constexpr std::int64_t kChunkElements = std::int64_t{1} << 18;
   const std::int64_t rows = window.col_rows() / groups;
-  const Tensor w3 = weight.contiguous().view({groups, weight.size(0) / groups, rows});
-  const Tensor grad_cols = matmul(w3.transpose(1, 2), grad_rows);  // [G, rows, N oh ow]
-  return col2im(grad_cols.view({window.col_rows(), window.col_cols()}), window);
+  const std::int64_t outputs = window.out_h * window.out_w;
+  const std::int64_t image_elements = std::max<std::int64_t>(window.col_rows() * outputs, 1);
+  const std::int64_t chunk = std::clamp<std::int64_t>(kChunkElements / image_elements, 1,
+                                                      std::max<std::int64_t>(window.batch, 1));
+  const Tensor w3t =
+      weight.contiguous().view({groups, weight.size(0) / groups, rows}).transpose(1, 2);
+  Tensor x = Tensor::empty({window.batch, window.channels, window.in_h, window.in_w},
+                           grad_rows.dtype(), grad_rows.device(), "conv2d_input_grad");
+  Window2d part = window;
+  for (std::int64_t n0 = 0; n0 < window.batch; n0 += chunk) {
+    part.batch = std::min(chunk, window.batch - n0);
+    const Tensor rows_part = grad_rows.narrow(2, n0 * outputs, part.batch * outputs);
+    const Tensor grad_cols = matmul(w3t, rows_part);  // [G, rows, images oh ow]
+    backend_for(x.device())
+        .col2im(grad_cols.view({part.col_rows(), part.col_cols()}), part,
+                x.narrow(0, n0, part.batch));
+  }
+  return x;
 }
 
 namespace {
