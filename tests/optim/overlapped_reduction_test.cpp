@@ -3,14 +3,17 @@
 // and the last micro-batch of an accumulation window overlapping the window's one reduction.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <array>
 
+#include "autodiff/collective/collective_ops.h"
 #include "autodiff/nn/activation.h"
 #include "autodiff/nn/loss.h"
 #include "autodiff/nn/sequential.h"
 #include "autodiff/ops/elementwise.h"
 #include "autodiff/ops/linalg.h"
 #include "autodiff/ops/reduce.h"
+#include "collective/trace/call_trace.h"
 #include "optim/data_parallel.h"
 #include "tests/collective/transport/tcp/tcp_loopback.h"
 #include "tests/optim/tiny_models.h"
@@ -297,4 +300,39 @@ TEST_CASE("a rank with no data passes an undefined loss and weight 0 in both mod
       REQUIRE_THAT(out[r].value(), TensorEqual(Tensor::full({2, 2}, 1.0)));
     }
   }
+}
+
+TEST_CASE("a bucket starts while backward still runs, buckets in plan order", "[optim]") {
+  // loss = sum(all_reduce_sum(x·w1)·w2): backward finishes w2 (bucket 0), then runs the
+  // differentiable all_reduce's backward collective, then finishes w1 (bucket 1). Calls are
+  // numbered in the order a rank starts them, so bucket 0 must come before that collective.
+  auto out = run_group(2, [](Communicator& comm) {
+    ParamBag model(
+        {{"w1", nn::Param(1, Tensor::ones({2, 2}))}, {"w2", nn::Param(2, Tensor::ones({2, 2}))}});
+    DataParallel dp = DataParallel::initialize(
+        comm, model, 0, {.overlap = true, .bucket_cap_bytes = 16, .first_bucket_cap_bytes = 16});
+    comm.trace().enable();
+    const Tensor x = Tensor::full({2, 2}, 1.0 + comm.rank());
+    const Var h = autodiff::collective::all_reduce_sum(
+        autodiff::matmul(Var(x), model.param("w1").var()), comm);
+    dp.backward(model, autodiff::sum(autodiff::matmul(h, model.param("w2").var())), 2.0,
+                LossReduction::Sum);
+    std::vector<TraceEvent> events = comm.trace().events();
+    std::sort(events.begin(), events.end(),
+              [](const TraceEvent& a, const TraceEvent& b) { return a.seq < b.seq; });
+    std::vector<std::string> calls;
+    for (const TraceEvent& e : events) {
+      if (e.type == TraceEventType::Collective) {
+        calls.push_back(str(e.name, e.kind == OpKind::AllGather ? " all_gather" : ""));
+      }
+    }
+    return calls;
+  });
+  const std::vector<std::string> expected = {
+      "all_reduce_sum",                     // forward
+      "DataParallel::backward all_gather",  // the weights, before backward
+      "DataParallel::backward",             // bucket 0 = [w2], during backward
+      "backward of all_reduce_sum",         // backward's own collective
+      "DataParallel::backward"};            // bucket 1 = [w1]
+  for (int r = 0; r < 2; ++r) REQUIRE(out[r].value() == expected);
 }
