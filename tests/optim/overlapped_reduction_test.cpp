@@ -143,11 +143,15 @@ TEST_CASE("overlapped backward is the same on every rank of 3 for every plan", "
   require_equal_everywhere(out, /*equal_to_plain=*/false);
 }
 
-TEST_CASE("overlapped backward over TCP equals the plain reduce bit for bit", "[optim]") {
-  auto out = run_group_with(ruccl::testing::TcpLoopback::make, 2, [](Communicator& comm) {
-    return plain_and_overlapped(comm, /*dyadic=*/false, LossReduction::Mean, DType::F32);
-  });
-  require_equal_everywhere(out, /*equal_to_plain=*/true);
+TEST_CASE("overlapped backward over TCP and shared memory equals the plain reduce bit for bit",
+          "[optim]") {
+  for (const auto& make : {ruccl::testing::GroupFactory(ruccl::testing::TcpLoopback::make),
+                           ruccl::testing::GroupFactory(ruccl::testing::TcpSharedMemory::make)}) {
+    auto out = run_group_with(make, 2, [](Communicator& comm) {
+      return plain_and_overlapped(comm, /*dyadic=*/false, LossReduction::Mean, DType::F32);
+    });
+    require_equal_everywhere(out, /*equal_to_plain=*/true);
+  }
 }
 
 TEST_CASE("without overlap DataParallel::backward is backward then reduce", "[optim]") {
@@ -335,4 +339,23 @@ TEST_CASE("a bucket starts while backward still runs, buckets in plan order", "[
       "backward of all_reduce_sum",         // backward's own collective
       "DataParallel::backward"};            // bucket 1 = [w1]
   for (int r = 0; r < 2; ++r) REQUIRE(out[r].value() == expected);
+}
+
+TEST_CASE("a backward that throws on one rank fails every rank, none hangs", "[optim]") {
+  auto out = run_group(2, [](Communicator& comm) {
+    ParamBag model = branchy_model();
+    DataParallel dp = DataParallel::initialize(
+        comm, model, 0, {.overlap = true, .bucket_cap_bytes = 16, .first_bucket_cap_bytes = 16});
+    const Tensor x = Tensor::full({2, 2}, 1.0);
+    const Var product = autodiff::matmul(Var(x), model.param("a").var()) +
+                        autodiff::matmul(Var(x), model.param("b").var());
+    // Rank 1's loss is not one element: its backward throws before any gradient is final.
+    const Var loss = comm.rank() == 0 ? autodiff::sum(product) : product;
+    dp.backward(model, loss, 1.0, LossReduction::Sum);
+  });
+  INFO("rank 0: " << out[0].message() << "\nrank 1: " << out[1].message());
+  REQUIRE(error_kind(out[0]) == CollectiveErrorKind::InvalidArgument);
+  CHECK_THAT(out[0].message(), Catch::Contains("'b' (ParamId 2, on 1 rank(s)), 'a' (ParamId 1"));
+  REQUIRE_FALSE(out[1].ok());
+  CHECK_THAT(out[1].message(), Catch::Contains("backward: a root that is not a single element"));
 }
