@@ -83,14 +83,16 @@ Results plain_and_overlapped(Communicator& comm, bool dyadic, LossReduction redu
   };
   const double weight = static_cast<double>(x.size(0));
   Results out;
+  const std::int64_t scale = dtype == DType::F64 ? 2 : 1;  // the same plans in F64 bytes
   for (std::int64_t cap : caps) {
     auto& pair = out.emplace_back();
     loss_of().backward();
     GradientsParams g = plain.reduce(model, GradientsParams::from_module(model), weight, reduction);
     for (ParamId id = 1; id <= 4; ++id) pair[0].push_back(*g.get(id));
-    DataParallel dp = DataParallel::initialize(
-        comm, model, 0,
-        {.overlap = true, .bucket_cap_bytes = cap, .first_bucket_cap_bytes = cap / 2 + 1});
+    DataParallel dp = DataParallel::initialize(comm, model, 0,
+                                               {.overlap = true,
+                                                .bucket_cap_bytes = scale * cap,
+                                                .first_bucket_cap_bytes = scale * cap / 2 + 1});
     const std::size_t expected_buckets = cap == 4 ? 4 : cap == 200 ? 3 : 1;
     if (dp.bucket_plan().buckets().size() != expected_buckets) throw std::runtime_error("plan");
     GradientsParams o = dp.backward(model, loss_of(), weight, reduction);
