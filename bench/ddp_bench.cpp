@@ -48,6 +48,10 @@ struct Case {
   int ranks;
   std::int64_t batch;  // per rank
   int threads;         // CPU threads per rank
+  /// How the gradients are reduced: after backward (plain), while backward runs (overlapped,
+  /// DataParallelOptions::overlap with 1 MiB buckets: the MLP's 2.5 MiB in 4 buckets), or not
+  /// at all (compute-only: each rank steps with its own gradient, the floor overlap aims at).
+  enum class Mode { Plain, Overlapped, ComputeOnly } mode = Mode::Plain;
 };
 
 struct Timing {
@@ -74,7 +78,9 @@ Timing run_case(const Case& c, int warmup, int steps) {
     threads.emplace_back([&, r] {
       Communicator& comm = comms[static_cast<std::size_t>(r)];
       auto model = make_mlp();
-      optim::DataParallel dp = optim::DataParallel::initialize(comm, *model, 0);
+      optim::DataParallel dp = optim::DataParallel::initialize(
+          comm, *model, 0,
+          {.overlap = c.mode == Case::Mode::Overlapped, .bucket_cap_bytes = 1 << 20});
       optim::Sgd sgd({.momentum = 0.9});
       Generator gen(1000 + r);
       std::vector<Tensor> xs, ys;
@@ -90,10 +96,19 @@ Timing run_case(const Case& c, int warmup, int steps) {
         model->zero_grad();
         autodiff::Var loss = nn::cross_entropy(model->forward(autodiff::Var(xs[i % 16])),
                                                ys[i % 16], nn::Reduction::Sum);
-        loss.backward();
-        const optim::GradientsParams g =
-            dp.reduce(*model, optim::GradientsParams::from_module(*model),
-                      static_cast<double>(c.batch), optim::LossReduction::Sum);
+        const auto weight = static_cast<double>(c.batch);
+        optim::GradientsParams g;
+        if (c.mode == Case::Mode::Overlapped) {
+          g = dp.backward(*model, loss, weight, optim::LossReduction::Sum);
+        } else {
+          loss.backward();
+          g = optim::GradientsParams::from_module(*model);
+          if (c.mode == Case::Mode::Plain) {
+            g = dp.reduce(*model, g, weight, optim::LossReduction::Sum);
+          } else {  // the division reduce would do, so the updates have the same size
+            for (const auto& [id, grad] : g.entries()) Tensor(grad).div_(weight);  // shared
+          }
+        }
         sgd.step(0.01, *model, g);
         const double dt =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -190,6 +205,8 @@ int main(int argc, char** argv) {
       {"1 rank b128, 2 threads", 1, 128, static_cast<int>(std::min(2u, cores))},
       {"2 ranks b128/rank", 2, 128, 1},
       {"2 ranks b64/rank", 2, 64, 1},
+      {"2 ranks b128 overlapped", 2, 128, 1, Case::Mode::Overlapped},
+      {"2 ranks b128 compute-only", 2, 128, 1, Case::Mode::ComputeOnly},
   };
   std::vector<Timing> ours;
   std::cout << std::left << std::setw(26) << "case" << std::right << std::setw(6) << "ranks"

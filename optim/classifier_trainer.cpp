@@ -164,7 +164,9 @@ TrainResult train_rank(Communicator& comm, const LabelledImages& train, const La
   } else if (series) {
     series->remove_own();  // a fresh run: no file of an earlier run may be taken for ours
   }
-  DataParallel dp = DataParallel::initialize(comm, *model, /*root=*/0);
+  DataParallel dp = DataParallel::initialize(
+      comm, *model, /*root=*/0,
+      {.overlap = options.overlap, .bucket_cap_bytes = options.bucket_cap_bytes});
 
   TrainResult result;
   const auto start = Clock::now();
@@ -190,23 +192,25 @@ TrainResult train_rank(Communicator& comm, const LabelledImages& train, const La
       // The step's phases on the trace's training track (free unless tracing is on).
       std::optional<TraceSpan> step_span(std::in_place, comm.trace(), "step", steps + 1);
       GradientsParams grads;
+      autodiff::Var loss;  // with overlap, dp.backward runs its backward
       if (hi > lo) {
         const auto [hx, hy] = make_batch(train, order, lo, hi);
         const Tensor x = hx.to(comm.device());
         const Tensor y = hy.to(comm.device());
         model->zero_grad();
         std::optional<TraceSpan> phase(std::in_place, comm.trace(), "forward");
-        autodiff::Var loss =
-            nn::cross_entropy(model->forward(autodiff::Var(x)), y, nn::Reduction::Sum);
+        loss = nn::cross_entropy(model->forward(autodiff::Var(x)), y, nn::Reduction::Sum);
         phase.emplace(comm.trace(), "backward");
-        loss.backward();
+        if (!options.overlap) loss.backward();
         phase.reset();
         pending_loss += static_cast<double>(loss.value().to(Device::cpu()).item<float>());
-        grads = GradientsParams::from_module(*model);
+        if (!options.overlap) grads = GradientsParams::from_module(*model);
       }
       pending_count += size;
-      const GradientsParams mean = dp.reduce(*model, grads, static_cast<double>(hi - lo),
-                                             LossReduction::Sum);  // Σ G_r / Σ w_r
+      const GradientsParams mean =  // Σ G_r / Σ w_r
+          options.overlap
+              ? dp.backward(*model, loss, static_cast<double>(hi - lo), LossReduction::Sum)
+              : dp.reduce(*model, grads, static_cast<double>(hi - lo), LossReduction::Sum);
       {
         const TraceSpan phase(comm.trace(), "optimizer");
         opt->step(options.lr, *model, mean);

@@ -45,6 +45,10 @@ struct TrainOptions {
   /// Continue from checkpoint_dir's newest common checkpoint when there is one, else start
   /// afresh (what a job restarted by `ruccl-run --max-restarts` does).
   bool resume_if_any = false;
+  /// Reduce the gradients bucket by bucket while backward runs (DataParallelOptions::overlap).
+  bool overlap = false;
+  /// With overlap: the bucket plan's cap (DataParallelOptions::bucket_cap_bytes).
+  std::int64_t bucket_cap_bytes = 25LL << 20;
   /// Test hook: rank kill_rank SIGKILLs itself right after optimizer step kill_after_step (before
   /// writing that step's checkpoint; when it is a checkpoint step, once rank 0 has written its
   /// file), on the first attempt of the job only (attempt 0). -1: never.

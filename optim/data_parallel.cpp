@@ -47,12 +47,38 @@ void agree(Communicator& comm, const ReplicaDescription& local, std::int64_t ext
 }  // namespace
 
 DataParallel DataParallel::initialize(Communicator comm, nn::Module& model, int root) {
+  return initialize(std::move(comm), model, root, DataParallelOptions{});
+}
+
+DataParallel DataParallel::initialize(Communicator comm, nn::Module& model, int root,
+                                      const DataParallelOptions& options) {
   ReplicaDescription local = ReplicaDescription::of(model, root, comm.device());
   if (root < 0 || root >= comm.world_size()) {
     local.add_problem(CollectiveErrorKind::InvalidArgument,
                       str("root ", root, " is out of range for world size ", comm.world_size()));
   }
-  agree(comm, local, 0, nullptr, kInitLabel);
+  BucketPlan plan;
+  try {
+    plan = BucketPlan::of(
+        model, BucketPlanOptions{options.bucket_cap_bytes, options.first_bucket_cap_bytes});
+  } catch (const ValueError& e) {
+    local.add_problem(CollectiveErrorKind::InvalidArgument, e.what());
+  }
+  // The plan's hash and the overlap flag travel beside the description: equal descriptions with
+  // different words mean different caps or flags.
+  const auto plan_word = static_cast<std::int64_t>(plan.hash() ^ (options.overlap ? 1 : 0));
+  std::vector<std::int64_t> plan_words;
+  agree(comm, local, plan_word, &plan_words, kInitLabel);
+  for (std::size_t r = 0; r < plan_words.size(); ++r) {
+    if (plan_words[r] != plan_words[0]) {
+      throw CollectiveError(
+          CollectiveErrorKind::InvalidArgument,
+          str(kInitLabel, ": rank ", r,
+              "'s bucket plan or overlap flag differs from rank 0's "
+              "(DataParallelOptions: overlap, bucket_cap_bytes, first_bucket_cap_bytes must be "
+              "the same on every rank)"));
+    }
+  }
   autodiff::NoGradGuard no_grad;
   for (nn::Param& p : model.parameters()) {  // distinct parameters: a tied one moves once
     Tensor value = comm.broadcast(p.value(), root, CallOptions().with_label(kInitLabel));
@@ -62,7 +88,7 @@ DataParallel DataParallel::initialize(Communicator comm, nn::Module& model, int 
     Tensor value = comm.broadcast(b, root, CallOptions().with_label(kInitLabel));
     if (comm.rank() != root) model.set_buffer(path, value);
   }
-  return DataParallel(std::move(comm), root);
+  return DataParallel(std::move(comm), root, options, std::move(plan));
 }
 
 GradientsParams DataParallel::reduce(const nn::Module& model, const GradientsParams& grads,

@@ -29,7 +29,10 @@
 #include <string>
 
 #include "autodiff/nn/module.h"
+#include "autodiff/var.h"
 #include "collective/communicator.h"
+#include "collective/work.h"
+#include "optim/bucket_plan.h"
 #include "optim/gradients_accumulator.h"
 #include "optim/gradients_params.h"
 
@@ -46,6 +49,16 @@ enum class MissingGradientPolicy {
   Zero,   ///< treat it as a zero gradient (a parameter this rank's data did not reach)
 };
 
+/// Options of DataParallel::initialize.
+struct DataParallelOptions {
+  /// DataParallel::backward reduces bucket by bucket while backward runs (docs/training.md,
+  /// "Overlapped reduction"); false: it runs backward, then reduce().
+  bool overlap = false;
+  /// The bucket plan's caps (optim/bucket_plan.h): 25 MiB, and 1 MiB for the first bucket.
+  std::int64_t bucket_cap_bytes = 25LL << 20;
+  std::int64_t first_bucket_cap_bytes = 1LL << 20;
+};
+
 /// Token-weighted data parallelism over any Communicator. See the file comment.
 class DataParallel {
  public:
@@ -56,6 +69,35 @@ class DataParallel {
   /// parameter moves. Then broadcasts every parameter from `root` (once per tied parameter,
   /// frozen ones too), then every buffer (Module::named_buffers: BatchNorm's running statistics).
   static DataParallel initialize(Communicator comm, nn::Module& model, int root = 0);
+  /// initialize() with options: the bucket plan (BucketPlan::of(model, caps)) and the overlap
+  /// flag are agreed too; ranks whose plans or flags differ fail together naming them.
+  static DataParallel initialize(Communicator comm, nn::Module& model, int root,
+                                 const DataParallelOptions& options);
+
+  /// Runs `loss`'s backward and returns reduce(model, GradientsParams::from_module(model),
+  /// local_weight, reduction, policy) -- with options.overlap, bucket by bucket while backward
+  /// runs: each gradient is copied (and weighted) into its bucket as soon as it is final, and a
+  /// bucket whose gradients are all final is started (all_reduce_async), buckets in plan order
+  /// on every rank. Bit-identical to reduce() with 2 ranks (docs/training.md, "Exactness").
+  /// A trainable parameter no gradient reached is, under MissingGradientPolicy::Error, one
+  /// CollectiveError on every rank naming it (never a hang); Zero treats it as zeros. A rank
+  /// with no data passes an undefined `loss` and weight 0 (it still takes part).
+  ///
+  ///   GradientsParams g = dp.backward(model, cross_entropy(model.forward(x), y), batch_size,
+  ///                                   LossReduction::Mean);
+  GradientsParams backward(const nn::Module& model, const autodiff::Var& loss, double local_weight,
+                           LossReduction reduction,
+                           MissingGradientPolicy policy = MissingGradientPolicy::Error);
+  /// The last micro-batch of an accumulation window (no_sync): `window` (accumulator.take()) holds
+  /// the earlier micro-batches, which communicated nothing; this backward's gradients are folded
+  /// into it exactly as GradientsAccumulator::accumulate folds them, and the one reduction of the
+  /// whole window overlaps this backward. Equal to accumulate() then reduce(model, take()).
+  GradientsParams backward(const nn::Module& model, const autodiff::Var& loss, double local_weight,
+                           LossReduction reduction, const AccumulatedGradients& window,
+                           MissingGradientPolicy policy = MissingGradientPolicy::Error);
+  /// The bucket plan agreed at initialize.
+  const BucketPlan& bucket_plan() const { return plan_; }
+  const DataParallelOptions& options() const { return options_; }
 
   /// The gradient of the global mean loss for every trainable parameter (see the file comment),
   /// in the parameter's dtype, reduced in it too for F32 and F64 (an F64 model matches a single
@@ -92,7 +134,12 @@ class DataParallel {
   int root() const { return root_; }
 
  private:
-  DataParallel(Communicator comm, int root) : comm_(std::move(comm)), root_(root) {}
+  DataParallel(Communicator comm, int root, DataParallelOptions options, BucketPlan plan)
+      : comm_(std::move(comm)), root_(root), options_(options), plan_(std::move(plan)) {}
+  GradientsParams overlapped_backward(const nn::Module& model, const autodiff::Var& loss,
+                                      double local_weight, LossReduction reduction,
+                                      const AccumulatedGradients* window,
+                                      MissingGradientPolicy policy);
   GradientsParams reduce_impl(const nn::Module& model, const GradientsParams& grads,
                               double local_weight, LossReduction loss, MissingGradientPolicy policy,
                               bool fp32);
@@ -101,6 +148,9 @@ class DataParallel {
   int root_;
   double last_total_weight_ = 0.0;
   std::map<DType, Tensor> flat_;  // the packed gradients per accumulation dtype, reused
+  DataParallelOptions options_;
+  BucketPlan plan_;
+  std::vector<Tensor> buckets_;  // one buffer per bucket of plan_ (gradients, then flags), reused
 };
 
 }  // namespace ruccl::optim

@@ -59,6 +59,8 @@ constexpr const char* kUsage =
     "  --resume             continue from the newest checkpoint every rank holds in\n"
     "                       --checkpoint-dir (a job restarted by ruccl-run does so by itself)\n"
     "  --max-batches N      at most N batches per epoch (short runs)\n"
+    "  --overlap            reduce gradient buckets while backward runs (same parameters)\n"
+    "  --bucket-mb X        with --overlap: the bucket cap in MiB, default 25\n"
     "  --save-parameters F  write the final parameters to F (raw F32, visit order)\n"
     "  --kill-after-step K  test hook: rank --kill-rank (default 1) SIGKILLs itself after\n"
     "                       step K, on a job's first attempt only (processes only)\n";
@@ -99,6 +101,10 @@ Cli parse(int argc, char** argv) {
       cli.options.resume = true;
       continue;
     }
+    if (flag == "--overlap") {
+      cli.options.overlap = true;
+      continue;
+    }
     if (i + 1 >= argc) usage_error("missing value after " + flag);
     const std::string value = argv[++i];
     if (flag == "--ranks") {
@@ -114,6 +120,16 @@ Cli parse(int argc, char** argv) {
       } catch (const std::exception&) {
         usage_error("--lr expects a number, got '" + value + "'");
       }
+    } else if (flag == "--bucket-mb") {
+      double mb = 0.0;
+      try {
+        mb = std::stod(value);
+      } catch (const std::exception&) {
+        usage_error("--bucket-mb expects a number, got '" + value + "'");
+      }
+      if (!(mb > 0.0 && mb <= 1 << 20)) usage_error("--bucket-mb expects a size > 0 in MiB");
+      cli.options.bucket_cap_bytes = static_cast<std::int64_t>(mb * (1 << 20));
+      if (cli.options.bucket_cap_bytes < 1) usage_error("--bucket-mb is below one byte");
     } else if (flag == "--optimizer") {
       cli.options.optimizer = value;
     } else if (flag == "--hidden") {

@@ -6,6 +6,9 @@
 #                parameters must be byte-identical
 #   torchrun     the same with torchrun's variables (RANK, WORLD_SIZE, LOCAL_RANK,
 #                LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT) set by hand for two processes
+#   overlap      --overlap (gradient buckets reduced while backward runs; --bucket-mb 0.5 gives
+#                4 buckets) as 2 threads and as 2 processes under ruccl-run: both byte-identical
+#                to the plain run (docs/training.md, "Overlapped reduction": exact with 2 ranks)
 #   kill-resume  rank 1 SIGKILLs itself after step 15 (a checkpoint step: rank 0 writes step 15,
 #                rank 1 never does) under ruccl-run --max-restarts 1; the restarted job must
 #                resume at step 10, the newest step BOTH ranks wrote, pass over step 15, and end
@@ -28,6 +31,18 @@ same() {  # same FILE_A FILE_B WHAT
 grep -q "(threads)" "$work/threads.log" || fail "the baseline did not run on threads"
 
 case $case_name in
+  overlap)
+    overlap=(--overlap --bucket-mb 0.5)
+    "$train" "${short[@]}" "${overlap[@]}" --ranks 2 --save-parameters "$work/overlap-threads.bin" \
+      > "$work/overlap-threads.log"
+    same "$work/threads.bin" "$work/overlap-threads.bin" "--overlap on 2 threads"
+    "$ruccl_run" --nproc-per-node 2 "$train" "${short[@]}" "${overlap[@]}" \
+      --save-parameters "$work/overlap-processes.bin" > "$work/overlap-processes.log"
+    grep -q "^\[0\] .*(processes)" "$work/overlap-processes.log" ||
+      fail "ruccl-run did not run processes"
+    same "$work/threads.bin" "$work/overlap-processes.bin" "--overlap on 2 processes"
+    echo "PASS: --overlap ends with the plain run's parameters, byte for byte, on threads and processes"
+    ;;
   ruccl-run)
     "$ruccl_run" --nproc-per-node 2 "$train" "${short[@]}" \
       --save-parameters "$work/processes.bin" | tee "$work/processes.log"

@@ -1,0 +1,83 @@
+#include "optim/bucket_plan.h"
+
+#include <algorithm>
+#include <set>
+#include <sstream>
+
+#include "collective/common/hash.h"
+#include "optim/rank_agreement.h"
+
+namespace ruccl::optim {
+
+BucketPlan BucketPlan::of(const nn::Module& model, const BucketPlanOptions& options) {
+  RUCCL_CHECK(options.bucket_cap_bytes > 0 && options.first_bucket_cap_bytes > 0, ValueError,
+              "BucketPlan::of: expected bucket caps > 0 bytes, got bucket_cap_bytes ",
+              options.bucket_cap_bytes, " and first_bucket_cap_bytes ",
+              options.first_bucket_cap_bytes);
+  std::vector<BucketEntry> order;  // trainable, each once, registration order
+  std::set<nn::ParamId> seen;
+  for (const auto& [path, p] : model.named_parameters()) {
+    if (!p.trainable() || !seen.insert(p.id()).second) continue;
+    order.push_back(BucketEntry{p.id(), path, p.shape(), p.dtype(), 0, p.numel()});
+  }
+  BucketPlan plan;
+  std::int64_t bytes = 0;  // of the open bucket (plan.buckets_.back())
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    const DType dtype = it->param_dtype == DType::F64 ? DType::F64 : DType::F32;
+    const std::int64_t entry_bytes = it->numel * static_cast<std::int64_t>(dtype_size(dtype));
+    // The open bucket is the last one; the first bucket has its own, smaller cap.
+    const std::int64_t cap = plan.buckets_.size() == 1 ? std::min(options.first_bucket_cap_bytes,
+                                                                  options.bucket_cap_bytes)
+                                                       : options.bucket_cap_bytes;
+    const bool open =
+        !plan.buckets_.empty() && plan.buckets_.back().dtype == dtype && bytes + entry_bytes <= cap;
+    if (!open) {
+      plan.buckets_.push_back(Bucket{dtype, 0, {}});
+      bytes = 0;
+    }
+    Bucket& bucket = plan.buckets_.back();
+    BucketEntry entry = *it;
+    entry.offset = bucket.numel;
+    bucket.numel += entry.numel;
+    bucket.entries.push_back(std::move(entry));
+    bytes += entry_bytes;
+  }
+  return plan;
+}
+
+std::size_t BucketPlan::num_entries() const {
+  std::size_t n = 0;
+  for (const Bucket& b : buckets_) n += b.entries.size();
+  return n;
+}
+
+std::uint64_t BucketPlan::hash() const {
+  std::string bytes;
+  for (const Bucket& b : buckets_) {
+    append_word(bytes, static_cast<std::int64_t>(b.dtype));
+    append_word(bytes, b.numel);
+    append_word(bytes, static_cast<std::int64_t>(b.entries.size()));
+    for (const BucketEntry& e : b.entries) {
+      append_word(bytes, static_cast<std::int64_t>(e.id));
+      bytes += e.path;
+      bytes.push_back('\0');
+      for (std::int64_t d : e.shape) append_word(bytes, d);
+      append_word(bytes, static_cast<std::int64_t>(e.param_dtype));
+      append_word(bytes, e.offset);
+    }
+  }
+  return fnv1a64(bytes);
+}
+
+std::string BucketPlan::describe() const {
+  std::ostringstream out;
+  for (std::size_t i = 0; i < buckets_.size(); ++i) {
+    const Bucket& b = buckets_[i];
+    out << "bucket " << i << ' ' << b.dtype << ' ' << b.numel << " elements:";
+    for (const BucketEntry& e : b.entries) out << ' ' << e.path;
+    out << '\n';
+  }
+  return out.str();
+}
+
+}  // namespace ruccl::optim
