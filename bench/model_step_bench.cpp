@@ -13,15 +13,20 @@
 //
 //   model_step_bench [--iters N] [--threads T] [--peer SCRIPT | --no-peer] [--only NAME]
 //
-// Each case: two warm-up iterations, then N timed (default 5), the median in ms. Inputs are fixed
-// random draws (the time does not depend on the values). The peer runs with OPENBLAS_CORETYPE
-// unset (its convolutions are oneDNN's, its GEMMs MKL-DNN's or OpenBLAS's own choice) and the same
-// thread count. "ratio" is ours / PyTorch's time (<= 1.0: as fast as PyTorch or faster).
+// Each case: two warm-up iterations, then N timed (default 5); the medians in ms of the wall-clock
+// time and of the process's CPU time (all threads: on a loaded machine, where a process waits for
+// a core most of the time, the figure that still compares). Inputs are fixed
+// random draws (the time does not depend on the values). The peer runs with the same thread count
+// and bench::openblas_core()'s OPENBLAS_CORETYPE (SkylakeX on an AVX-512 CPU: Debian's torch does
+// its GEMMs in OpenBLAS, which would otherwise fall back to SSE3 kernels here; its convolutions
+// are oneDNN's either way). "ratio" is ours / PyTorch's time (<= 1.0: as fast as PyTorch or
+// faster).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <functional>
 #include <map>
 #include <string>
@@ -46,18 +51,40 @@ struct Case {
   std::function<void()> step;  // one timed iteration
 };
 
-/// The median of `iters` timed calls of fn, after two untimed warm-up calls (ms).
-double median_ms(int iters, const std::function<void()>& fn) {
-  std::vector<double> times;
+/// CPU time of this process, all threads (ms).
+double cpu_ms() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return 1e3 * static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_nsec);
+}
+
+/// Medians (ms) of one case: wall-clock and this process's CPU time.
+struct Timing {
+  double wall = 0.0;
+  double cpu = 0.0;
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+/// The medians of `iters` timed calls of fn, after two untimed warm-up calls.
+Timing time_case(int iters, const std::function<void()>& fn) {
+  std::vector<double> walls, cpus;
   for (int i = 0; i < iters + 2; ++i) {
     const auto start = std::chrono::steady_clock::now();
+    const double cpu_start = cpu_ms();
     fn();
+    const double cpu = cpu_ms() - cpu_start;
     const double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    if (i >= 2) times.push_back(ms);
+    if (i >= 2) {
+      walls.push_back(ms);
+      cpus.push_back(cpu);
+    }
   }
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
+  return {median(walls), median(cpus)};
 }
 
 /// `n` labels drawn uniformly from [0, classes).
@@ -116,13 +143,17 @@ Case lm_case() {
           }};
 }
 
-/// name -> median ms from the peer's "case name=NAME med_ms=..." lines.
-std::map<std::string, double> run_peer(const std::string& script, int threads, int iters,
+/// name -> medians from the peer's "case name=NAME threads=T med_ms=W cpu_ms=C" lines.
+std::map<std::string, Timing> run_peer(const std::string& script, int threads, int iters,
                                        const std::string& only) {
-  std::string cmd = "env -u OPENBLAS_CORETYPE /usr/bin/python3 '" + script + "' --threads " +
-                    std::to_string(threads) + " --iters " + std::to_string(iters);
+  const std::string core = bench::openblas_core();
+  const std::string t = std::to_string(threads);  // OpenBLAS's own pool too, not only ATen's
+  std::string cmd =
+      (core == "default" ? "env -u OPENBLAS_CORETYPE" : "env OPENBLAS_CORETYPE=" + core) +
+      " OPENBLAS_NUM_THREADS=" + t + " OMP_NUM_THREADS=" + t + " /usr/bin/python3 '" + script +
+      "' --threads " + t + " --iters " + std::to_string(iters);
   if (!only.empty()) cmd += " --only '" + only + "'";
-  std::map<std::string, double> out;
+  std::map<std::string, Timing> out;
   FILE* pipe = popen(cmd.c_str(), "r");
   if (pipe == nullptr) return out;
   char buf[512];
@@ -131,10 +162,13 @@ std::map<std::string, double> run_peer(const std::string& script, int threads, i
     std::printf("  peer| %s", line.c_str());
     const auto name_at = line.find("name=");
     const auto ms_at = line.find("med_ms=");
-    if (line.rfind("case ", 0) != 0 || name_at == std::string::npos || ms_at == std::string::npos)
+    const auto cpu_at = line.find("cpu_ms=");
+    if (line.rfind("case ", 0) != 0 || name_at == std::string::npos || ms_at == std::string::npos ||
+        cpu_at == std::string::npos)
       continue;
     const auto name_end = line.find(" threads=", name_at);
-    out[line.substr(name_at + 5, name_end - name_at - 5)] = std::atof(line.c_str() + ms_at + 7);
+    out[line.substr(name_at + 5, name_end - name_at - 5)] = {std::atof(line.c_str() + ms_at + 7),
+                                                             std::atof(line.c_str() + cpu_at + 7)};
   }
   pclose(pipe);
   return out;
@@ -170,27 +204,31 @@ int main(int argc, char** argv) {
   cpu::set_num_threads(threads);
   std::vector<std::function<Case()>> makers = {
       [] { return attention_case(128); }, [] { return attention_case(512); }, cnn_case, lm_case};
-  std::map<std::string, double> ours;
+  std::map<std::string, Timing> ours;
   std::vector<std::string> order;
   for (const auto& make : makers) {
     const Case c = make();
     if (!only.empty() && c.name.rfind(only, 0) != 0) continue;
-    ours[c.name] = median_ms(iters, c.step);
+    ours[c.name] = time_case(iters, c.step);
     order.push_back(c.name);
-    std::printf("  ours| case name=%s threads=%d med_ms=%.3f\n", c.name.c_str(), threads,
-                ours[c.name]);
+    std::printf("  ours| case name=%s threads=%d med_ms=%.3f cpu_ms=%.3f\n", c.name.c_str(),
+                threads, ours[c.name].wall, ours[c.name].cpu);
     std::fflush(stdout);
   }
-  std::map<std::string, double> theirs;
+  std::map<std::string, Timing> theirs;
   if (!peer.empty()) theirs = run_peer(peer, threads, iters, only);
-  std::printf("\n%-12s %8s %12s %12s %8s\n", "case", "threads", "ruCCL ms", "PyTorch ms", "ratio");
+  std::printf("\n%-12s %7s %10s %10s %7s %10s %10s %7s\n", "case", "threads", "ours ms", "torch ms",
+              "ratio", "ours cpu", "torch cpu", "ratio");
   for (const std::string& name : order) {
+    const Timing& o = ours[name];
     const auto it = theirs.find(name);
     if (it == theirs.end()) {
-      std::printf("%-12s %8d %12.3f %12s %8s\n", name.c_str(), threads, ours[name], "-", "-");
+      std::printf("%-12s %7d %10.2f %10s %7s %10.2f %10s %7s\n", name.c_str(), threads, o.wall, "-",
+                  "-", o.cpu, "-", "-");
     } else {
-      std::printf("%-12s %8d %12.3f %12.3f %8.2f\n", name.c_str(), threads, ours[name], it->second,
-                  ours[name] / it->second);
+      const Timing& t = it->second;
+      std::printf("%-12s %7d %10.2f %10.2f %7.2f %10.2f %10.2f %7.2f\n", name.c_str(), threads,
+                  o.wall, t.wall, o.wall / t.wall, o.cpu, t.cpu, o.cpu / t.cpu);
     }
   }
   return 0;

@@ -2,8 +2,8 @@
 """The PyTorch peer of bench/model_step_bench: the same cases, the same shapes.
 
 Usage: /usr/bin/python3 bench/peers/model_step_torch.py [--threads T] [--iters N] [--only NAME]
-(Debian's python3-torch 1.13 CPU; model_step_bench runs it with OPENBLAS_CORETYPE unset and
-parses its lines.)
+(Debian's python3-torch 1.13 CPU; model_step_bench runs it with OPENBLAS_CORETYPE=SkylakeX on an
+AVX-512 CPU -- torch's GEMMs are OpenBLAS's, its convolutions oneDNN's -- and parses its lines.)
 
 Cases (see bench/model_step_bench.cpp):
   attn T=128, T=512  train_char_lm's pre-LN block (LayerNorm, causal nn.MultiheadAttention +
@@ -13,8 +13,9 @@ Cases (see bench/model_step_bench.cpp):
                      backward, Adam step
   lm step            train_char_lm's GPT (2 blocks, embed 64, 4 heads, context 64, tied head,
                      vocabulary 96), batch 16: forward, cross-entropy, backward, AdamW step
-Each: two warm-up iterations, then N timed (default 5), the median in ms. Output, one line each:
-  case name=NAME threads=T med_ms=...
+Each: two warm-up iterations, then N timed (default 5); the medians in ms of the wall-clock time
+and of the process's CPU time. Output, one line each:
+  case name=NAME threads=T med_ms=W cpu_ms=C
 """
 import argparse
 import os
@@ -30,14 +31,16 @@ from fashion_mnist_torch import make_cnn  # noqa: E402
 from train_char_lm import Block, Gpt  # noqa: E402
 
 
-def median_ms(iters, fn):
-    times = []
+def medians_ms(iters, fn):
+    """(wall, process CPU) medians in ms."""
+    walls, cpus = [], []
     for i in range(iters + 2):
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         fn()
         if i >= 2:
-            times.append(1000 * (time.perf_counter() - start))
-    return statistics.median(times)
+            walls.append(1000 * (time.perf_counter() - start))
+            cpus.append(1000 * (time.process_time() - cpu_start))
+    return statistics.median(walls), statistics.median(cpus)
 
 
 def attention_case(t):
@@ -93,8 +96,9 @@ def main():
         name, step = make()
         if args.only and not name.startswith(args.only):
             continue
-        ms = median_ms(args.iters, step)
-        print(f"case name={name} threads={args.threads} med_ms={ms:.3f}", flush=True)
+        wall, cpu = medians_ms(args.iters, step)
+        print(f"case name={name} threads={args.threads} med_ms={wall:.3f} cpu_ms={cpu:.3f}",
+              flush=True)
 
 
 if __name__ == "__main__":
