@@ -3,6 +3,8 @@
 #include "autodiff/engine.h"
 
 #include <algorithm>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "autodiff/error.h"
@@ -132,6 +134,33 @@ bool later(const std::shared_ptr<Node>& a, const std::shared_ptr<Node>& b) {
   return a->sequence_nr() < b->sequence_nr();  // max-heap on the sequence number
 }
 
+// For the gradient-ready hook: how many nodes reachable from `root` send each leaf a gradient
+// (one per edge: a node that uses a leaf twice counts twice), and the leaves in the order a
+// depth-first walk from the root meets them (deterministic: edges in input order). Frozen leaves
+// are not counted.
+struct LeafUses {
+  std::unordered_map<VarImpl*, std::size_t> count;
+  std::vector<std::shared_ptr<VarImpl>> order;
+};
+
+LeafUses leaf_uses(const std::shared_ptr<Node>& root) {
+  LeafUses uses;
+  std::unordered_set<Node*> seen{root.get()};
+  std::vector<Node*> stack{root.get()};
+  while (!stack.empty()) {
+    Node* node = stack.back();
+    stack.pop_back();
+    const Edge* edges = NodeAccess::edges(*node);
+    for (std::size_t i = 0; i < node->num_inputs(); ++i) {
+      const Edge& e = edges[i];
+      if (e.node && seen.insert(e.node.get()).second) stack.push_back(e.node.get());
+      if (!e.leaf || !e.leaf->requires_grad) continue;
+      if (uses.count[e.leaf.get()]++ == 0) uses.order.push_back(e.leaf);
+    }
+  }
+  return uses;
+}
+
 }  // namespace
 
 bool should_record(std::span<const VarRef> inputs) { return any_requires_grad(inputs, deref); }
@@ -168,8 +197,11 @@ void backward(const Var& root, const BackwardOptions& options) {
   }
   if (!impl.grad_fn) {  // a leaf: the gradient of itself
     accumulate_leaf(impl, std::move(seed));
+    if (options.grad_ready) options.grad_ready(root);
     return;
   }
+  LeafUses uses;
+  if (options.grad_ready) uses = leaf_uses(impl.grad_fn);
 
   std::vector<std::shared_ptr<Node>> heap;
   std::vector<Tensor> slots;
@@ -213,6 +245,11 @@ void backward(const Var& root, const BackwardOptions& options) {
         }
       }
       slots.clear();
+      for (std::size_t i = 0; options.grad_ready && i < n; ++i) {
+        const std::shared_ptr<VarImpl>& leaf = edges[i].leaf;
+        if (!leaf || !leaf->requires_grad || --uses.count[leaf.get()] > 0) continue;
+        options.grad_ready(Var(leaf));  // this was the leaf's last use: its gradient is final
+      }
       if (!options.retain_graph) {
         node->release_saved();
         for (std::size_t i = 0; i < n; ++i) {
@@ -225,6 +262,11 @@ void backward(const Var& root, const BackwardOptions& options) {
   } catch (...) {
     for (const std::shared_ptr<Node>& node : heap) NodeAccess::pending(*node) = Tensor();
     throw;
+  }
+  // Leaves reached only through nodes that got no gradient (so never ran): final now, in the
+  // walk's order.
+  for (const std::shared_ptr<VarImpl>& leaf : uses.order) {
+    if (uses.count[leaf.get()] > 0) options.grad_ready(Var(leaf));
   }
 }
 

@@ -17,6 +17,18 @@
 // Without retain_graph each node's saved tensors and edges are released right after it runs, and
 // a later backward reaching it throws AutodiffError.
 //
+// Gradient-ready hook (BackwardOptions::grad_ready). Before the pass, backward counts for every
+// leaf the reachable nodes that send it a gradient (its uses). A leaf is final once the last of
+// those nodes has run, and the hook fires right then. So leaves fire in the order of their last
+// use's node, in descending sequence order (the order the pass runs nodes). Several leaves final
+// at one node fire in that node's input order. This order depends only on the order the graph was
+// recorded, so it is the same on every rank that records the same graph in the same order. A
+// leaf whose last use sent it no gradient still fires when that node has run (its gradient is
+// final, unchanged); leaves reached only through nodes that never ran (no gradient reached them)
+// fire at the end of the pass, in the order a depth-first walk from the root (edges in input
+// order) first meets them. A root that is itself a leaf fires after its seed is accumulated. When
+// the hook throws, backward stops and rethrows (later leaves do not fire).
+//
 // Threads. No global mutable state: grad mode and the sequence counter are thread-local, the
 // pending gradients live in the graph's nodes. Independent graphs may be recorded and run on any
 // number of threads at once. One graph (or a leaf shared by two graphs) must not be run by two

@@ -7,6 +7,7 @@
 //   Var loss = sum(relu(matmul(x, w)));
 //   loss.backward();                      // w.grad() now holds d loss / d w
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <span>
@@ -26,12 +27,22 @@ struct VarImpl {
   bool requires_grad = false;
 };
 
+class Var;
+
 /// Options of Var::backward.
 struct BackwardOptions {
   /// d root / d root; may be undefined for a one-element root (then 1). Same shape as the root.
   Tensor seed;
   /// Keep the graph (its saved tensors) so that backward can run through it again.
   bool retain_graph = false;
+  /// The gradient-ready hook of this backward: called once for every leaf requiring grad that the
+  /// backward reaches, as soon as its gradient is final in this backward (every contribution of
+  /// this backward accumulated into grad(); a leaf used several times, a tied parameter, after
+  /// its last use), on the thread running backward, before backward returns. Leaves the backward
+  /// does not reach never fire. The order is the same on every rank that records the same graph
+  /// in the same order (autodiff/engine.h, "Gradient-ready hook"). May start communication (an
+  /// all_reduce_async of the gradient); must not run a backward itself.
+  std::function<void(const Var& leaf)> grad_ready;
 };
 
 /// A value on the tape. See the file comment.

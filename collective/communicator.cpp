@@ -61,19 +61,24 @@ void Communicator::abort(const CollectiveError& cause) {
 
 std::string Communicator::engine_name() const { return core().engine().name(); }
 
-Tensor Communicator::all_reduce(const Tensor& t, ReduceOperation op, const CallOptions& call) {
-  CommunicatorCore& c = core();
-  CallScope scope = c.begin(OpKind::AllReduce, call);
+bool Communicator::has_progress_thread() const { return core().progress().started(); }
+
+namespace {
+
+using Issued = CommunicatorCore::Issued;
+
+Tensor all_reduce_call(CommunicatorCore& c, const Tensor& t, ReduceOperation op,
+                       const CallOptions& call, Issued issued) {
+  CallScope scope = c.begin(OpKind::AllReduce, call, issued);
   c.describe_reduce_op(scope, op);
   c.describe_tensor(scope, t, "input");
   c.choose_algorithm(scope, call, c.options().all_reduce_algorithm, accumulated_bytes(t));
   return c.execute(scope, [&](const EngineCall& e) { return c.engine().all_reduce(e, t, op); });
 }
 
-std::optional<Tensor> Communicator::reduce(const Tensor& t, int root, ReduceOperation op,
-                                           const CallOptions& call) {
-  CommunicatorCore& c = core();
-  CallScope scope = c.begin(OpKind::Reduce, call);
+std::optional<Tensor> reduce_call(CommunicatorCore& c, const Tensor& t, int root,
+                                  ReduceOperation op, const CallOptions& call, Issued issued) {
+  CallScope scope = c.begin(OpKind::Reduce, call, issued);
   c.describe_reduce_op(scope, op);
   c.describe_root(scope, root);
   c.describe_tensor(scope, t, "input");
@@ -81,9 +86,9 @@ std::optional<Tensor> Communicator::reduce(const Tensor& t, int root, ReduceOper
   return c.execute(scope, [&](const EngineCall& e) { return c.engine().reduce(e, t, root, op); });
 }
 
-Tensor Communicator::reduce_scatter(const Tensor& t, ReduceOperation op, const CallOptions& call) {
-  CommunicatorCore& c = core();
-  CallScope scope = c.begin(OpKind::ReduceScatter, call);
+Tensor reduce_scatter_call(CommunicatorCore& c, const Tensor& t, ReduceOperation op,
+                           const CallOptions& call, Issued issued) {
+  CallScope scope = c.begin(OpKind::ReduceScatter, call, issued);
   c.describe_reduce_op(scope, op);
   c.describe_tensor(scope, t, "input");
   if (t.defined() && (t.dim() == 0 || t.shape()[0] % c.world_size() != 0)) {
@@ -92,6 +97,50 @@ Tensor Communicator::reduce_scatter(const Tensor& t, ReduceOperation op, const C
                  ", got shape ", t.shape()));
   }
   return c.execute(scope, [&](const EngineCall& e) { return c.engine().reduce_scatter(e, t, op); });
+}
+
+}  // namespace
+
+Tensor Communicator::all_reduce(const Tensor& t, ReduceOperation op, const CallOptions& call) {
+  CommunicatorCore& c = core();
+  return c.run(call, "all_reduce",
+               [&](Issued issued) { return all_reduce_call(c, t, op, call, issued); });
+}
+
+Work Communicator::all_reduce_async(const Tensor& t, ReduceOperation op, const CallOptions& call) {
+  CommunicatorCore& c = core();
+  return Work(c.start({t}, call, "all_reduce", [&c, t, op, call](Issued issued) {
+    return all_reduce_call(c, t, op, call, issued);
+  }));
+}
+
+std::optional<Tensor> Communicator::reduce(const Tensor& t, int root, ReduceOperation op,
+                                           const CallOptions& call) {
+  CommunicatorCore& c = core();
+  return c.run(call, "reduce",
+               [&](Issued issued) { return reduce_call(c, t, root, op, call, issued); });
+}
+
+Work Communicator::reduce_async(const Tensor& t, int root, ReduceOperation op,
+                                const CallOptions& call) {
+  CommunicatorCore& c = core();
+  return Work(c.start({t}, call, "reduce", [&c, t, root, op, call](Issued issued) {
+    return reduce_call(c, t, root, op, call, issued);
+  }));
+}
+
+Tensor Communicator::reduce_scatter(const Tensor& t, ReduceOperation op, const CallOptions& call) {
+  CommunicatorCore& c = core();
+  return c.run(call, "reduce_scatter",
+               [&](Issued issued) { return reduce_scatter_call(c, t, op, call, issued); });
+}
+
+Work Communicator::reduce_scatter_async(const Tensor& t, ReduceOperation op,
+                                        const CallOptions& call) {
+  CommunicatorCore& c = core();
+  return Work(c.start({t}, call, "reduce_scatter", [&c, t, op, call](Issued issued) {
+    return reduce_scatter_call(c, t, op, call, issued);
+  }));
 }
 
 }  // namespace ruccl

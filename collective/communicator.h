@@ -25,6 +25,7 @@
 #include "collective/protocol/call_options.h"
 #include "collective/trace/call_stats.h"
 #include "collective/trace/call_trace.h"
+#include "collective/work.h"
 #include "tensor/core/tensor.h"
 
 namespace ruccl {
@@ -63,7 +64,8 @@ class Communicator {
   /// The name of the engine that runs this group's collectives ("algorithms", "mpi").
   std::string engine_name() const;
   /// Calls, failures, bytes and time of this rank's calls so far, per operation and algorithm
-  /// (a copy; docs/observability.md). Always counted.
+  /// (a copy; docs/observability.md). Always counted. The progress thread counts *_async calls:
+  /// read this when none is pending (after their wait()), not while they run.
   CollectiveStats stats() const;
   /// This rank's trace: off by default (then free), `comm.trace().enable()` records every call
   /// and every TraceSpan marked on it; RUCCL_TRACE_FILE turns it on for every communicator.
@@ -109,6 +111,34 @@ class Communicator {
   Tensor recv(int src, const CallOptions& call = {});
   /// Returns when every rank has called barrier.
   void barrier(const CallOptions& call = {});
+  /// Non-blocking forms (docs/collectives.md, "Asynchronous collectives"): each starts the call
+  /// and returns its Work handle at once; Work::result() is what the blocking form returns
+  /// (an undefined Tensor where it returns std::nullopt or nothing; all_to_all_v's counts:
+  /// Work::recv_counts()). A rank's calls, blocking or not, run in the order it made them, one
+  /// at a time, on the communicator's progress thread (started by the first *_async call), with
+  /// the same agreement, deadlines (counted from the *_async call) and errors as the blocking
+  /// forms. The handle keeps the inputs alive; do not write into them before the call completes.
+  /// CallOptions::label must outlive the call (a string literal).
+  Work broadcast_async(const Tensor& t, int root, const CallOptions& call = {});
+  Work broadcast_from_sender_async(const std::optional<Tensor>& t, const CallOptions& call = {});
+  Work all_reduce_async(const Tensor& t, ReduceOperation op = ReduceOperation::Sum,
+                        const CallOptions& call = {});
+  Work reduce_async(const Tensor& t, int root, ReduceOperation op = ReduceOperation::Sum,
+                    const CallOptions& call = {});
+  Work all_gather_async(const Tensor& t, const CallOptions& call = {});
+  Work reduce_scatter_async(const Tensor& t, ReduceOperation op = ReduceOperation::Sum,
+                            const CallOptions& call = {});
+  Work gather_async(const Tensor& t, int root, const CallOptions& call = {});
+  Work scatter_async(const Tensor& t, int root, const CallOptions& call = {});
+  Work all_to_all_async(const Tensor& t, const CallOptions& call = {});
+  Work all_to_all_v_async(const Tensor& t, std::span<const std::int64_t> send_counts,
+                          const CallOptions& call = {});
+  Work send_async(const Tensor& t, int dst, const CallOptions& call = {});
+  Work recv_async(int src, const CallOptions& call = {});
+  Work barrier_async(const CallOptions& call = {});
+  /// Whether this rank's progress thread runs (a rank that made no *_async call has none).
+  bool has_progress_thread() const;
+
   /// Makes every pending and later call on every rank of the group fail promptly with
   /// CollectiveErrorKind::Aborted carrying `reason`. Safe from any thread; never throws.
   void abort(const std::string& reason);

@@ -40,11 +40,11 @@ void check_peer(CommunicatorCore& c, int peer, const char* label) {
   throw error;
 }
 
-}  // namespace
+using Issued = CommunicatorCore::Issued;
 
-Tensor Communicator::broadcast(const Tensor& t, int root, const CallOptions& call) {
-  CommunicatorCore& c = core();
-  CallScope scope = c.begin(OpKind::Broadcast, call);
+Tensor broadcast_call(CommunicatorCore& c, const Tensor& t, int root, const CallOptions& call,
+                      Issued issued) {
+  CallScope scope = c.begin(OpKind::Broadcast, call, issued);
   describe_root_tensor(c, scope, t, root);
   // The size is unknown on non-roots until agreement: Auto is resolved after it (from root's
   // record, the same on every rank).
@@ -52,10 +52,9 @@ Tensor Communicator::broadcast(const Tensor& t, int root, const CallOptions& cal
   return c.execute(scope, [&](const EngineCall& e) { return c.engine().broadcast(e, t, root); });
 }
 
-Tensor Communicator::broadcast_from_sender(const std::optional<Tensor>& t,
-                                           const CallOptions& call) {
-  CommunicatorCore& c = core();
-  CallScope scope = c.begin(OpKind::BroadcastFromSender, call);
+Tensor broadcast_from_sender_call(CommunicatorCore& c, const std::optional<Tensor>& t,
+                                  const CallOptions& call, Issued issued) {
+  CallScope scope = c.begin(OpKind::BroadcastFromSender, call, issued);
   if (t.has_value()) c.describe_tensor(scope, *t, "input");
   c.choose_algorithm(scope, call, c.options().broadcast_algorithm, std::nullopt);
   return c.execute(scope, [&](const EngineCall& e) {
@@ -67,24 +66,24 @@ Tensor Communicator::broadcast_from_sender(const std::optional<Tensor>& t,
   });
 }
 
-Tensor Communicator::all_gather(const Tensor& t, const CallOptions& call) {
-  CommunicatorCore& c = core();
-  CallScope scope = c.begin(OpKind::AllGather, call);
+Tensor all_gather_call(CommunicatorCore& c, const Tensor& t, const CallOptions& call,
+                       Issued issued) {
+  CallScope scope = c.begin(OpKind::AllGather, call, issued);
   c.describe_tensor(scope, t, "input");
   return c.execute(scope, [&](const EngineCall& e) { return c.engine().all_gather(e, t); });
 }
 
-std::optional<Tensor> Communicator::gather(const Tensor& t, int root, const CallOptions& call) {
-  CommunicatorCore& c = core();
-  CallScope scope = c.begin(OpKind::Gather, call);
+std::optional<Tensor> gather_call(CommunicatorCore& c, const Tensor& t, int root,
+                                  const CallOptions& call, Issued issued) {
+  CallScope scope = c.begin(OpKind::Gather, call, issued);
   c.describe_root(scope, root);
   c.describe_tensor(scope, t, "input");
   return c.execute(scope, [&](const EngineCall& e) { return c.engine().gather(e, t, root); });
 }
 
-Tensor Communicator::scatter(const Tensor& t, int root, const CallOptions& call) {
-  CommunicatorCore& c = core();
-  CallScope scope = c.begin(OpKind::Scatter, call);
+Tensor scatter_call(CommunicatorCore& c, const Tensor& t, int root, const CallOptions& call,
+                    Issued issued) {
+  CallScope scope = c.begin(OpKind::Scatter, call, issued);
   describe_root_tensor(c, scope, t, root);
   if (c.rank() == root && t.defined() && (t.dim() == 0 || t.shape()[0] % c.world_size() != 0)) {
     c.reject(scope, CollectiveErrorKind::InvalidArgument,
@@ -94,9 +93,9 @@ Tensor Communicator::scatter(const Tensor& t, int root, const CallOptions& call)
   return c.execute(scope, [&](const EngineCall& e) { return c.engine().scatter(e, t, root); });
 }
 
-Tensor Communicator::all_to_all(const Tensor& t, const CallOptions& call) {
-  CommunicatorCore& c = core();
-  CallScope scope = c.begin(OpKind::AllToAll, call);
+Tensor all_to_all_call(CommunicatorCore& c, const Tensor& t, const CallOptions& call,
+                       Issued issued) {
+  CallScope scope = c.begin(OpKind::AllToAll, call, issued);
   c.describe_tensor(scope, t, "input");
   if (t.defined() && (t.dim() == 0 || t.shape()[0] % c.world_size() != 0)) {
     c.reject(scope, CollectiveErrorKind::InvalidArgument,
@@ -106,11 +105,10 @@ Tensor Communicator::all_to_all(const Tensor& t, const CallOptions& call) {
   return c.execute(scope, [&](const EngineCall& e) { return c.engine().all_to_all(e, t); });
 }
 
-AllToAllVResult Communicator::all_to_all_v(const Tensor& t,
-                                           std::span<const std::int64_t> send_counts,
-                                           const CallOptions& call) {
-  CommunicatorCore& c = core();
-  CallScope scope = c.begin(OpKind::AllToAllV, call);
+AllToAllVResult all_to_all_v_call(CommunicatorCore& c, const Tensor& t,
+                                  std::span<const std::int64_t> send_counts,
+                                  const CallOptions& call, Issued issued) {
+  CallScope scope = c.begin(OpKind::AllToAllV, call, issued);
   c.describe_tensor(scope, t, "input");
   if (t.defined()) {
     if (t.dim() == 0) {
@@ -138,14 +136,13 @@ AllToAllVResult Communicator::all_to_all_v(const Tensor& t,
                    [&](const EngineCall& e) { return c.engine().all_to_all_v(e, t, send_counts); });
 }
 
-void Communicator::barrier(const CallOptions& call) {
-  CommunicatorCore& c = core();
-  CallScope scope = c.begin(OpKind::Barrier, call);
-  c.execute(scope, [](const EngineCall&) { return true; });  // the agreement is the barrier
+bool barrier_call(CommunicatorCore& c, const CallOptions& call, Issued issued) {
+  CallScope scope = c.begin(OpKind::Barrier, call, issued);
+  return c.execute(scope, [](const EngineCall&) { return true; });  // the agreement is the barrier
 }
 
-void Communicator::send(const Tensor& t, int dst, const CallOptions& call) {
-  CommunicatorCore& c = core();
+bool send_call(CommunicatorCore& c, const Tensor& t, int dst, const CallOptions& call,
+               Issued issued) {
   const char* label = call.label != nullptr ? call.label : "send";
   c.throw_if_finished(label);
   check_peer(c, dst, label);
@@ -158,7 +155,7 @@ void Communicator::send(const Tensor& t, int dst, const CallOptions& call) {
     c.transport().fail(error);
     throw error;
   }
-  const Deadline deadline = c.p2p_deadline(call, label);
+  const Deadline deadline = c.p2p_deadline(call, label, issued);
   const std::uint64_t tag = c.next_p2p_tag(dst, true);
   const std::int64_t start = c.observer().start();
   try {
@@ -169,6 +166,7 @@ void Communicator::send(const Tensor& t, int dst, const CallOptions& call) {
     c.transport().isend(dst, tag | 1, in.data_ptr(), in.nbytes(), deadline);
     c.transport().wait_send(dst, deadline);
     c.observer().finish_point_to_point(true, dst, label, in.nbytes(), start, true);
+    return true;
   } catch (...) {
     c.fail_group_from_current_exception(label);
     c.observer().warn_current_exception();
@@ -177,12 +175,11 @@ void Communicator::send(const Tensor& t, int dst, const CallOptions& call) {
   }
 }
 
-Tensor Communicator::recv(int src, const CallOptions& call) {
-  CommunicatorCore& c = core();
+Tensor recv_call(CommunicatorCore& c, int src, const CallOptions& call, Issued issued) {
   const char* label = call.label != nullptr ? call.label : "recv";
   c.throw_if_finished(label);
   check_peer(c, src, label);
-  const Deadline deadline = c.p2p_deadline(call, label);
+  const Deadline deadline = c.p2p_deadline(call, label, issued);
   const std::uint64_t tag = c.next_p2p_tag(src, false);
   const std::int64_t start = c.observer().start();
   try {
@@ -211,6 +208,139 @@ Tensor Communicator::recv(int src, const CallOptions& call) {
     c.observer().finish_point_to_point(false, src, label, 0, start, false);
     throw;
   }
+}
+
+}  // namespace
+
+Tensor Communicator::broadcast(const Tensor& t, int root, const CallOptions& call) {
+  CommunicatorCore& c = core();
+  return c.run(call, "broadcast",
+               [&](Issued issued) { return broadcast_call(c, t, root, call, issued); });
+}
+
+Work Communicator::broadcast_async(const Tensor& t, int root, const CallOptions& call) {
+  CommunicatorCore& c = core();
+  return Work(c.start({t}, call, "broadcast", [&c, t, root, call](Issued issued) {
+    return broadcast_call(c, t, root, call, issued);
+  }));
+}
+
+Tensor Communicator::broadcast_from_sender(const std::optional<Tensor>& t,
+                                           const CallOptions& call) {
+  CommunicatorCore& c = core();
+  return c.run(call, "broadcast_from_sender",
+               [&](Issued issued) { return broadcast_from_sender_call(c, t, call, issued); });
+}
+
+Work Communicator::broadcast_from_sender_async(const std::optional<Tensor>& t,
+                                               const CallOptions& call) {
+  CommunicatorCore& c = core();
+  return Work(c.start(
+      {t.value_or(Tensor())}, call, "broadcast_from_sender",
+      [&c, t, call](Issued issued) { return broadcast_from_sender_call(c, t, call, issued); }));
+}
+
+Tensor Communicator::all_gather(const Tensor& t, const CallOptions& call) {
+  CommunicatorCore& c = core();
+  return c.run(call, "all_gather",
+               [&](Issued issued) { return all_gather_call(c, t, call, issued); });
+}
+
+Work Communicator::all_gather_async(const Tensor& t, const CallOptions& call) {
+  CommunicatorCore& c = core();
+  return Work(c.start({t}, call, "all_gather", [&c, t, call](Issued issued) {
+    return all_gather_call(c, t, call, issued);
+  }));
+}
+
+std::optional<Tensor> Communicator::gather(const Tensor& t, int root, const CallOptions& call) {
+  CommunicatorCore& c = core();
+  return c.run(call, "gather",
+               [&](Issued issued) { return gather_call(c, t, root, call, issued); });
+}
+
+Work Communicator::gather_async(const Tensor& t, int root, const CallOptions& call) {
+  CommunicatorCore& c = core();
+  return Work(c.start({t}, call, "gather", [&c, t, root, call](Issued issued) {
+    return gather_call(c, t, root, call, issued);
+  }));
+}
+
+Tensor Communicator::scatter(const Tensor& t, int root, const CallOptions& call) {
+  CommunicatorCore& c = core();
+  return c.run(call, "scatter",
+               [&](Issued issued) { return scatter_call(c, t, root, call, issued); });
+}
+
+Work Communicator::scatter_async(const Tensor& t, int root, const CallOptions& call) {
+  CommunicatorCore& c = core();
+  return Work(c.start({t}, call, "scatter", [&c, t, root, call](Issued issued) {
+    return scatter_call(c, t, root, call, issued);
+  }));
+}
+
+Tensor Communicator::all_to_all(const Tensor& t, const CallOptions& call) {
+  CommunicatorCore& c = core();
+  return c.run(call, "all_to_all",
+               [&](Issued issued) { return all_to_all_call(c, t, call, issued); });
+}
+
+Work Communicator::all_to_all_async(const Tensor& t, const CallOptions& call) {
+  CommunicatorCore& c = core();
+  return Work(c.start({t}, call, "all_to_all", [&c, t, call](Issued issued) {
+    return all_to_all_call(c, t, call, issued);
+  }));
+}
+
+AllToAllVResult Communicator::all_to_all_v(const Tensor& t,
+                                           std::span<const std::int64_t> send_counts,
+                                           const CallOptions& call) {
+  CommunicatorCore& c = core();
+  return c.run(call, "all_to_all_v",
+               [&](Issued issued) { return all_to_all_v_call(c, t, send_counts, call, issued); });
+}
+
+Work Communicator::all_to_all_v_async(const Tensor& t, std::span<const std::int64_t> send_counts,
+                                      const CallOptions& call) {
+  CommunicatorCore& c = core();
+  return Work(
+      c.start({t}, call, "all_to_all_v",
+              [&c, t, counts = std::vector<std::int64_t>(send_counts.begin(), send_counts.end()),
+               call](Issued issued) { return all_to_all_v_call(c, t, counts, call, issued); }));
+}
+
+void Communicator::barrier(const CallOptions& call) {
+  CommunicatorCore& c = core();
+  c.run(call, "barrier", [&](Issued issued) { return barrier_call(c, call, issued); });
+}
+
+Work Communicator::barrier_async(const CallOptions& call) {
+  CommunicatorCore& c = core();
+  return Work(c.start({}, call, "barrier",
+                      [&c, call](Issued issued) { return barrier_call(c, call, issued); }));
+}
+
+void Communicator::send(const Tensor& t, int dst, const CallOptions& call) {
+  CommunicatorCore& c = core();
+  c.run(call, "send", [&](Issued issued) { return send_call(c, t, dst, call, issued); });
+}
+
+Work Communicator::send_async(const Tensor& t, int dst, const CallOptions& call) {
+  CommunicatorCore& c = core();
+  return Work(c.start({t}, call, "send", [&c, t, dst, call](Issued issued) {
+    return send_call(c, t, dst, call, issued);
+  }));
+}
+
+Tensor Communicator::recv(int src, const CallOptions& call) {
+  CommunicatorCore& c = core();
+  return c.run(call, "recv", [&](Issued issued) { return recv_call(c, src, call, issued); });
+}
+
+Work Communicator::recv_async(int src, const CallOptions& call) {
+  CommunicatorCore& c = core();
+  return Work(c.start({}, call, "recv",
+                      [&c, src, call](Issued issued) { return recv_call(c, src, call, issued); }));
 }
 
 }  // namespace ruccl

@@ -58,6 +58,10 @@ DataParallel DataParallel::initialize(Communicator comm, nn::Module& model, int 
     Tensor value = comm.broadcast(p.value(), root, CallOptions().with_label(kInitLabel));
     if (comm.rank() != root) p.set_value(value);
   }
+  for (const auto& [path, b] : model.named_buffers()) {  // running statistics, masks
+    Tensor value = comm.broadcast(b, root, CallOptions().with_label(kInitLabel));
+    if (comm.rank() != root) model.set_buffer(path, value);
+  }
   return DataParallel(std::move(comm), root);
 }
 

@@ -50,10 +50,11 @@ enum class MissingGradientPolicy {
 class DataParallel {
  public:
   /// Checks on every rank that the replicas agree (module paths, ParamIds, shapes, dtypes, frozen
-  /// flags, tied aliases, root) and that nothing is wrong locally (duplicate ParamIds, a parameter
-  /// on another device than the communicator's); any problem raises CollectiveError on every rank
-  /// naming the rank and the difference, before any parameter moves. Then broadcasts every
-  /// parameter from `root` (once per tied parameter, frozen ones too).
+  /// flags, tied aliases, buffer paths, shapes and dtypes, root) and that nothing is wrong locally
+  /// (duplicate ParamIds, a parameter or buffer on another device than the communicator's); any
+  /// problem raises CollectiveError on every rank naming the rank and the difference, before any
+  /// parameter moves. Then broadcasts every parameter from `root` (once per tied parameter,
+  /// frozen ones too), then every buffer (Module::named_buffers: BatchNorm's running statistics).
   static DataParallel initialize(Communicator comm, nn::Module& model, int root = 0);
 
   /// The gradient of the global mean loss for every trainable parameter (see the file comment),

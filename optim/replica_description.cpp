@@ -26,6 +26,46 @@ std::string dtype_text(std::uint8_t code) {
       kind, str(label, ": rank ", rank, "'s replica differs from rank 0's: ", what), {0, rank});
 }
 
+/// Raises a difference in dtype or shape of `what` ("'w'", "buffer 'bn.running_mean'") between
+/// rank 0 (a) and rank r (b).
+void check_dtype_and_shape(const std::string& what, std::uint8_t a_dtype, std::uint8_t b_dtype,
+                           const std::vector<std::int64_t>& a_shape,
+                           const std::vector<std::int64_t>& b_shape, const char* label, int r) {
+  if (a_dtype != b_dtype) {
+    mismatch(CollectiveErrorKind::DTypeMismatch, label, r,
+             str(what, ": expected dtype ", dtype_text(a_dtype), " (rank 0), got ",
+                 dtype_text(b_dtype), " on rank ", r));
+  }
+  if (a_shape != b_shape) {
+    mismatch(CollectiveErrorKind::ShapeMismatch, label, r,
+             str(what, ": expected shape ", shape_text(a_shape), " (rank 0), got ",
+                 shape_text(b_shape), " on rank ", r));
+  }
+}
+
+/// Raises the first difference between rank 0's buffers `ref` and rank r's `d`.
+void check_buffers(const std::vector<ReplicaBuffer>& ref, const std::vector<ReplicaBuffer>& d,
+                   const char* label, int r) {
+  const std::size_t n = std::min(ref.size(), d.size());
+  for (std::size_t i = 0; i < n; ++i) {
+    const ReplicaBuffer& a = ref[i];
+    const ReplicaBuffer& b = d[i];
+    if (a.path != b.path) {
+      mismatch(CollectiveErrorKind::ArgumentMismatch, label, r,
+               str("buffer #", i, " is '", a.path, "' on rank 0 but '", b.path, "' on rank ", r));
+    }
+    check_dtype_and_shape(str("buffer '", a.path, "'"), a.dtype, b.dtype, a.shape, b.shape, label,
+                          r);
+  }
+  if (ref.size() != d.size()) {
+    const bool rank0_longer = ref.size() > d.size();
+    const ReplicaBuffer& extra = rank0_longer ? ref[n] : d[n];
+    mismatch(CollectiveErrorKind::ArgumentMismatch, label, r,
+             str("rank 0 has ", ref.size(), " buffers and rank ", r, " has ", d.size(),
+                 "; buffer '", extra.path, "' exists only on rank ", rank0_longer ? 0 : r));
+  }
+}
+
 }  // namespace
 
 ReplicaDescription ReplicaDescription::of(const nn::Module& model, int root, Device device) {
@@ -59,6 +99,14 @@ ReplicaDescription ReplicaDescription::of(const nn::Module& model, int root, Dev
       }
     }
     d.params.push_back(std::move(entry));
+  }
+  for (const auto& [path, b] : model.named_buffers()) {
+    d.buffers.push_back({path, static_cast<std::uint8_t>(b.dtype()), b.shape().to_vector()});
+    if (b.device() != device) {
+      d.add_problem(CollectiveErrorKind::InvalidArgument,
+                    str("buffer '", path, "' is on ", b.device(),
+                        " but the communicator's device is ", device));
+    }
   }
   return d;
 }
@@ -127,22 +175,14 @@ void check_replicas(const std::vector<ReplicaDescription>& ranks, const char* la
                  str("'", a.path, "' has ParamId ", a.id, " on rank 0 but ", b.id, " on rank ", r,
                      ". ", kParamIdAdvice));
       }
-      if (a.dtype != b.dtype) {
-        mismatch(CollectiveErrorKind::DTypeMismatch, label, r,
-                 str("'", a.path, "': expected dtype ", dtype_text(a.dtype), " (rank 0), got ",
-                     dtype_text(b.dtype), " on rank ", r));
-      }
-      if (a.shape != b.shape) {
-        mismatch(CollectiveErrorKind::ShapeMismatch, label, r,
-                 str("'", a.path, "': expected shape ", shape_text(a.shape), " (rank 0), got ",
-                     shape_text(b.shape), " on rank ", r));
-      }
+      check_dtype_and_shape(str("'", a.path, "'"), a.dtype, b.dtype, a.shape, b.shape, label, r);
       if (a.trainable != b.trainable) {
         mismatch(CollectiveErrorKind::ArgumentMismatch, label, r,
                  str("'", a.path, "' is ", a.trainable ? "trainable" : "frozen", " on rank 0 but ",
                      b.trainable ? "trainable" : "frozen", " on rank ", r));
       }
     }
+    check_buffers(ref.buffers, d.buffers, label, r);
     if (ref.params.size() != d.params.size()) {
       const bool rank0_longer = ref.params.size() > d.params.size();
       const ReplicaParam& extra = rank0_longer ? ref.params[n] : d.params[n];

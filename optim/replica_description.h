@@ -1,8 +1,8 @@
 #pragma once
 // ReplicaDescription: what one rank's model replica looks like (every parameter path, ParamId,
-// dtype, shape, frozen flag and tie) plus any local problem the rank found. DataParallel
-// exchanges descriptions so that every rank detects the same difference and raises the same
-// CollectiveError.
+// dtype, shape, frozen flag and tie; every buffer path, dtype and shape) plus any local problem the
+// rank found. DataParallel exchanges descriptions so that every rank detects the same difference
+// and raises the same CollectiveError.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -27,6 +27,18 @@ struct ReplicaParam {
   }
 };
 
+/// One buffer of a replica (Module::named_buffers).
+struct ReplicaBuffer {
+  std::string path;
+  std::uint8_t dtype = 0;
+  std::vector<std::int64_t> shape;
+
+  template <class Archive>
+  void serialize(Archive& archive) {
+    archive(path, dtype, shape);
+  }
+};
+
 /// A problem a rank found locally, with the CollectiveErrorKind it raises.
 struct ReplicaProblem {
   std::uint8_t kind = 0;
@@ -43,9 +55,11 @@ struct ReplicaDescription {
   std::int64_t root = 0;
   std::vector<ReplicaParam> params;
   std::vector<ReplicaProblem> problems;
+  std::vector<ReplicaBuffer> buffers;
 
-  /// Describes `model` (named_parameters with aliases, in visit order) and notes local problems:
-  /// two distinct parameters with one ParamId, a parameter not on `device`.
+  /// Describes `model` (named_parameters with aliases, in visit order; named_buffers) and notes
+  /// local problems: two distinct parameters with one ParamId, a parameter or buffer not on
+  /// `device`.
   static ReplicaDescription of(const nn::Module& model, int root, Device device);
   /// Records a local problem.
   void add_problem(CollectiveErrorKind kind, std::string text);
@@ -57,7 +71,7 @@ struct ReplicaDescription {
 
   template <class Archive>
   void serialize(Archive& archive) {
-    archive(root, params, problems);
+    archive(root, params, problems, buffers);
   }
 };
 

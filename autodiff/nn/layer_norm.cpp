@@ -5,6 +5,19 @@
 
 namespace ruccl::nn {
 
+void check_normalized_shape(const Var& x, const std::vector<std::int64_t>& normalized_shape,
+                            const std::string& who) {
+  const auto k = static_cast<std::int64_t>(normalized_shape.size());
+  bool fits = x.dim() >= k;
+  for (std::int64_t i = 0; fits && i < k; ++i) {
+    fits = x.shape()[x.dim() - k + i] == normalized_shape[static_cast<std::size_t>(i)];
+  }
+  RUCCL_CHECK(
+      fits, ShapeError, who, ": expected an input whose last ",
+      k == 1 ? str("dim is ", normalized_shape[0]) : str(k, " dims are ", Shape(normalized_shape)),
+      ", got ", x.shape());
+}
+
 LayerNorm::LayerNorm(std::vector<std::int64_t> normalized_shape, LayerNormOptions options)
     : shape_(std::move(normalized_shape)), eps_(options.eps), affine_(options.elementwise_affine) {
   const DType dtype = options.dtype;
@@ -27,14 +40,8 @@ Param& LayerNorm::bias() {
 }
 
 Var LayerNorm::forward(const Var& x) {
+  check_normalized_shape(x, shape_, describe());
   const auto k = static_cast<std::int64_t>(shape_.size());
-  bool fits = x.dim() >= k;
-  for (std::int64_t i = 0; fits && i < k; ++i) {
-    fits = x.shape()[x.dim() - k + i] == shape_[static_cast<std::size_t>(i)];
-  }
-  RUCCL_CHECK(fits, ShapeError, describe(), ": expected an input whose last ",
-              k == 1 ? str("dim is ", shape_[0]) : str(k, " dims are ", Shape(shape_)), ", got ",
-              x.shape());
   RUCCL_CHECK(is_floating(x.dtype()), DTypeError, describe(), ": expected a floating input, got ",
               x.dtype());
   RUCCL_CHECK(!affine_ || x.dtype() == param_at(weight_).dtype(), DTypeError, describe(),

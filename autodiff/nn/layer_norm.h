@@ -1,10 +1,16 @@
 #pragma once
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "autodiff/nn/module.h"
 
 namespace ruccl::nn {
+
+/// ShapeError unless `x`'s trailing dims are `normalized_shape`; `who` names the layer
+/// (Module::describe). What LayerNorm and RMSNorm check.
+void check_normalized_shape(const Var& x, const std::vector<std::int64_t>& normalized_shape,
+                            const std::string& who);
 
 /// Options of LayerNorm (every member has a default: `{.dtype = DType::F64}` keeps eps and
 /// elementwise_affine).

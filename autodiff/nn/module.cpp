@@ -128,6 +128,89 @@ void Module::throw_child_type(std::size_t index, const std::type_info& wanted) c
                        detail::type_name(wanted)));
 }
 
+std::size_t Module::register_buffer(std::string name, Tensor tensor) {
+  check_name(name, "register_buffer");
+  RUCCL_CHECK(tensor.defined(), ValueError, "Module::register_buffer: expected a defined tensor '",
+              name, "', got an undefined one");
+  for (const auto& [n, b] : buffers_) {
+    RUCCL_CHECK(n != name, ValueError, "Module::register_buffer: '", name,
+                "' is already registered");
+  }
+  for (const auto& [n, p] : params_) {
+    RUCCL_CHECK(n != name, ValueError, "Module::register_buffer: '", name,
+                "' is already a parameter's name");
+  }
+  buffers_.emplace_back(std::move(name), std::move(tensor));
+  return buffers_.size() - 1;
+}
+
+std::vector<std::pair<std::string, Module*>> Module::distinct_modules() {
+  std::vector<std::pair<std::string, Module*>> out{{"", this}};
+  std::unordered_set<const Module*> seen{this};
+  for (std::size_t i = 0; i < out.size(); ++i) {  // out grows: each module's children after it
+    const auto [prefix, module] = out[i];
+    std::vector<std::pair<std::string, Module*>> children;
+    for (auto& [name, m] : module->children_) {
+      if (seen.insert(m.get()).second) children.emplace_back(prefix + name + ".", m.get());
+    }
+    out.insert(out.begin() + static_cast<std::ptrdiff_t>(i) + 1, children.begin(), children.end());
+  }
+  return out;
+}
+
+std::vector<std::pair<std::string, Tensor>> Module::named_buffers() const {
+  std::vector<std::pair<std::string, Tensor>> out;
+  for (const auto& [prefix, m] : const_cast<Module*>(this)->distinct_modules()) {
+    for (const auto& [name, b] : m->buffers_) out.emplace_back(prefix + name, b);
+  }
+  return out;
+}
+
+std::vector<Tensor> Module::buffers() const {
+  std::vector<Tensor> out;
+  for (auto& [path, b] : named_buffers()) out.push_back(std::move(b));
+  return out;
+}
+
+template <typename T>
+T* Module::find_entry(std::vector<std::pair<std::string, T>> Module::*entries,
+                      std::string_view path) {
+  const std::size_t dot = path.find('.');
+  if (dot == std::string_view::npos) {
+    for (auto& [name, entry] : this->*entries) {
+      if (name == path) return &entry;
+    }
+    return nullptr;
+  }
+  const std::string_view head = path.substr(0, dot);
+  for (auto& [name, m] : children_) {
+    if (name == head) return m->find_entry(entries, path.substr(dot + 1));
+  }
+  return nullptr;
+}
+
+Tensor* Module::find_buffer(std::string_view path) { return find_entry(&Module::buffers_, path); }
+
+Tensor Module::buffer(std::string_view path) const {
+  Tensor* b = const_cast<Module*>(this)->find_buffer(path);
+  RUCCL_CHECK(b != nullptr, ValueError, "Module::buffer: no buffer at path '", path, "'");
+  return *b;
+}
+
+void Module::set_buffer(std::string_view path, const Tensor& value) {
+  Tensor* b = find_buffer(path);
+  RUCCL_CHECK(b != nullptr, ValueError, "Module::set_buffer: no buffer at path '", path, "'");
+  RUCCL_CHECK(value.defined(), ValueError, "Module::set_buffer: expected a defined tensor for '",
+              path, "', got an undefined one");
+  RUCCL_CHECK(value.shape() == b->shape(), ShapeError, "Module::set_buffer: expected shape ",
+              b->shape(), " at '", path, "', got ", value.shape());
+  RUCCL_CHECK(value.dtype() == b->dtype(), DTypeError, "Module::set_buffer: expected dtype ",
+              b->dtype(), " at '", path, "', got ", value.dtype());
+  RUCCL_CHECK(value.device() == b->device(), DeviceError, "Module::set_buffer: expected device ",
+              b->device(), " at '", path, "', got ", value.device());
+  *b = value;
+}
+
 std::size_t Module::register_generator(std::string name, Generator generator) {
   check_name(name, "register_generator");
   for (const auto& [n, g] : generators_) {
@@ -231,20 +314,7 @@ std::vector<std::pair<ParamId, std::vector<std::string>>> Module::aliases() cons
   return out;
 }
 
-Param* Module::find_param(std::string_view path) {
-  const std::size_t dot = path.find('.');
-  if (dot == std::string_view::npos) {
-    for (auto& [name, p] : params_) {
-      if (name == path) return &p;
-    }
-    return nullptr;
-  }
-  const std::string_view head = path.substr(0, dot);
-  for (auto& [name, m] : children_) {
-    if (name == head) return m->find_param(path.substr(dot + 1));
-  }
-  return nullptr;
-}
+Param* Module::find_param(std::string_view path) { return find_entry(&Module::params_, path); }
 
 Param Module::param(std::string_view path) const {
   Param* p = const_cast<Module*>(this)->find_param(path);
@@ -305,6 +375,11 @@ void Module::to(DType dtype) {
     const Tensor& grad = p.grad();
     p.convert(p.value().to(dtype), grad.defined() ? grad.to(dtype) : Tensor());
   }
+  for (const auto& [prefix, m] : distinct_modules()) {
+    for (auto& [name, b] : m->buffers_) {
+      if (is_floating(b.dtype())) b = b.to(dtype);
+    }
+  }
 }
 
 void Module::to(Device device) {
@@ -313,21 +388,28 @@ void Module::to(Device device) {
     const Tensor& grad = p.grad();
     p.convert(p.value().to(device), grad.defined() ? grad.to(device) : Tensor());
   }
+  for (const auto& [prefix, m] : distinct_modules()) {
+    for (auto& [name, b] : m->buffers_) b = b.to(device);
+  }
 }
 
-void Module::deep_copy_into(ParamMap& params, ModuleMap& modules) {
+void Module::deep_copy_into(ParamMap& params, ModuleMap& modules,
+                            detail::ParamReseatScope& reseat) {
+  // The shallow copy already took the copies of the parameters (Param's copy constructor, under
+  // `reseat`); an original left here would be a bug.
   for (auto& [name, p] : params_) {
-    auto it = params.find(p.key());
-    if (it == params.end()) it = params.emplace(p.key(), p.deep_copy()).first;
-    p = it->second;
+    const auto it = params.find(p.key());
+    if (it != params.end()) p = it->second;
   }
+  for (auto& [name, b] : buffers_) b = b.clone();
   for (auto& [name, m] : children_) {
     // A sub-module registered at several places stays one module in the copy.
     auto it = modules.find(m.get());
     if (it == modules.end()) {
+      reseat.set_module(m->describe());
       std::shared_ptr<Module> copy = m->shallow_copy();
       it = modules.emplace(m.get(), copy).first;
-      copy->deep_copy_into(params, modules);
+      copy->deep_copy_into(params, modules, reseat);
     }
     m = it->second;
   }
@@ -344,10 +426,15 @@ std::shared_ptr<Module> Module::clone() const {
     std::vector<detail::HandleBase*>* outer;
     ~Restore() { clone_handles = outer; }
   } restore{outer};
-  std::shared_ptr<Module> copy = shallow_copy();
+  // Every parameter's copy first, so that copying a module's class re-seats its Param members
+  // (registered ones) on the copies (see Param's copy constructor).
   ParamMap params;
+  for (const Param& p : distinct_parameters()) params.emplace(p.key(), p.deep_copy());
+  detail::ParamReseatScope reseat(params);
+  reseat.set_module(describe());
+  std::shared_ptr<Module> copy = shallow_copy();
   ModuleMap modules;
-  copy->deep_copy_into(params, modules);
+  copy->deep_copy_into(params, modules, reseat);
   copy->set_path("");  // a replica is a model of its own
   for (detail::HandleBase* handle : handles) {
     auto it = modules.find(handle->module_.get());

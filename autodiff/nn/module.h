@@ -11,8 +11,13 @@
 // path's; ids once set stay (param.h, ParamId). So replicas built by the same code have the same
 // ids on every rank, in every process and run, with no extra call.
 //
-// Replicas: clone() deep-copies the tree (values copied, ParamIds and ties kept, no gradients),
-// giving an independent replica per rank.
+// Replicas: clone() deep-copies the tree (values copied, ParamIds and ties kept, no gradients,
+// buffers copied), giving an independent replica per rank.
+//
+// Buffers (register_buffer): tensors that are module state but not trained, such as BatchNorm's
+// running statistics or a fixed mask. They are not parameters (no ParamId, no gradient, not in
+// parameters()), but to() moves and converts them, clone() copies them, a TrainingRecord saves
+// and restores them and DataParallel::initialize broadcasts them from the root.
 //
 // Writing a module: derive from Cloneable<YourModule> and register parameters and sub-modules in
 // the constructor. register_module returns a typed ModuleHandle (libtorch's ModuleHolder): keep
@@ -79,7 +84,49 @@ class HandleBase {
 
 /// A readable name of a C++ type: demangled, namespaces dropped ("ruccl::nn::Linear" -> "Linear").
 std::string type_name(const std::type_info& type);
+
+/// The class that declares the forward of M taking exactly `const A&` (deduced from the overload
+/// set M::forward; no type when M has none or several, or a template forward).
+template <class A, class C, class R>
+C* forward_owner(R (C::*)(const A&));
+template <class M, class A>
+using ForwardOwner = decltype(forward_owner<A>(&M::forward));
+
+/// Whether calling M's forward with `Args` would run Module's default forward(const Var&), which
+/// throws at run time: one argument that no forward of M's own takes exactly, and M declares no
+/// forward(const Var&) (its own forward hides the default, or `using nn::Module::forward;` brings
+/// it back). What module(x) refuses at compile time.
+template <class M, class Arg>
+constexpr bool reaches_default_forward() {
+  using A = std::remove_cvref_t<Arg>;
+  if constexpr (requires { typename ForwardOwner<M, A>; }) {
+    return std::is_same_v<ForwardOwner<M, A>, Module*>;
+  } else if constexpr (requires { typename ForwardOwner<M, Var>; }) {
+    return std::is_same_v<ForwardOwner<M, Var>, Module*> && std::is_convertible_v<A, Var>;
+  } else {
+    return false;
+  }
+}
+
+template <class M, class... Args>
+constexpr bool callable_module() {
+  if constexpr (sizeof...(Args) == 1) {
+    return !reaches_default_forward<M, Args...>();
+  } else {
+    return true;
+  }
+}
+
+template <class M, class... Args>
+inline constexpr bool kCallableModule = callable_module<M, Args...>();
 }  // namespace detail
+
+/// The message of the compile-time error for module(x) on a module without that forward.
+#define RUCCL_MODULE_CALL_MESSAGE                                                             \
+  "module(x): this module declares no forward taking this argument, so the call would run "   \
+  "nn::Module's default forward(const Var&), which throws at run time. Call the forward the " \
+  "module declares (model.forward(x, mask)), pass the argument type it takes, or declare "    \
+  "Var forward(const Var& x) override"
 
 /// A typed, shared handle to a sub-module (libtorch's ModuleHolder): what register_module
 /// returns. `->` and `*` reach the module (ValueError when empty), `operator()` calls its forward
@@ -118,9 +165,12 @@ class ModuleHandle : public detail::HandleBase {
   operator std::shared_ptr<B>() const {  // NOLINT: implicit, as ModuleHolder's
     return ptr();
   }
-  /// Calls the module's forward with these arguments (any overload it has).
+  /// Calls the module's forward with these arguments (any overload it has). A call that would
+  /// reach nn::Module's default forward (which throws) does not compile.
   template <typename... Args>
+  requires requires(M& m, Args&&... a) { m.forward(std::forward<Args>(a)...); }
   decltype(auto) operator()(Args&&... args) const {
+    static_assert(detail::kCallableModule<M, Args...>, RUCCL_MODULE_CALL_MESSAGE);
     return (**this).forward(std::forward<Args>(args)...);
   }
 };
@@ -139,7 +189,8 @@ class Module {
   /// this one in the derived class (C++ name hiding): override it too, or write
   /// `using nn::Module::forward;`, to keep calling it on the derived type.
   virtual Var forward(const Var& x);
-  Var operator()(const Var& x) { return forward(x); }
+  // No operator() here: Cloneable<M> gives `model(x)`, resolved against M's own forward at compile
+  // time (a Module& calls forward(x), which dispatches virtually).
 
   /// Distinct parameters (each tied one once), frozen ones included, in visit order. Gives ids
   /// like named_parameters.
@@ -168,6 +219,20 @@ class Module {
   std::vector<std::pair<std::string, Generator*>> named_generators();
   std::vector<std::pair<std::string, const Generator*>> named_generators() const;
 
+  /// Every buffer (see the file comment) as (dotted path, tensor) in visit order: a module's own
+  /// in registration order, then each sub-module's ("bn1.running_mean"). A sub-module registered
+  /// at several paths lists its buffers once, at its first path. The tensors share storage with
+  /// the module's buffers.
+  std::vector<std::pair<std::string, Tensor>> named_buffers() const;
+  /// The buffers of named_buffers(), without their paths.
+  std::vector<Tensor> buffers() const;
+  /// The buffer at a dotted path ("bn1.running_var"). ValueError when there is none.
+  Tensor buffer(std::string_view path) const;
+  /// Replaces the buffer at a dotted path with `value` (stored as given), as a checkpoint restore
+  /// or a broadcast does. ValueError for an unknown path or an undefined value; ShapeError /
+  /// DTypeError / DeviceError unless shape, dtype and device equal the current buffer's.
+  void set_buffer(std::string_view path, const Tensor& value);
+
   /// The module's dotted path in the model it was first registered into ("encoder.fc2"), learnt
   /// when registered (and when its parent is registered); "" for a top-level module (a clone is
   /// one). Layers' errors start with describe().
@@ -183,27 +248,34 @@ class Module {
   /// The direct sub-module called `name`; ValueError when there is none.
   std::shared_ptr<Module> child(std::string_view name) const;
 
-  /// Training mode (the default) or evaluation mode, for this module and every sub-module.
+  /// Training mode (the default) or evaluation mode, for this module and every sub-module, as
+  /// torch's Module.train() / eval(): Dropout is the identity in evaluation mode, BatchNorm
+  /// normalises with its running statistics (and stops updating them).
   void train(bool on = true);
   void eval() { train(false); }
+  /// Whether this module is in training mode.
   bool is_training() const { return training_; }
   /// Marks every parameter trainable or frozen (gives no ids).
   void set_trainable(bool trainable);
   /// Drops every parameter's gradient (gives no ids).
   void zero_grad();
 
-  /// Converts every floating-point parameter (value and gradient) to `dtype` in place, as torch's
-  /// Module.to(dtype): each Param stays the same parameter, so its ParamId, ties, trainable flag
-  /// and every copy of the handle see the new value; generators are untouched; integer
-  /// parameters keep their dtype. DTypeError for a non-floating dtype. Graphs recorded before keep
-  /// the old values; an optimizer's state is converted by the optimizer (optim/).
+  /// Converts every floating-point parameter (value and gradient) and buffer to `dtype` in place,
+  /// as torch's Module.to(dtype): each Param stays the same parameter, so its ParamId, ties,
+  /// trainable flag and every copy of the handle see the new value; generators are untouched;
+  /// integer parameters and buffers keep their dtype. DTypeError for a non-floating dtype. Graphs
+  /// recorded before keep the old values; an optimizer's state is converted by the optimizer
+  /// (optim/).
   void to(DType dtype);
-  /// Moves every parameter (value and gradient) to `device` in place, keeping each Param (as
-  /// to(DType)).
+  /// Moves every parameter (value and gradient) and buffer to `device` in place, keeping each
+  /// Param (as to(DType)).
   void to(Device device);
 
-  /// A deep copy: an independent replica with the same ParamIds, values and ties (no gradients);
-  /// a parameter with no id yet has none in the copy either, and takes the same one from its path.
+  /// A deep copy: an independent replica with the same ParamIds, values and ties (no gradients),
+  /// copies of the buffers and generators; a parameter with no id yet has none in the copy
+  /// either, and takes the same one from its path. Param members of a module's class (kept
+  /// beside their registration, the libtorch habit) are re-seated on the copy's parameters as
+  /// ModuleHandles are; an unregistered Param member is refused (ValueError naming its type).
   std::shared_ptr<Module> clone() const;
   /// clone() as the concrete type M (ValueError when this module is not an M).
   template <typename M>
@@ -244,6 +316,14 @@ class Module {
   /// its index for generator_at.
   std::size_t register_generator(std::string name, Generator generator);
   Generator& generator_at(std::size_t index) { return generators_[index].second; }
+  /// Registers a buffer under `name` (no dots, not a parameter's name): module state that is not
+  /// trained (see the file comment). The tensor is stored as given (sharing its storage). Returns
+  /// its index for buffer_at, the handle the module reads and updates it through (to() and a
+  /// restore replace the tensor, so keep the index, not the Tensor). ValueError for an undefined
+  /// tensor or a name already registered.
+  std::size_t register_buffer(std::string name, Tensor tensor);
+  Tensor& buffer_at(std::size_t index) { return buffers_[index].second; }
+  const Tensor& buffer_at(std::size_t index) const { return buffers_[index].second; }
   Param& param_at(std::size_t index) { return params_[index].second; }
   const Param& param_at(std::size_t index) const { return params_[index].second; }
   /// The sub-module registered `index`-th (registration order), untyped.
@@ -269,22 +349,47 @@ class Module {
   void add_child(std::string name, std::shared_ptr<Module> module);
   /// Sets the path to `path`, and the paths of the sub-modules that took theirs from this one.
   void set_path(const std::string& path);
-  void deep_copy_into(ParamMap& params, ModuleMap& modules);
+  void deep_copy_into(ParamMap& params, ModuleMap& modules, detail::ParamReseatScope& reseat);
   void visit(const std::string& prefix, std::vector<std::pair<std::string, Param>>& out) const;
   /// Distinct parameters in visit order, without giving ids.
   std::vector<Param> distinct_parameters() const;
+  /// The entry of `entries` (params_ or buffers_) at a dotted path, or null.
+  template <typename T>
+  T* find_entry(std::vector<std::pair<std::string, T>> Module::*entries, std::string_view path);
   Param* find_param(std::string_view path);
+  Tensor* find_buffer(std::string_view path);
+  /// Every distinct module of the tree (this one first), each once, in visit order, with the
+  /// prefix of its first path ("" or "enc.").
+  std::vector<std::pair<std::string, Module*>> distinct_modules();
 
   std::vector<std::pair<std::string, Param>> params_;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
   std::vector<std::pair<std::string, Generator>> generators_;
+  std::vector<std::pair<std::string, Tensor>> buffers_;
   std::string path_;
   bool training_ = true;
 };
 
-/// Implements Module::shallow_copy for `Derived` (which must be copy-constructible).
-template <typename Derived>
-class Cloneable : public Module {
+/// Implements Module::shallow_copy for `Derived` (which must be copy-constructible). `Base` is
+/// Module, or a module class built for deriving from (BatchNormBase), whose constructors
+/// Cloneable inherits.
+template <typename Derived, typename Base = Module>
+class Cloneable : public Base {
+ public:
+  static_assert(std::is_base_of_v<Module, Base>, "Cloneable<Derived, Base>: Base must be a Module");
+  using Base::Base;
+
+  /// `model(x, ...)`: calls Derived's forward with these arguments (any overload it declares),
+  /// resolved at compile time. A call that would reach nn::Module's default forward (a module
+  /// whose forward takes a Tensor, called with a Var; one without forward(const Var&) called
+  /// with one argument) does not compile, where it once threw at run time.
+  template <typename... Args>
+  requires requires(Derived& d, Args&&... a) { d.forward(std::forward<Args>(a)...); }
+  decltype(auto) operator()(Args&&... args) {
+    static_assert(detail::kCallableModule<Derived, Args...>, RUCCL_MODULE_CALL_MESSAGE);
+    return static_cast<Derived&>(*this).forward(std::forward<Args>(args)...);
+  }
+
  protected:
   std::shared_ptr<Module> shallow_copy() const override {
     return std::make_shared<Derived>(static_cast<const Derived&>(*this));

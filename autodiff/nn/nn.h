@@ -2,9 +2,11 @@
 // Umbrella header of ruccl::nn.
 #include "autodiff/nn/activation.h"
 #include "autodiff/nn/attention.h"
+#include "autodiff/nn/batch_norm.h"
 #include "autodiff/nn/conv.h"
 #include "autodiff/nn/dropout.h"
 #include "autodiff/nn/embedding.h"
+#include "autodiff/nn/group_norm.h"
 #include "autodiff/nn/init.h"
 #include "autodiff/nn/layer_norm.h"
 #include "autodiff/nn/linear.h"
@@ -12,4 +14,6 @@
 #include "autodiff/nn/module.h"
 #include "autodiff/nn/param.h"
 #include "autodiff/nn/pool.h"
+#include "autodiff/nn/rms_norm.h"
 #include "autodiff/nn/sequential.h"
+#include "autodiff/nn/sync_batch_norm.h"

@@ -32,6 +32,33 @@ ParamId param_id_for_path(std::string_view path) {
   return id == kNoParamId ? id - 1 : id;
 }
 
+namespace {
+/// The clone() running on this thread (null when none): see Param's copy constructor.
+thread_local detail::ParamReseatScope* reseat_scope = nullptr;
+}  // namespace
+
+namespace detail {
+ParamReseatScope::ParamReseatScope(const Copies& copies) : copies_(copies), outer_(reseat_scope) {
+  for (const auto& [original, copy] : copies_) copy_keys_.insert(copy.key());
+  reseat_scope = this;
+}
+ParamReseatScope::~ParamReseatScope() { reseat_scope = outer_; }
+}  // namespace detail
+
+Param::Param(const Param& other) : impl_(other.impl_) {
+  if (reseat_scope == nullptr || impl_ == nullptr) return;
+  const auto it = reseat_scope->copies_.find(impl_.get());
+  if (it != reseat_scope->copies_.end()) {
+    impl_ = it->second.impl_;  // a parameter of the tree: the replica's own copy
+    return;
+  }
+  RUCCL_CHECK(reseat_scope->copy_keys_.count(impl_.get()) != 0, ValueError,
+              "Module::clone: ", reseat_scope->module_,
+              " holds a Param member that is not registered in the model being cloned, so the "
+              "replica would share it with the original; register it (register_parameter) or keep "
+              "it out of the module's members");
+}
+
 ParamId next_param_id() { return id_counter.fetch_add(1, std::memory_order_relaxed); }
 
 Param::Param(Tensor value, bool trainable)

@@ -7,6 +7,8 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "autodiff/var.h"
 #include "tensor/core/tensor.h"
@@ -51,6 +53,15 @@ class Param {
  public:
   /// An undefined Param.
   Param() = default;
+  /// An alias of `other` (the same parameter). While Module::clone() copies a module's class,
+  /// a copy of a parameter of the tree being cloned is the clone's copy of it instead (so a Param
+  /// member of a user module points at the replica's parameter), and a copy of a parameter
+  /// registered nowhere in that tree is a ValueError naming the module (see Module::clone).
+  Param(const Param& other);
+  Param(Param&&) noexcept = default;
+  Param& operator=(const Param&) = default;
+  Param& operator=(Param&&) noexcept = default;
+  ~Param() = default;
   /// A new parameter holding `value` (shared, not copied), with no id yet (see ParamId).
   explicit Param(Tensor value, bool trainable = true);
   /// A new parameter with an explicit id. ValueError for kNoParamId.
@@ -112,5 +123,27 @@ class Param {
   ParamId adopt_id(ParamId id) const;
   std::shared_ptr<Impl> impl_;
 };
+
+namespace detail {
+/// While alive, Param copies made on this thread are re-seated (Module::clone; see Param's copy
+/// constructor): each parameter in `copies` becomes its copy.
+class ParamReseatScope {
+ public:
+  using Copies = std::unordered_map<const void*, Param>;
+  explicit ParamReseatScope(const Copies& copies);
+  ~ParamReseatScope();
+  ParamReseatScope(const ParamReseatScope&) = delete;
+  ParamReseatScope& operator=(const ParamReseatScope&) = delete;
+  /// The module whose class is being copied now (named in the error for a foreign Param member).
+  void set_module(std::string describe) { module_ = std::move(describe); }
+
+ private:
+  friend class ruccl::nn::Param;
+  const Copies& copies_;
+  std::unordered_set<const void*> copy_keys_;
+  std::string module_;
+  ParamReseatScope* outer_;
+};
+}  // namespace detail
 
 }  // namespace ruccl::nn

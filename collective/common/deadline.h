@@ -11,10 +11,11 @@ class Deadline {
  public:
   using Clock = std::chrono::steady_clock;
 
-  /// The deadline `timeout` from now. `label` and `seq` name the call in timeout messages.
+  /// The deadline `timeout` after `from` (now by default). `label` and `seq` name the call in
+  /// timeout messages. An asynchronous collective's deadline counts from the *_async call.
   static Deadline after(std::chrono::milliseconds timeout, const char* label = "wait",
-                        std::uint64_t seq = 0) {
-    return Deadline(Clock::now() + timeout, timeout, label, seq);
+                        std::uint64_t seq = 0, Clock::time_point from = Clock::now()) {
+    return Deadline(from + timeout, timeout, label, seq);
   }
 
   Clock::time_point at() const { return at_; }

@@ -37,12 +37,12 @@ void CommunicatorCore::throw_if_finished(const char* label) const {
       first.ranks());
 }
 
-CallScope CommunicatorCore::begin(OpKind kind, const CallOptions& call) {
+CallScope CommunicatorCore::begin(OpKind kind, const CallOptions& call, Issued issued) {
   const char* label = call.label != nullptr ? call.label : op_kind_name(kind);
   throw_if_finished(label);
   ++seq_;
   CallScope scope{CallRecord{}, label,
-                  Deadline::after(call.timeout.value_or(options_.timeout), label, seq_),
+                  Deadline::after(call.timeout.value_or(options_.timeout), label, seq_, issued),
                   observer_.start()};
   CallRecord& rec = scope.record;
   rec.seq = seq_;
@@ -174,8 +174,9 @@ void CommunicatorCore::finish_agree(CallScope& scope) {
 
 const std::vector<CallRecord>& CommunicatorCore::records() const { return records_; }
 
-Deadline CommunicatorCore::p2p_deadline(const CallOptions& call, const char* label) const {
-  return Deadline::after(call.timeout.value_or(options_.timeout), label, 0);
+Deadline CommunicatorCore::p2p_deadline(const CallOptions& call, const char* label,
+                                        Issued issued) const {
+  return Deadline::after(call.timeout.value_or(options_.timeout), label, 0, issued);
 }
 
 std::uint64_t CommunicatorCore::next_p2p_tag(int peer, bool sending) {

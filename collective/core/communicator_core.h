@@ -6,9 +6,12 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "collective/algorithms/algorithm.h"
+#include "collective/core/progress_thread.h"
+#include "collective/core/work_state.h"
 #include "collective/engine/collective_engine.h"
 #include "collective/protocol/agreement.h"
 #include "collective/protocol/call_options.h"
@@ -40,9 +43,63 @@ class CommunicatorCore {
   Device device() const { return device_; }
   const CommunicatorOptions& options() const { return options_; }
 
-  /// Starts collective `kind`: throws Aborted when the group is already finished; fills the
-  /// record's seq, kind and words (an invalid word count becomes a local error).
-  CallScope begin(OpKind kind, const CallOptions& call);
+  /// When the caller issued a call: its deadline counts from here (an asynchronous call may wait
+  /// in the progress thread's queue first).
+  using Issued = Deadline::Clock::time_point;
+
+  /// Starts collective `kind` issued at `issued`: throws Aborted when the group is already
+  /// finished; fills the record's seq, kind and words (an invalid word count becomes a local
+  /// error).
+  CallScope begin(OpKind kind, const CallOptions& call, Issued issued = Deadline::Clock::now());
+
+  /// The one path of every call, blocking or not: `body(issued)` runs the call (begin, describe,
+  /// execute) and returns its result. start() queues it on the progress thread behind every call
+  /// this rank started before and returns its state at once; `inputs` stay alive in the state.
+  template <typename Body>
+  std::shared_ptr<WorkState> start(std::vector<Tensor> inputs, const CallOptions& call,
+                                   const char* default_label, Body body) {
+    const Issued issued = Deadline::Clock::now();
+    auto state = std::make_shared<WorkState>();
+    state->deadline =
+        Deadline::after(call.timeout.value_or(options_.timeout),
+                        call.label != nullptr ? call.label : default_label, 0, issued);
+    state->fail_group = [this](const CollectiveError& error) { transport_->fail(error); };
+    state->inputs = std::move(inputs);
+    std::function<void()> enter = engine_->caller_context();
+    progress_.submit(
+        [state, issued, enter = std::move(enter), body = std::move(body)]() mutable noexcept {
+          std::exception_ptr error;
+          try {
+            if (enter) enter();
+            state->store(body(issued));
+          } catch (...) {
+            error = std::current_exception();
+          }
+          state->complete(std::move(error));
+        });
+    return state;
+  }
+  /// The blocking form: start, then wait. With nothing queued, the call runs on the caller's
+  /// thread (no hand-off: the blocking path costs what it did before there were handles);
+  /// behind queued calls it goes through the progress thread, keeping program order.
+  template <typename Body>
+  auto run(const CallOptions& call, const char* default_label, Body&& body) {
+    if (progress_.idle()) return body(Deadline::Clock::now());
+    using Result = decltype(body(Deadline::Clock::now()));
+    const std::shared_ptr<WorkState> state =
+        start({}, call, default_label, [&body](Issued issued) { return body(issued); });
+    try {
+      state->wait();
+    } catch (...) {
+      // The queued body refers to the caller's arguments: never return before it has run (the
+      // group is failed by now, so it ends promptly).
+      state->wait_until_completed();
+      throw;
+    }
+    return take<Result>(*state);
+  }
+  /// The progress thread (threads per rank: docs/collectives.md).
+  const ProgressThread& progress() const { return progress_; }
   /// Records a local error of this rank's arguments (the first one wins).
   void reject(CallScope& scope, CollectiveErrorKind kind, const std::string& message);
   /// Validates a tensor argument (defined, on this rank's device, dtype allowed); records it in
@@ -92,7 +149,8 @@ class CommunicatorCore {
   }
 
   /// Point-to-point deadline and tag bookkeeping.
-  Deadline p2p_deadline(const CallOptions& call, const char* label) const;
+  Deadline p2p_deadline(const CallOptions& call, const char* label,
+                        Issued issued = Deadline::Clock::now()) const;
   std::uint64_t next_p2p_tag(int peer, bool sending);
 
   /// Throws Aborted "the communicator is finished" when the group has failed.
@@ -103,6 +161,19 @@ class CommunicatorCore {
   void fail_group_from_current_exception(const char* label) noexcept;
 
  private:
+  template <typename Result>
+  static Result take(WorkState& state) {
+    if constexpr (std::is_same_v<Result, std::optional<Tensor>>) {
+      return state.result.defined() ? std::optional<Tensor>(state.result) : std::nullopt;
+    } else if constexpr (std::is_same_v<Result, AllToAllVResult>) {
+      return AllToAllVResult{state.result, state.recv_counts};
+    } else if constexpr (std::is_same_v<Result, Tensor>) {
+      return state.result;
+    } else {
+      return Result{};
+    }
+  }
+
   template <typename Body>
   auto execute_agreed(CallScope& scope, Body&& body) {
     const bool early = scope.record.error_kind == CallRecord::kNone && world_ > 1 &&
@@ -152,6 +223,8 @@ class CommunicatorCore {
   std::vector<CallRecord> records_;
   std::string engine_name_;  // engine_->name(), written into every record
   CallObserver observer_;
+  // Last: destroyed first, so its queued calls run out while everything they use is alive.
+  ProgressThread progress_;
 };
 
 }  // namespace ruccl

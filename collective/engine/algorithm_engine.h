@@ -28,6 +28,10 @@ class AlgorithmEngine final : public CollectiveEngine {
   bool bit_identical() const override { return true; }
   /// Direct all_reduce sends its inputs with the record: one exchange for a small all_reduce.
   bool sends_with_agreement(OpKind kind, Algorithm algorithm) const override;
+  /// The registered device engine's (its stream); nothing for host staging.
+  std::function<void()> caller_context() const override {
+    return device_engine_ ? device_engine_->caller_context() : std::function<void()>();
+  }
 
   Tensor all_reduce(const EngineCall& call, const Tensor& t, ReduceOperation op) override;
   std::optional<Tensor> reduce(const EngineCall& call, const Tensor& t, int root,

@@ -72,6 +72,14 @@ class CollectiveEngine {
     return false;
   }
 
+  /// What a call must carry from the thread that made it to the thread that runs it (an *_async
+  /// call, or a blocking call queued behind one, runs on the communicator's progress thread):
+  /// called on the caller's thread when the call starts; the function it returns runs on the
+  /// progress thread right before the call. A device engine carries the caller's current stream
+  /// on the rank's device (cuda/collective/device_streams.h), so the call stays ordered after the
+  /// kernels that made its input. Empty (the default): nothing to carry.
+  virtual std::function<void()> caller_context() const { return {}; }
+
   virtual Tensor all_reduce(const EngineCall& call, const Tensor& t, ReduceOperation op) = 0;
   /// Root gets the result; other ranks nullopt.
   virtual std::optional<Tensor> reduce(const EngineCall& call, const Tensor& t, int root,

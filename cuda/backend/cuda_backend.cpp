@@ -26,6 +26,7 @@ void check_same_device(const char* op, const Tensor& a, const Tensor& b) {
 
 bool CudaBackend::supports(Op op, DType dtype) const {
   if (op == Op::OneHot) return dtype == DType::I32 || dtype == DType::I64;  // the indices' dtype
+  if (op == Op::Cumsum || op == Op::Sort) return false;  // no scan or sort kernels yet
   return op_supports(op, dtype);
 }
 
@@ -107,11 +108,31 @@ void CudaBackend::fill(const Tensor& dst, Scalar value) {
 
 void CudaBackend::unary(Op op, const Tensor& x, const Tensor& out) {
   check_supported(*this, op, x.dtype());
-  RUCCL_ASSERT(x.shape() == out.shape() && x.dtype() == out.dtype(), "cuda::", op_name(op));
+  const bool bool_out = op == Op::IsNan || op == Op::IsFinite;
+  RUCCL_ASSERT(x.shape() == out.shape() &&
+                   (bool_out ? out.dtype() == DType::Bool : x.dtype() == out.dtype()),
+               "cuda::", op_name(op));
   check_same_device(op_name(op).data(), x, out);
   if (out.numel() == 0) return;
   const ScopedDevice scope(out.device());
   launch_unary(op, ref(x), ref(out), stream_for(out.device()));
+}
+
+void CudaBackend::unary_params(Op op, const Tensor& x, double p0, double p1, const Tensor& out) {
+  check_supported(*this, op, x.dtype());
+  RUCCL_ASSERT(x.shape() == out.shape() && x.dtype() == out.dtype(), "cuda::", op_name(op));
+  check_same_device(op_name(op).data(), x, out);
+  if (out.numel() == 0) return;
+  const ScopedDevice scope(out.device());
+  launch_unary_params(op, ref(x), p0, p1, ref(out), stream_for(out.device()));
+}
+
+void CudaBackend::cumsum(const Tensor&, std::int64_t, bool, const Tensor&) {
+  check_supported(*this, Op::Cumsum, DType::F32);
+}
+
+void CudaBackend::sort(const Tensor&, std::int64_t, bool, const Tensor&, const Tensor&) {
+  check_supported(*this, Op::Sort, DType::F32);
 }
 
 namespace {

@@ -40,6 +40,7 @@ class CudaBackend final : public Backend {
   void binary(Op op, const Tensor& a, const Tensor& b, const Tensor& out) override;
   void binary_scalar(Op op, const Tensor& a, Scalar b, ScalarSide side, const Tensor& out) override;
   void scalar_in_place(Op op, const Tensor& t, Scalar s) override;
+  void unary_params(Op op, const Tensor& x, double p0, double p1, const Tensor& out) override;
   void where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out) override;
   void reduce(Op op, const Tensor& x, std::span<const std::int64_t> dims,
               const Tensor& out) override;
@@ -53,6 +54,10 @@ class CudaBackend final : public Backend {
   void index_add(const Tensor& out, std::int64_t dim, const Tensor& index,
                  const Tensor& src) override;
   void one_hot(const Tensor& indices, const Tensor& out) override;
+  /// Not on the device yet (supports() says false): NotImplementedError.
+  void cumsum(const Tensor& x, std::int64_t dim, bool reverse, const Tensor& out) override;
+  void sort(const Tensor& x, std::int64_t dim, bool descending, const Tensor& values,
+            const Tensor& indices) override;
 
   void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& momentum_buffer,
                   const SgdStep& step) override;

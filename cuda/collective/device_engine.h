@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "collective/engine/algorithm_engine.h"
+#include "cuda/collective/device_streams.h"
 #include "cuda/collective/peer_collectives.h"
 #include "cuda/collective/staging_transport.h"
 #include "cuda/memory/pinned_pool.h"
@@ -50,6 +51,8 @@ class DeviceEngine final : public CollectiveEngine {
   std::string name() const override { return "algorithms on cuda"; }
   bool supports(OpKind, DType, Device) const override { return true; }
   bool bit_identical() const override { return true; }
+  /// The caller's current stream, carried to the progress thread (docs/collectives.md).
+  std::function<void()> caller_context() const override { return carry_collective_stream(device_); }
 
   Tensor all_reduce(const EngineCall& call, const Tensor& t, ReduceOperation op) override;
   std::optional<Tensor> reduce(const EngineCall& call, const Tensor& t, int root,

@@ -8,6 +8,11 @@ namespace ruccl::cuda {
 
 cudaStream_t collective_stream(Device device) { return current_stream(device.index); }
 
+std::function<void()> carry_collective_stream(Device device) {
+  const cudaStream_t stream = collective_stream(device);
+  return [device, stream] { set_current_stream(device.index, stream); };
+}
+
 fold::Elem fold_elem(DType dtype) {
   switch (dtype) {
     case DType::F32:

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "collective/engine/algorithm_engine.h"
+#include "cuda/collective/device_streams.h"
 #include "cuda/collective/nccl_comm.h"
 
 namespace ruccl::cuda {
@@ -41,6 +42,8 @@ class NcclEngine final : public CollectiveEngine {
   /// CUDA tensors of every dtype (what NCCL cannot reduce runs on the fallback); nothing else.
   bool supports(OpKind kind, DType dtype, Device device) const override;
   bool bit_identical() const override { return options_.require_bit_identical; }
+  /// The caller's current stream, carried to the progress thread (docs/collectives.md).
+  std::function<void()> caller_context() const override { return carry_collective_stream(device_); }
 
   Tensor all_reduce(const EngineCall& call, const Tensor& t, ReduceOperation op) override;
   std::optional<Tensor> reduce(const EngineCall& call, const Tensor& t, int root,

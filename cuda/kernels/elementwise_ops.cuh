@@ -53,6 +53,53 @@ RUCCL_UNARY_FN(TanhFn, tanh(x));
 RUCCL_UNARY_FN(SigmoidFn, C{1} / (C{1} + exp(-x)));
 RUCCL_UNARY_FN(GeluFn, C{0.5} * x * (C{1} + erf(x * static_cast<C>(0.70710678118654752440))));
 RUCCL_UNARY_FN(LogicalNotFn, !x);
+// issue 30's element-wise math (ops helper); formulas as the CPU's cpu_elementwise_math.h.
+RUCCL_UNARY_FN(SinFn, sin(x));
+RUCCL_UNARY_FN(CosFn, cos(x));
+RUCCL_UNARY_FN(SiluFn, x / (C{1} + exp(-x)));
+RUCCL_UNARY_FN(RsqrtFn, C{1} / sqrt(x));
+RUCCL_UNARY_FN(ErfFn, erf(x));
+RUCCL_UNARY_FN(Log1pFn, log1p(x));
+RUCCL_UNARY_FN(Expm1Fn, expm1(x));
+
+/// isnan / isfinite (Bool out); integers are never NaN and always finite.
+struct IsNanFn {
+  template <typename C>
+  __device__ __forceinline__ bool operator()(C x) const {
+    return x != x;  // NOLINT(misc-redundant-expression)
+  }
+};
+struct IsFiniteFn {
+  template <typename C>
+  __device__ __forceinline__ bool operator()(C x) const {
+    if constexpr (std::is_floating_point_v<C>) {
+      return isfinite(x);
+    } else {
+      return true;
+    }
+  }
+};
+
+/// The unary ops with parameters (Backend::unary_params): one functor, the op uniform over the
+/// grid (as CompareFn).
+template <typename C>
+struct ParamsFn {
+  Op op;
+  C p0;
+  C p1;
+  __device__ __forceinline__ C operator()(C x) const {
+    switch (op) {
+      case Op::LeakyRelu:
+        return x > C{} ? x : x * p0;
+      case Op::Elu:
+        return x > C{} ? x : p0 * expm1(x);
+      default: {  // Softplus: beta p0, threshold p1
+        const C z = x * p0;
+        return z > p1 ? x : log1p(exp(z)) / p0;
+      }
+    }
+  }
+};
 
 struct AbsFn {  // abs(-0.0) is +0.0
   template <typename C>

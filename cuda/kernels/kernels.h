@@ -26,6 +26,9 @@ void launch_copy(const TensorRef& src, const TensorRef& dst, cudaStream_t stream
 void launch_fill(const TensorRef& dst, const ScalarArg& value, cudaStream_t stream);
 
 void launch_unary(Op op, const TensorRef& x, const TensorRef& out, cudaStream_t stream);
+/// LeakyRelu, Elu, Softplus (Backend::unary_params).
+void launch_unary_params(Op op, const TensorRef& x, double p0, double p1, const TensorRef& out,
+                         cudaStream_t stream);
 /// Add, Sub, Mul, Div, Pow, Maximum, Minimum.
 void launch_binary(Op op, const TensorRef& a, const TensorRef& b, const TensorRef& out,
                    cudaStream_t stream);

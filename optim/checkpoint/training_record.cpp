@@ -149,6 +149,7 @@ TrainingRecord TrainingRecord::capture(const nn::Module& model, const Optimizer*
   }
   for (const auto& [path, g] : model.named_generators())
     r.generators_.push_back({path, g->state()});
+  r.buffers_ = capture_buffers(model);
   if (optimizer != nullptr) r.optimizer_ = optimizer->state();
   if (scheduler != nullptr) r.scheduler_ = scheduler->state();
   if (accumulator != nullptr) r.accumulator_ = accumulator->state();
@@ -162,6 +163,9 @@ std::string TrainingRecord::serialize_payload() const {
     cereal::PortableBinaryOutputArchive archive(out);
     archive(std::string(kPayloadKind), params_, generators_, optimizer_, scheduler_, accumulator_,
             caller_);
+    // Buffers come last, and only when there are some: a model without buffers writes the bytes
+    // it wrote before records held buffers, and a record ending after the caller state has none.
+    if (!buffers_.empty()) archive(buffers_);
   }
   return out.str();
 }
@@ -178,6 +182,7 @@ TrainingRecord TrainingRecord::parse_payload(const std::string& payload,
                                 "' payload, got '", kind.substr(0, 64), "'"));
     }
     archive(r.params_, r.generators_, r.optimizer_, r.scheduler_, r.accumulator_, r.caller_);
+    if (archive.remaining() != 0) archive(r.buffers_);
     if (archive.remaining() != 0) {
       throw CheckpointError(str("checkpoint ", origin, ": ", archive.remaining(),
                                 " unexpected bytes after the record"));
@@ -193,6 +198,7 @@ TrainingRecord TrainingRecord::parse_payload(const std::string& payload,
   // load; restore() refuses them unless told otherwise.)
   try {
     validate_blobs(r.params_, r.optimizer_, r.accumulator_);
+    validate_buffers(r.buffers_);
     Generator probe(0);
     probe.set_state(r.caller_.rng);  // the caller's set_state must not be the first to refuse
     for (const auto& [name, value] : r.caller_.values) {
@@ -306,6 +312,8 @@ void TrainingRecord::restore(nn::Module& model, Optimizer* optimizer, LrSchedule
                 "' is not in the model (the saved model had random modules, such as "
                 "Dropout, that this one does not have)");
   }
+  const std::vector<std::pair<std::string, Tensor>> buffers =
+      buffers_to_restore(buffers_, model, at);
   if (optimizer != nullptr) {
     RUCCL_CHECK(optimizer_.has_value(), CheckpointError, at,
                 "an optimizer was passed but the record holds no optimizer state");
@@ -380,6 +388,7 @@ void TrainingRecord::restore(nn::Module& model, Optimizer* optimizer, LrSchedule
     throw;
   }
   for (auto& [p, v] : values) p.set_value(v);
+  for (const auto& [path, b] : buffers) model.set_buffer(path, b);
   for (const auto& [path, g] : generators) g->set_state(recorded_generators.at(path)->state);
 }
 

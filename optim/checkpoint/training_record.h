@@ -1,9 +1,9 @@
 #pragma once
-// TrainingRecord: everything one rank needs to resume training bit for bit — model parameters
-// and module generators (Dropout's masks), optimizer state, scheduler state, pending accumulated
-// gradients and the caller's own position and named values (optim/checkpoint/caller_state.h) —
-// saved as a cereal archive inside a checksummed, versioned, atomically written file
-// (optim/checkpoint/record_file.h).
+// TrainingRecord: everything one rank needs to resume training bit for bit — model parameters,
+// module buffers (BatchNorm's running statistics) and module generators (Dropout's masks),
+// optimizer state, scheduler state, pending accumulated gradients and the caller's own position and
+// named values (optim/checkpoint/caller_state.h) — saved as a cereal archive inside a checksummed,
+// versioned, atomically written file (optim/checkpoint/record_file.h).
 //
 //   // save (each rank its own file)
 //   TrainingRecord::capture(model, &optimizer, &schedule, &accumulator,
@@ -24,6 +24,7 @@
 
 #include "autodiff/nn/module.h"
 #include "optim/checkpoint/caller_state.h"
+#include "optim/checkpoint/recorded_buffers.h"
 #include "optim/checkpoint/tensor_blob.h"
 #include "optim/gradients_accumulator.h"
 #include "optim/lr_scheduler.h"
@@ -62,9 +63,10 @@ struct RecordedGenerator {
 /// A per-rank training checkpoint. See the file comment.
 class TrainingRecord {
  public:
-  /// Copies the state of `model` (its parameters and the state of every module generator,
-  /// Module::named_generators: Dropout's) and of each non-null component. Nothing is modified.
-  /// ValueError when `caller` has a world size below 1 or a rank outside [0, world size).
+  /// Copies the state of `model` (its parameters, its buffers, Module::named_buffers, and the
+  /// state of every module generator, Module::named_generators: Dropout's) and of each non-null
+  /// component. Nothing is modified. ValueError when `caller` has a world size below 1 or a rank
+  /// outside [0, world size).
   static TrainingRecord capture(const nn::Module& model, const Optimizer* optimizer = nullptr,
                                 const LrScheduler* scheduler = nullptr,
                                 const GradientsAccumulator* accumulator = nullptr,
@@ -81,8 +83,10 @@ class TrainingRecord {
   /// Puts the recorded state back into `model` and each non-null component. Checks first, and
   /// changes nothing unless everything matches: the record's rank and world size must be
   /// `options`' (unless `options.allow_other_rank_or_world`); the model must have exactly the
-  /// recorded ParamIds, with the same shapes, dtypes and trainable flags, and exactly the
-  /// recorded generator paths (whose states it then takes); a component passed
+  /// recorded ParamIds, with the same shapes, dtypes and trainable flags, exactly the recorded
+  /// buffer paths with the same shapes and dtypes (a record without buffers, written before
+  /// records held them, restores a model without buffers), and exactly the recorded generator
+  /// paths (whose states it then takes); a component passed
   /// here must have been captured (and of the same kind and configuration); optimizer and
   /// accumulator state must refer to the model's parameters with matching sizes. CheckpointError
   /// otherwise, naming the file (when loaded from one) and the parameter; ValueError for
@@ -98,6 +102,8 @@ class TrainingRecord {
   const CallerState& caller() const { return caller_; }
   /// The recorded parameters, in the model's visit order.
   const std::vector<RecordedParam>& params() const { return params_; }
+  /// The recorded module buffers, in the model's named_buffers() order.
+  const std::vector<RecordedBuffer>& buffers() const { return buffers_; }
   /// The recorded module generators, in the model's visit order.
   const std::vector<RecordedGenerator>& generators() const { return generators_; }
   bool has_optimizer() const { return optimizer_.has_value(); }
@@ -114,6 +120,7 @@ class TrainingRecord {
  private:
   std::vector<RecordedParam> params_;
   std::vector<RecordedGenerator> generators_;
+  std::vector<RecordedBuffer> buffers_;
   std::optional<OptimizerState> optimizer_;
   std::optional<SchedulerState> scheduler_;
   std::optional<AccumulatorState> accumulator_;

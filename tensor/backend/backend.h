@@ -120,6 +120,25 @@ enum class Op : std::uint16_t {
   // convolution and pooling windows (tensor/backend/window2d.h); F32 and F64
   Im2col,
   Col2im,
+  // element-wise math, scans, sorting
+  // unary elementwise on floating dtypes (out has x's shape and dtype)
+  Sin,
+  Cos,
+  Silu,
+  Rsqrt,
+  Erf,
+  Log1p,
+  Expm1,
+  // unary tests (any numeric dtype in, Bool out)
+  IsNan,
+  IsFinite,
+  // unary with parameters (unary_params): floating
+  LeakyRelu,  // p0 = negative slope
+  Elu,        // p0 = alpha
+  Softplus,   // p0 = beta, p1 = threshold
+  // along one dim
+  Cumsum,  // cumsum(x, dim, reverse, out)
+  Sort,    // sort(x, dim, descending, values, indices)
   kCount
 };
 
@@ -171,6 +190,10 @@ class Backend {
   /// shape (Bool for comparisons). No device memory holds `b`: it travels with the call.
   virtual void binary_scalar(Op op, const Tensor& a, Scalar b, ScalarSide side,
                              const Tensor& out) = 0;
+  /// out = op(x; p0, p1) for the unary ops with parameters, one pass, floating dtypes: LeakyRelu
+  /// (x > 0 ? x : p0 x), Elu (x > 0 ? x : p0 (e^x - 1)), Softplus (p0 x > p1 ? x :
+  /// log(1 + e^(p0 x)) / p0, torch's beta and threshold). The parameters travel with the call.
+  virtual void unary_params(Op op, const Tensor& x, double p0, double p1, const Tensor& out) = 0;
   /// t = op(t, s) in place for op AddInPlace, SubInPlace, MulInPlace or DivInPlace: the values
   /// binary_scalar gives for Add, Sub, Mul, Div with `s` on the right (read as t's dtype; integers
   /// wrap), written into t's own elements. `t` may have any strides (a view writes through to the
@@ -204,6 +227,15 @@ class Backend {
                          const Tensor& src) = 0;
   /// out[..., c] = (indices[...] == c); out is zero-filled by the backend.
   virtual void one_hot(const Tensor& indices, const Tensor& out) = 0;
+  /// Inclusive prefix sums of `x` along `dim` into `out` (same shape and dtype; F16/BF16
+  /// accumulate in F32); with `reverse` the sums run from the end (out[i] = sum of x[j], j >= i:
+  /// cumsum's backward).
+  virtual void cumsum(const Tensor& x, std::int64_t dim, bool reverse, const Tensor& out) = 0;
+  /// The first k = values.shape()[dim] elements of each row of `x` along `dim` in ascending
+  /// (descending) order, with their I64 positions in `indices`. Stable: equal values keep their
+  /// order of position. NaN sorts above every number (last ascending, first descending), as torch.
+  virtual void sort(const Tensor& x, std::int64_t dim, bool descending, const Tensor& values,
+                    const Tensor& indices) = 0;
 
   /// Unfolds the sliding windows of x [N, C, H, W] (contiguous) into cols [C * kh * kw, N * oh *
   /// ow] (contiguous): cols[(c * kh + i) * kw + j, (n * oh + y) * ow + x] = x[n, c, y * sh - ph + i

@@ -37,6 +37,10 @@ DTypeSet dtypes_of(Op op) {
     case Op::AddInPlace:
     case Op::SubInPlace:
     case Op::MulInPlace:
+    case Op::IsNan:
+    case Op::IsFinite:
+    case Op::Cumsum:
+    case Op::Sort:
       return DTypeSet::kNumeric;
     case Op::Exp:
     case Op::Log:
@@ -51,6 +55,16 @@ DTypeSet dtypes_of(Op op) {
     case Op::Matmul:
     case Op::Softmax:
     case Op::LogSoftmax:
+    case Op::Sin:
+    case Op::Cos:
+    case Op::Silu:
+    case Op::Rsqrt:
+    case Op::Erf:
+    case Op::Log1p:
+    case Op::Expm1:
+    case Op::LeakyRelu:
+    case Op::Elu:
+    case Op::Softplus:
       return DTypeSet::kFloating;
     case Op::LogicalAnd:
     case Op::LogicalOr:

@@ -185,14 +185,14 @@ Tensor Tensor::clone() const {
 
 Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
 
-void Tensor::copy_(const Tensor& src) {
+void Tensor::copy_(const Tensor& src) const {
   RUCCL_CHECK(src.device() == device(), DeviceError, "Tensor::copy_: expected a source on ",
               device(), ", got one on ", src.device(), "; move it with to(Device) first");
   const Tensor expanded = src.shape() == shape_ ? src : src.expand(shape_);
   backend_for(device()).copy(expanded, *this);
 }
 
-void Tensor::fill_(Scalar value) {
+void Tensor::fill_(Scalar value) const {
   RUCCL_CHECK(defined(), ValueError,
               "Tensor::fill_: expected a defined tensor, got an undefined one");
   backend_for(device()).fill(*this, value);

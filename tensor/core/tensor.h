@@ -129,9 +129,11 @@ class Tensor {
   /// Itself when contiguous, else a contiguous copy.
   Tensor contiguous() const;
   /// Writes `src` (broadcast to this shape, converted to this dtype) into this tensor's memory.
-  void copy_(const Tensor& src);
-  /// Sets every element to `value`.
-  void fill_(Scalar value);
+  /// Const, as libtorch's: a Tensor is a handle, and writing its elements changes no handle, so
+  /// `param.value().copy_(init)` works on the const Tensor& a Param gives.
+  void copy_(const Tensor& src) const;
+  /// Sets every element to `value` (const as copy_: `param.value().fill_(0.0)`).
+  void fill_(Scalar value) const;
 
   // ---- in-place arithmetic with a scalar (libtorch's add_, sub_, mul_, div_) ------------------
   /// this = this + s (sub_: - s, mul_: * s, div_: / s) elementwise in this tensor's own memory, on

@@ -195,6 +195,73 @@ Tensor sigmoid(const Tensor& x) { return unary(Op::Sigmoid, "sigmoid", x, Allowe
 Tensor relu(const Tensor& x) { return unary(Op::Relu, "relu", x, Allowed::kNumeric); }
 Tensor gelu(const Tensor& x) { return unary(Op::Gelu, "gelu", x, Allowed::kFloating); }
 
+// ---- issue 30's element-wise math
+// ---------------------------------------------------------------- leaky_relu, elu and softplus are
+// backend ops with parameters (Backend::unary_params): one pass over memory where a composite
+// (where(gt(x, 0), x, mul(x, s)), ...) takes three to six. clamp is composed of the scalar
+// maximum/minimum: exact on integers (a double parameter would not be), NaN-propagating as torch,
+// one pass per bound given.
+
+namespace {
+
+Tensor unary_params(Op op, const char* name, const Tensor& x, double p0, double p1) {
+  check_defined(x, name);
+  check_dtype(Allowed::kFloating, x.dtype(), name);
+  Backend& backend = backend_for(x.device());
+  check_supported(backend, op, x.dtype(), x.device(), name);
+  Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device(), name);
+  backend.unary_params(op, x, p0, p1, out);
+  return out;
+}
+
+// A Bool test of every element (isnan, isfinite); Bool inputs give `bool_answer` everywhere.
+Tensor predicate(Op op, const char* name, const Tensor& x, bool bool_answer) {
+  check_defined(x, name);
+  if (x.dtype() == DType::Bool)
+    return Tensor::full(x.shape(), bool_answer, DType::Bool, x.device());
+  Backend& backend = backend_for(x.device());
+  check_supported(backend, op, x.dtype(), x.device(), name);
+  Tensor out = Tensor::empty(x.shape(), DType::Bool, x.device(), name);
+  backend.unary(op, x, out);
+  return out;
+}
+
+}  // namespace
+
+Tensor sin(const Tensor& x) { return unary(Op::Sin, "sin", x, Allowed::kFloating); }
+Tensor cos(const Tensor& x) { return unary(Op::Cos, "cos", x, Allowed::kFloating); }
+Tensor silu(const Tensor& x) { return unary(Op::Silu, "silu", x, Allowed::kFloating); }
+Tensor rsqrt(const Tensor& x) { return unary(Op::Rsqrt, "rsqrt", x, Allowed::kFloating); }
+Tensor erf(const Tensor& x) { return unary(Op::Erf, "erf", x, Allowed::kFloating); }
+Tensor log1p(const Tensor& x) { return unary(Op::Log1p, "log1p", x, Allowed::kFloating); }
+Tensor expm1(const Tensor& x) { return unary(Op::Expm1, "expm1", x, Allowed::kFloating); }
+
+Tensor leaky_relu(const Tensor& x, double negative_slope) {
+  return unary_params(Op::LeakyRelu, "leaky_relu", x, negative_slope, 0.0);
+}
+Tensor elu(const Tensor& x, double alpha) { return unary_params(Op::Elu, "elu", x, alpha, 0.0); }
+Tensor softplus(const Tensor& x, double beta, double threshold) {
+  RUCCL_CHECK(beta != 0.0, ValueError, "softplus: expected a nonzero beta, got 0");
+  return unary_params(Op::Softplus, "softplus", x, beta, threshold);
+}
+
+Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max) {
+  check_defined(x, "clamp");
+  RUCCL_CHECK(min || max, ValueError,
+              "clamp: expected at least one bound (min or max), got neither");
+  Tensor out = x;
+  if (min)
+    out =
+        binary_scalar(Op::Maximum, "clamp", out, *min, ScalarSide::Right, Allowed::kNumeric, false);
+  if (max)
+    out =
+        binary_scalar(Op::Minimum, "clamp", out, *max, ScalarSide::Right, Allowed::kNumeric, false);
+  return out;
+}
+
+Tensor isnan(const Tensor& x) { return predicate(Op::IsNan, "isnan", x, false); }
+Tensor isfinite(const Tensor& x) { return predicate(Op::IsFinite, "isfinite", x, true); }
+
 Tensor eq(const Tensor& a, const Tensor& b) {
   return binary(Op::Eq, "eq", a, b, Allowed::kAny, true);
 }

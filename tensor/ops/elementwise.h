@@ -8,6 +8,8 @@
 //
 //   Tensor y = relu(x * w + b);       // [N, C] * [C] + [C]
 //   Tensor mask = gt(y, 0.5);          // Bool
+#include <optional>
+
 #include "tensor/core/tensor.h"
 
 namespace ruccl {
@@ -57,6 +59,36 @@ Tensor sigmoid(const Tensor& x);
 Tensor relu(const Tensor& x);
 /// The exact (erf) GELU, as torch.nn.functional.gelu's default.
 Tensor gelu(const Tensor& x);
+
+// ---- The element-wise math models reach for (issue 30), PyTorch's names and formulas ----------
+/// sin(x) (floating).
+Tensor sin(const Tensor& x);
+/// cos(x) (floating).
+Tensor cos(const Tensor& x);
+/// x * sigmoid(x), a.k.a. swish (floating).
+Tensor silu(const Tensor& x);
+/// 1 / sqrt(x) (floating); inf at 0, NaN below.
+Tensor rsqrt(const Tensor& x);
+/// The error function (floating).
+Tensor erf(const Tensor& x);
+/// log(1 + x), accurate for small x (floating).
+Tensor log1p(const Tensor& x);
+/// e^x - 1, accurate for small x (floating).
+Tensor expm1(const Tensor& x);
+/// x > 0 ? x : negative_slope * x (floating).
+Tensor leaky_relu(const Tensor& x, double negative_slope = 0.01);
+/// x > 0 ? x : alpha * (e^x - 1) (floating).
+Tensor elu(const Tensor& x, double alpha = 1.0);
+/// log(1 + e^(beta x)) / beta, and x itself where beta x > threshold (torch's linear region)
+/// (floating; beta = 0 is a ValueError).
+Tensor softplus(const Tensor& x, double beta = 1.0, double threshold = 20.0);
+/// min(max(x, min), max) (numeric dtypes, PyTorch's result type with a scalar bound); either
+/// bound may be absent, not both (ValueError). NaN stays NaN; min > max gives max everywhere.
+Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt);
+/// Bool: x is NaN (any dtype; integers and Bool never are).
+Tensor isnan(const Tensor& x);
+/// Bool: x is neither infinite nor NaN (any dtype; integers and Bool always are).
+Tensor isfinite(const Tensor& x);
 
 // Comparisons give Bool tensors.
 /// a == b (any dtypes, promoted); NaN is unequal to everything.

@@ -300,6 +300,74 @@ inline Outputs run_call(Communicator& comm, const Call& c, const Tensor& in) {
   return {};
 }
 
+/// How run_and_check issues its calls: one blocking call after another, or every call started
+/// with its *_async form (all in flight), then waited for in reverse order.
+enum class Mode { Blocking, Async };
+
+/// Starts c.op on `comm` with its *_async form (send/recv: two handles, in run_call's order).
+inline std::vector<Work> start_call(Communicator& comm, const Call& c, const Tensor& in) {
+  const int r = comm.rank();
+  const int world = comm.world_size();
+  switch (c.op) {
+    case Op::Broadcast:
+      return {comm.broadcast_async(in, c.root)};
+    case Op::BroadcastFromSender:
+      return {
+          comm.broadcast_from_sender_async(r == c.root ? std::optional<Tensor>(in) : std::nullopt)};
+    case Op::AllReduce:
+      return {comm.all_reduce_async(in, c.reduce_op)};
+    case Op::Reduce:
+      return {comm.reduce_async(in, c.root, c.reduce_op)};
+    case Op::AllGather:
+      return {comm.all_gather_async(in)};
+    case Op::Gather:
+      return {comm.gather_async(in, c.root)};
+    case Op::Scatter:
+      return {comm.scatter_async(in, c.root)};
+    case Op::ReduceScatter:
+      return {comm.reduce_scatter_async(in, c.reduce_op)};
+    case Op::AllToAll:
+      return {comm.all_to_all_async(in)};
+    case Op::AllToAllV: {
+      std::vector<std::int64_t> counts;
+      for (int j = 0; j < world; ++j) counts.push_back(v_count(world, c.rows, r, j));
+      return {comm.all_to_all_v_async(in, counts)};  // the handle copies the counts
+    }
+    case Op::SendRecv: {
+      if (world == 1) return {};
+      const int next = (r + 1) % world;
+      const int prev = (r + world - 1) % world;
+      if (r % 2 == 0) {
+        Work sent = comm.send_async(in, next);
+        return {sent, comm.recv_async(prev)};
+      }
+      Work got = comm.recv_async(prev);
+      return {comm.send_async(in, next), got};  // [send, recv] either way
+    }
+  }
+  return {};
+}
+
+/// The outputs of a call started with start_call (waits for its handles): what run_call returns.
+inline Outputs finish_call(const Call& c, const std::vector<Work>& works) {
+  if (works.empty()) return {};
+  auto optional_of = [](const Tensor& t) {
+    return t.defined() ? std::optional<Tensor>(t) : std::nullopt;
+  };
+  switch (c.op) {
+    case Op::Reduce:
+    case Op::Gather:
+      return {optional_of(works[0].result())};
+    case Op::AllToAllV:
+      return {works[0].result(), Tensor::from_vector<std::int64_t>(works[0].recv_counts())};
+    case Op::SendRecv:
+      works[0].wait();
+      return {works[1].result()};
+    default:
+      return {works[0].result()};
+  }
+}
+
 /// What rank r must get from call `c` in a group of `world` whose values are `values`.
 inline Outputs expected_outputs(const Call& c, int world, int r, const CallValues& values) {
   const Shape shape = input_shape(c, world);
@@ -395,21 +463,32 @@ struct CallResult {
   Tensor input;
 };
 
-/// Runs `calls` in order on a group of `world` ranks made by `make` (one thread each), then checks
+/// Runs `calls` in order (`mode`: blocking, or all started asynchronously and then waited for
+/// last to first) on a group of `world` ranks made by `make` (one thread each), then checks
 /// on the main thread every rank's outputs against expected_outputs and every input against its
 /// values before the call (a non-contiguous layout is also checked to really be non-contiguous).
 inline void run_and_check(const GroupFactory& make, int world, const std::vector<Call>& calls,
-                          CommunicatorOptions options = {}) {
+                          CommunicatorOptions options = {}, Mode mode = Mode::Blocking) {
   auto out = run_group_with(
       make, world,
       [&](Communicator& comm) {
-        std::vector<CallResult> results;
-        results.reserve(calls.size());
-        for (const Call& c : calls) {
+        std::vector<CallResult> results(calls.size());
+        std::vector<std::vector<Work>> works(calls.size());
+        for (std::size_t k = 0; k < calls.size(); ++k) {
+          const Call& c = calls[k];
           const Shape shape = input_shape(c, world);
           const Tensor in = laid_out(input_values(c, world, comm.rank(), shape.numel()), shape,
                                      c.dtype, c.layout);
-          results.push_back({run_call(comm, c, in), in});
+          results[k].input = in;
+          if (mode == Mode::Blocking) {
+            results[k].outputs = run_call(comm, c, in);
+          } else {
+            works[k] = start_call(comm, c, in);
+          }
+        }
+        // Out of order: the last call started is waited for first.
+        for (std::size_t k = calls.size(); mode == Mode::Async && k-- > 0;) {
+          results[k].outputs = finish_call(calls[k], works[k]);
         }
         return results;
       },

@@ -16,18 +16,31 @@ const std::vector<DType> kDTypes = {DType::F16, DType::BF16, DType::F32,
                                     DType::F64, DType::I32,  DType::I64};
 const std::vector<std::int64_t> kRows = {0, 1, 3, 257};
 
-/// Runs `calls` in order on `comm` and checks this rank's outputs and inputs.
-void run_and_check_here(Communicator& comm, const std::vector<Call>& calls) {
+/// Runs `calls` in order on `comm` and checks this rank's outputs and inputs. Mode::Async: every
+/// call is started with its *_async form first, then they are waited for last to first.
+void run_and_check_here(Communicator& comm, const std::vector<Call>& calls,
+                        Mode mode = Mode::Blocking) {
   const int world = comm.world_size();
   const int r = comm.rank();
-  for (std::size_t k = 0; k < calls.size(); ++k) {
+  std::vector<std::vector<Work>> works(calls.size());
+  std::vector<Tensor> inputs(calls.size());
+  for (std::size_t k = 0; mode == Mode::Async && k < calls.size(); ++k) {
+    const Call& c = calls[k];
+    const Shape shape = input_shape(c, world);
+    inputs[k] = laid_out(input_values(c, world, r, shape.numel()), shape, c.dtype, c.layout);
+    works[k] = start_call(comm, c, inputs[k]);
+  }
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    const std::size_t k = mode == Mode::Async ? calls.size() - 1 - i : i;  // async: out of order
     const Call& c = calls[k];
     INFO("world " << world << ", rank " << r << ", call " << k << ": " << describe(c));
     const Shape shape = input_shape(c, world);
     const CallValues values = call_values(c, world, shape.numel());
-    const Tensor in =
-        laid_out(values.inputs[static_cast<std::size_t>(r)], shape, c.dtype, c.layout);
-    const Outputs got = run_call(comm, c, in);
+    if (mode == Mode::Blocking) {
+      inputs[k] = laid_out(values.inputs[static_cast<std::size_t>(r)], shape, c.dtype, c.layout);
+    }
+    const Tensor& in = inputs[k];
+    const Outputs got = mode == Mode::Blocking ? run_call(comm, c, in) : finish_call(c, works[k]);
     const Outputs expected = expected_outputs(c, world, r, values);
     REQUIRE(got.size() == expected.size());
     for (std::size_t i = 0; i < expected.size(); ++i) {
@@ -70,6 +83,23 @@ TEST_CASE("reductions over MPI are exact for every valid dtype and reduce operat
     }
   }
   run_and_check_here(comm, calls);
+}
+
+TEST_CASE("every op over MPI gives the blocking result through its async form, all in flight",
+          "[mpi][async]") {
+  Communicator comm = world();
+  std::vector<Call> calls;
+  for (Op op : kAllOpsTable) {
+    for (DType dtype : {DType::BF16, DType::F64, DType::I64}) {
+      for (std::int64_t rows : {std::int64_t{0}, std::int64_t{3}, std::int64_t{257}}) {
+        const int root = static_cast<int>(calls.size()) % comm.world_size();
+        const ReduceOperation rop =
+            dtype == DType::I64 ? ReduceOperation::BitOr : ReduceOperation::Min;
+        calls.push_back({op, dtype, rop, rows, 0, Layout::Contiguous, root});
+      }
+    }
+  }
+  run_and_check_here(comm, calls, Mode::Async);
 }
 
 TEST_CASE("every op over MPI takes transposed and narrowed inputs", "[mpi]") {

@@ -85,6 +85,16 @@ class HostDeviceBackend final : public Backend {
     cpu_.index_add(out, dim, index, src);
   }
   void one_hot(const Tensor& indices, const Tensor& out) override { cpu_.one_hot(indices, out); }
+  void unary_params(Op op, const Tensor& x, double p0, double p1, const Tensor& out) override {
+    cpu_.unary_params(op, x, p0, p1, out);
+  }
+  void cumsum(const Tensor& x, std::int64_t dim, bool reverse, const Tensor& out) override {
+    cpu_.cumsum(x, dim, reverse, out);
+  }
+  void sort(const Tensor& x, std::int64_t dim, bool descending, const Tensor& values,
+            const Tensor& indices) override {
+    cpu_.sort(x, dim, descending, values, indices);
+  }
   void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& momentum_buffer,
                   const SgdStep& step) override {
     ++optimizer_updates;

@@ -5,6 +5,7 @@
 
 #include "tensor/backend/cpu/cpu_backend.h"
 #include "tensor/backend/cpu/cpu_elementwise_kernels.h"
+#include "tensor/backend/cpu/cpu_elementwise_math.h"
 #include "tensor/backend/cpu/cpu_parallel.h"
 #include "tensor/backend/op_dtypes.h"
 #include "tensor/core/tensor.h"
@@ -42,13 +43,30 @@ void binary_op(F f, const Tensor& a, const Tensor& b, const Tensor& out) {
   });
 }
 
-template <Kinds K, typename F>
+// out = f(x) with In = x's dtype and Out = In, or bool when kBoolOut (isnan, isfinite).
+template <Kinds K, typename F, bool kBoolOut = false>
 void unary_op(F f, const Tensor& x, const Tensor& out) {
   visit_dtype(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     if constexpr (accepts<K, T>()) {
+      using Out = std::conditional_t<kBoolOut, bool, T>;
       parallel_for_each_run<2>(out.shape(), {&out, &x},
-                               [f](const StridedRun<2>& r) { unary_run<T, T>(r, f); });
+                               [f](const StridedRun<2>& r) { unary_run<T, Out>(r, f); });
+    }
+  });
+}
+
+// out = f(x) for a functor template F<Compute<T>> made from the call's parameters.
+template <template <typename> class F, typename Make>
+void unary_params_op(Make make, const Tensor& x, const Tensor& out) {
+  visit_dtype(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (accepts<Kinds::kFloating, T>()) {
+      using Fn = F<Compute<T>>;
+      const Fn f = make(Compute<T>{});
+      parallel_for_each_run<2>(out.shape(), {&out, &x}, [f](const StridedRun<2>& r) {
+        unary_run<T, T, Fn, false>(r, f);  // no streaming stores: see unary_contiguous
+      });
     }
   });
 }
@@ -95,7 +113,10 @@ bool CpuBackend::supports(Op op, DType dtype) const { return op_supports(op, dty
 
 void CpuBackend::unary(Op op, const Tensor& x, const Tensor& out) {
   check_supported(*this, op, x.dtype());
-  RUCCL_ASSERT(x.shape() == out.shape() && x.dtype() == out.dtype(), "cpu::", op_name(op));
+  const bool bool_out = op == Op::IsNan || op == Op::IsFinite;
+  RUCCL_ASSERT(x.shape() == out.shape() &&
+                   (bool_out ? out.dtype() == DType::Bool : x.dtype() == out.dtype()),
+               "cpu::", op_name(op));
   switch (op) {
     case Op::Neg:
       return unary_op<Kinds::kNumeric>(NegFn{}, x, out);
@@ -119,10 +140,51 @@ void CpuBackend::unary(Op op, const Tensor& x, const Tensor& out) {
       return unary_op<Kinds::kFloating>(GeluFn{}, x, out);
     case Op::LogicalNot:
       return unary_op<Kinds::kBool>(LogicalNotFn{}, x, out);
+    case Op::Sin:
+      return unary_op<Kinds::kFloating>(SinFn{}, x, out);
+    case Op::Cos:
+      return unary_op<Kinds::kFloating>(CosFn{}, x, out);
+    case Op::Silu:
+      return unary_op<Kinds::kFloating>(SiluFn{}, x, out);
+    case Op::Rsqrt:
+      return unary_op<Kinds::kFloating>(RsqrtFn{}, x, out);
+    case Op::Erf:
+      return unary_op<Kinds::kFloating>(ErfFn{}, x, out);
+    case Op::Log1p:
+      return unary_op<Kinds::kFloating>(Log1pFn{}, x, out);
+    case Op::Expm1:
+      return unary_op<Kinds::kFloating>(Expm1Fn{}, x, out);
+    case Op::IsNan:
+      return unary_op<Kinds::kNumeric, IsNanFn, true>(IsNanFn{}, x, out);
+    case Op::IsFinite:
+      return unary_op<Kinds::kNumeric, IsFiniteFn, true>(IsFiniteFn{}, x, out);
     default:
       break;
   }
   throw NotImplementedError(str("not implemented: cpu::unary for op ", op_name(op)));
+}
+
+void CpuBackend::unary_params(Op op, const Tensor& x, double p0, double p1, const Tensor& out) {
+  check_supported(*this, op, x.dtype());
+  RUCCL_ASSERT(x.shape() == out.shape() && x.dtype() == out.dtype(), "cpu::", op_name(op));
+  switch (op) {
+    case Op::LeakyRelu:
+      return unary_params_op<LeakyReluFn>(
+          [p0](auto c) { return LeakyReluFn<decltype(c)>{static_cast<decltype(c)>(p0)}; }, x, out);
+    case Op::Elu:
+      return unary_params_op<EluFn>(
+          [p0](auto c) { return EluFn<decltype(c)>{static_cast<decltype(c)>(p0)}; }, x, out);
+    case Op::Softplus:
+      return unary_params_op<SoftplusFn>(
+          [p0, p1](auto c) {
+            using C = decltype(c);
+            return SoftplusFn<C>{static_cast<C>(p0), static_cast<C>(p1)};
+          },
+          x, out);
+    default:
+      break;
+  }
+  throw NotImplementedError(str("not implemented: cpu::unary_params for op ", op_name(op)));
 }
 
 void CpuBackend::binary(Op op, const Tensor& a, const Tensor& b, const Tensor& out) {

@@ -55,6 +55,15 @@ void StubBackend::index_add(const Tensor&, std::int64_t, const Tensor&, const Te
   fail(op_name(Op::IndexAdd));
 }
 void StubBackend::one_hot(const Tensor&, const Tensor&) { fail(op_name(Op::OneHot)); }
+void StubBackend::unary_params(Op op, const Tensor&, double, double, const Tensor&) {
+  fail(op_name(op));
+}
+void StubBackend::cumsum(const Tensor&, std::int64_t, bool, const Tensor&) {
+  fail(op_name(Op::Cumsum));
+}
+void StubBackend::sort(const Tensor&, std::int64_t, bool, const Tensor&, const Tensor&) {
+  fail(op_name(Op::Sort));
+}
 void StubBackend::sgd_update(const Tensor&, const Tensor&, const Tensor&, const SgdStep&) {
   fail(op_name(Op::SgdUpdate));
 }

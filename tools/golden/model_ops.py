@@ -1,0 +1,113 @@
+#!/usr/bin/python3
+"""Golden data for issue 30's element-wise math, cumsum, sort/topk and masking ops: random inputs
+(fixed seed) and PyTorch's outputs, in tools/golden/tensor_ops.py's format (its helpers are
+reused).
+
+Run with Debian's python3-torch (1.13):  /usr/bin/python3 tools/golden/model_ops.py
+Writes tests/data/model_ops_golden.txt, read by tests/tensor/golden_model_ops_test.cpp.
+sort and topk record two cases each (<op>_values, <op>_indices); ties sort stably (torch's
+stable=True), and topk inputs have no ties (torch leaves their order unspecified). NaN and inf
+stay out of the file (C++ streams do not read them): isnan/isfinite are tested in closed form.
+"""
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import tensor_ops as g  # noqa: E402  (rand, call, record, lines, FLOATS, INTS)
+
+SEED = 20261206
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "data",
+                   "model_ops_golden.txt")
+F = torch.nn.functional
+
+
+def unary_cases():
+    fns = {"sin": torch.sin, "cos": torch.cos, "silu": F.silu, "rsqrt": torch.rsqrt,
+           "erf": torch.erf, "log1p": torch.log1p, "expm1": torch.expm1}
+    for dtype in g.FLOATS:
+        for shape in [[7], [2, 3, 4], []]:
+            for name, fn in fns.items():
+                kind = "positive" if name in ("rsqrt", "log1p") else "normal"
+                x = g.rand(shape, dtype, kind)
+                g.record(name, [x], g.call(fn, x))
+            x = g.rand(shape, dtype)
+            for slope in [0.01, 0.2]:
+                g.record("leaky_relu", [x], g.call(F.leaky_relu, x, negative_slope=slope), slope=slope)
+            for alpha in [1.0, 0.5]:
+                g.record("elu", [x], g.call(F.elu, x, alpha=alpha), alpha=alpha)
+            for beta, threshold in [(1.0, 20.0), (2.0, 1.0), (0.5, 3.0)]:
+                g.record("softplus", [x], g.call(F.softplus, x, beta=beta, threshold=threshold), beta=beta,
+                         threshold=threshold)
+    # Above the default threshold (linear region) and far below it.
+    x = torch.tensor([-30.0, -5.0, 0.0, 19.5, 20.5, 40.0], dtype=torch.float64)
+    g.record("softplus", [x], F.softplus(x), beta=1.0, threshold=20.0)
+    for dtype in g.FLOATS + g.INTS:
+        x = g.rand([3, 4], dtype)
+        lo, hi = (-1, 2) if dtype in g.INTS else (-0.75, 1.5)
+        g.record("clamp", [x], g.call(torch.clamp, x, min=lo), min=lo)
+        g.record("clamp", [x], g.call(torch.clamp, x, max=hi), max=hi)
+        g.record("clamp", [x], g.call(torch.clamp, x, min=lo, max=hi), min=lo, max=hi)
+        g.record("clamp", [x], g.call(torch.clamp, x, min=hi, max=lo), min=hi, max=lo)
+
+
+def scan_sort_cases():
+    for dtype in g.FLOATS + g.INTS:
+        for shape in [[5], [3, 4], [2, 3, 4]]:
+            for dim in [0, -1]:
+                x = g.rand(shape, dtype)
+                g.record("cumsum", [x], g.call(torch.cumsum, x, dim=dim), dim=dim)
+                x = g.rand(shape, dtype, "ties")
+                for descending in [0, 1]:
+                    v, i = torch.sort(x.float() if dtype in ("F16", "BF16") else x, dim=dim,
+                                      descending=bool(descending), stable=True)
+                    g.record("sort_values", [x], v.to(x.dtype), dim=dim, descending=descending)
+                    g.record("sort_indices", [x], i, dim=dim, descending=descending)
+                # Distinct values: a permutation, scaled to keep F16/BF16 exact.
+                n = 1
+                for s in shape:
+                    n *= s
+                x = (torch.randperm(n, generator=g.gen).reshape(shape) - n // 2).to(
+                    g.DTYPES[dtype])
+                size = shape[dim]
+                for k in sorted({0, 1, min(3, size), size}):
+                    for largest in [0, 1]:
+                        v, i = torch.topk(x.double(), k, dim=dim, largest=bool(largest))
+                        g.record("topk_values", [x], v.to(x.dtype), k=k, dim=dim,
+                                 largest=largest)
+                        g.record("topk_indices", [x], i, k=k, dim=dim, largest=largest)
+    x = g.rand([0, 3], "F32")
+    g.record("cumsum", [x], torch.cumsum(x, 0), dim=0)
+    b = g.rand([4], "Bool")
+    g.record("cumsum", [b], torch.cumsum(b, 0), dim=0)
+
+
+def masking_cases():
+    for dtype in g.FLOATS + ["I64"]:
+        x = g.rand([2, 3, 4], dtype)
+        for mshape in [[2, 3, 4], [3, 4], [2, 1, 4], []]:
+            mask = g.rand(mshape, "Bool")
+            g.record("masked_fill", [x, mask], x.masked_fill(mask, -7), value=-7)
+        for shape in [[3, 4], [2, 4, 3], [1, 1]]:
+            x = g.rand(shape, dtype)
+            for diagonal in [-1, 0, 1, 2]:
+                g.record("tril", [x], torch.tril(x, diagonal), diagonal=diagonal)
+                g.record("triu", [x], torch.triu(x, diagonal), diagonal=diagonal)
+
+
+def main():
+    g.gen.manual_seed(SEED)
+    g.lines.append("# Generated by tools/golden/model_ops.py with torch %s, seed %d. Do not edit."
+                   % (torch.__version__, SEED))
+    unary_cases()
+    scan_sort_cases()
+    masking_cases()
+    with open(OUT, "w") as f:
+        f.write("\n".join(g.lines) + "\n")
+    print("wrote %d cases to %s" % (sum(1 for l in g.lines if l.startswith("case")),
+                                     os.path.normpath(OUT)), file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
