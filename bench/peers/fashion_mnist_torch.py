@@ -6,9 +6,9 @@ Usage: OPENBLAS_CORETYPE=SkylakeX /usr/bin/python3 bench/peers/fashion_mnist_tor
            [--model mlp|cnn] [--hidden 512,512] [--epochs 10] [--batch 128] [--lr 1e-3]
            [--threads T] [--data DIR]
        (--model cnn too: its Linear layers are OpenBLAS GEMMs; its convolutions are oneDNN's)
-Model: mlp: 784 - hidden (ReLU) - 10; cnn: the example's make_cnn (fashion_mnist.h): two blocks
-of Conv2d 3x3 pad 1 + ReLU + MaxPool2d 2 (32, 64 channels), Linear 3136-128 + ReLU, Linear
-128-10. Cross-entropy, Adam(lr); pixels scaled to [0, 1]; a fresh shuffle per epoch; the test
+Model: mlp: 784 - hidden (ReLU) - 10; cnn: the example's make_cnn (fashion_mnist.h): two
+blocks of Conv2d 3x3 pad 1 (no bias) + BatchNorm2d + ReLU + MaxPool2d 2 (32, 64 channels),
+Linear 3136-128 + ReLU, Linear 128-10. Cross-entropy, Adam(lr); pixels scaled to [0, 1]; a fresh shuffle per epoch; the test
 set evaluated in chunks of 1000 (as the example), in eval mode. Prints, per epoch: epoch, last
 batch loss, test accuracy, seconds since the start of training (data loading excluded, as the
 example's training time excludes it) and the process's CPU seconds over the same span.
@@ -46,8 +46,9 @@ def make_cnn():
     nn = torch.nn
     return nn.Sequential(
         nn.Unflatten(1, (1, 28, 28)),
-        nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(1, 32, 3, padding=1, bias=False), nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(32, 64, 3, padding=1, bias=False), nn.BatchNorm2d(64), nn.ReLU(),
+        nn.MaxPool2d(2),
         nn.Flatten(), nn.Linear(64 * 7 * 7, 128), nn.ReLU(), nn.Linear(128, 10))
 
 

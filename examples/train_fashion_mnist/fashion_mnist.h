@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "autodiff/nn/activation.h"
+#include "autodiff/nn/batch_norm.h"
 #include "autodiff/nn/conv.h"
 #include "autodiff/nn/linear.h"
 #include "autodiff/nn/pool.h"
@@ -71,10 +72,12 @@ class ImageView : public nn::Cloneable<ImageView> {
 /// Fashion-MNIST's images: 1 channel of 28 x 28.
 inline constexpr std::int64_t kSide = 28;
 
-/// The conv net (`--model cnn`): two blocks of Conv2d 3 x 3 (padding 1) + ReLU + MaxPool2d 2
-/// (1 -> 32 -> 64 channels, 28 -> 14 -> 7 pixels), then Linear 64*7*7 -> 128 + ReLU, Linear
-/// 128 -> classes. ParamIds 1, 2, ... in visit order. bench/peers/fashion_mnist_torch.py
-/// --model cnn is the same net in PyTorch.
+/// The conv net (`--model cnn`): two blocks of Conv2d 3 x 3 (padding 1, no bias: the BatchNorm's
+/// shift replaces it) + BatchNorm2d + ReLU + MaxPool2d 2 (1 -> 32 -> 64 channels, 28 -> 14 -> 7
+/// pixels), then Linear 64*7*7 -> 128 + ReLU, Linear 128 -> classes. ParamIds 1, 2, ... in visit
+/// order. Each rank's BatchNorm2d normalises over that rank's shard of the batch and keeps its own
+/// running statistics (as PyTorch's BatchNorm2d under DDP without SyncBatchNorm).
+/// bench/peers/fashion_mnist_torch.py --model cnn is the same net in PyTorch.
 inline std::shared_ptr<nn::Sequential> make_cnn(std::int64_t classes, std::uint64_t seed) {
   const MaxPool2dSpec kPool{.kernel = 2, .stride = 2, .padding = 0, .dilation = 1};
   Generator gen(seed);
@@ -82,8 +85,9 @@ inline std::shared_ptr<nn::Sequential> make_cnn(std::int64_t classes, std::uint6
   model->push_back(std::make_shared<ImageView>(1, kSide, kSide));
   std::int64_t in = 1;
   for (std::int64_t out : {32, 64}) {
-    model->push_back(
-        std::make_shared<nn::Conv2d>(in, out, 3, gen, nn::Conv2dOptions{.padding = 1}));
+    model->push_back(std::make_shared<nn::Conv2d>(in, out, 3, gen,
+                                                  nn::Conv2dOptions{.padding = 1, .bias = false}));
+    model->push_back(std::make_shared<nn::BatchNorm2d>(out));
     model->push_back(std::make_shared<nn::ReLU>());
     model->push_back(std::make_shared<nn::MaxPool2d>(kPool));
     in = out;

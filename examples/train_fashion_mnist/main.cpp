@@ -48,8 +48,9 @@ constexpr const char* kUsage =
     "  --batch N            global batch size (split over the ranks), default 128\n"
     "  --lr X               learning rate, default 0.001\n"
     "  --optimizer NAME     adam (default) or sgd (momentum 0.9)\n"
-    "  --model mlp|cnn      mlp (default): Linear + ReLU layers; cnn: two Conv2d 3x3 +\n"
-    "                       ReLU + MaxPool2d 2 blocks (32, 64 channels), Linear 3136-128-10\n"
+    "  --model mlp|cnn      mlp (default): Linear + ReLU layers; cnn: two blocks of Conv2d\n"
+    "                       3x3 + BatchNorm2d + ReLU + MaxPool2d 2 (32, 64 channels), then\n"
+    "                       Linear 3136-128-10\n"
     "  --hidden A,B,...     the MLP's hidden layer sizes, default 512,512\n"
     "  --seed N             initialisation and shuffling seed, default 0\n"
     "  --threads N          CPU threads per rank, default cores / ranks\n"
@@ -323,7 +324,7 @@ int main(int argc, char** argv) {
       if (test.count == cli.test_limit) std::cout << ", evaluating on the first " << test.count;
       std::cout << "\n";
       if (cli.model == "cnn") {
-        std::cout << "CNN conv3x3-32 pool conv3x3-64 pool 3136-128-" << train.classes;
+        std::cout << "CNN conv3x3-32 bn pool conv3x3-64 bn pool 3136-128-" << train.classes;
       } else {
         std::cout << "MLP " << train.features;
         for (std::int64_t h : cli.hidden) std::cout << "-" << h;
