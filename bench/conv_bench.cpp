@@ -3,10 +3,13 @@
 // CPU (oneDNN convolutions) run in the same invocation.
 //
 //   conv_bench [--iters N] [--threads T] [--peer bench/peers/conv_torch.py | --no-peer]
-//              [--profile]
+//              [--profile] [--cpu-time]
 //
 // --profile also times each stage alone (im2col, the forward GEMM with its layout pass and bias,
 // the gradient's layout copy, the two backward GEMMs, col2im, the bias gradient).
+// --cpu-time times our side (and the peer's) in process CPU time instead of wall time: on a loaded
+// machine the wall time mostly measures the other tenants, the CPU time the work done (with T
+// threads it is the sum over the threads).
 // Each shape: one warm-up iteration, then N timed (default 5), the median in ms. The peer runs with
 // OPENBLAS_CORETYPE unset and the same thread count. "ratio" is PyTorch's time / ours: the
 // throughput relative to PyTorch's (>= 1 is faster than PyTorch).
@@ -15,6 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <map>
 #include <string>
 #include <vector>
@@ -46,15 +50,28 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+bool g_cpu_time = false;  // --cpu-time: process CPU time instead of wall time
+
+/// Now in ms: wall time, or the process's CPU time under --cpu-time.
+double now_ms() {
+  if (g_cpu_time) {
+    timespec t{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) * 1e-6;
+  }
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 /// The median of `iters` timed calls of fn, after one untimed warm-up call (ms).
 template <typename Fn>
 double median_ms(int iters, const Fn& fn) {
   std::vector<double> times;
   for (int i = 0; i <= iters; ++i) {
-    const auto start = std::chrono::steady_clock::now();
+    const double start = now_ms();
     fn();
-    const double ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    const double ms = now_ms() - start;
     if (i > 0) times.push_back(ms);
   }
   return median(times);
@@ -104,7 +121,8 @@ void profile_conv(const ConvShape& s, int iters) {
 std::map<std::string, double> run_peer(const std::string& script, int threads, int iters) {
   std::map<std::string, double> out;
   const std::string cmd = "env -u OPENBLAS_CORETYPE /usr/bin/python3 '" + script + "' --threads " +
-                          std::to_string(threads) + " --iters " + std::to_string(iters) + " 2>&1";
+                          std::to_string(threads) + " --iters " + std::to_string(iters) +
+                          (g_cpu_time ? " --cpu-time" : "") + " 2>&1";
   FILE* pipe = popen(cmd.c_str(), "r");
   if (pipe == nullptr) return out;
   char buf[512];
@@ -141,9 +159,12 @@ int main(int argc, char** argv) {
       peer.clear();
     } else if (!std::strcmp(argv[i], "--profile")) {
       profile = true;
+    } else if (!std::strcmp(argv[i], "--cpu-time")) {
+      g_cpu_time = true;
     } else {
       std::fprintf(stderr,
-                   "usage: %s [--iters N] [--threads T] [--peer SCRIPT | --no-peer] [--profile]\n",
+                   "usage: %s [--iters N] [--threads T] [--peer SCRIPT | --no-peer] [--profile] "
+                   "[--cpu-time]\n",
                    argv[0]);
       return 2;
     }
@@ -151,8 +172,8 @@ int main(int argc, char** argv) {
   cpu::set_num_threads(threads);
   std::printf(
       "# conv2d 3x3 pad 1, F32, forward + backward (x, weight, bias); %d threads, "
-      "median of %d\n",
-      threads, iters);
+      "median of %d, %s ms\n",
+      threads, iters, g_cpu_time ? "process CPU" : "wall");
   std::vector<double> ours;
   for (const ConvShape& s : kShapes) ours.push_back(time_conv(s, iters));
   if (profile) {

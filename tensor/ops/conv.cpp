@@ -1,10 +1,14 @@
 // conv1d / conv2d on Tensors: argument checks and the GEMM formulation (tensor/ops/conv.h).
 //
 // Layout: im2col unfolds x [N, C, H, W] into cols [C kh kw, N oh ow], whose rows split evenly by
-// group. Forward is one batched matmul over the groups, weight [G, O/G, C/G kh kw] @ cols [G,
-// C/G kh kw, N oh ow] = [O, N oh ow]; a single pass then moves it to [N, O, oh, ow] and adds the
-// bias. The gradients are the transposed products on the same matrices.
+// group. Forward with one group is one product per image, weight [O, C kh kw] @ cols[:, image]
+// (a batched matmul over N with the weight broadcast), written straight into [N, O, oh, ow];
+// with groups, one batched matmul over the groups, weight [G, O/G, C/G kh kw] @ cols [G, C/G kh
+// kw, N oh ow] = [O, N oh ow], which a single pass moves to [N, O, oh, ow] with the bias. The
+// gradients are the transposed products on the same matrices.
 #include "tensor/ops/conv.h"
+
+#include <algorithm>
 
 #include "tensor/backend/backend.h"
 #include "tensor/ops/elementwise.h"
@@ -110,17 +114,26 @@ Tensor conv2d_from_cols(const Tensor& cols, const Tensor& weight, const Tensor& 
                         const Window2d& window, std::int64_t groups) {
   const std::int64_t out_channels = weight.size(0);
   const std::int64_t rows = window.col_rows() / groups;
+  const std::int64_t outputs = window.out_h * window.out_w;
   const Tensor w3 = weight.contiguous().view({groups, out_channels / groups, rows});
-  Tensor nchw;
   if (groups == 1) {
-    // colsᵀ [N oh ow, rows] @ weightᵀ [rows, O]: the tall operand streams through the GEMM and
-    // the small weight is packed once; the result is NHWC, moved to NCHW with the bias below.
-    const Tensor y = matmul(cols.transpose(0, 1), w3.view({out_channels, rows}).transpose(0, 1));
-    nchw = y.view({window.batch, window.out_h, window.out_w, out_channels}).permute({0, 3, 1, 2});
-  } else {
-    const Tensor y = matmul(w3, cols.view({groups, rows, window.col_cols()}));
-    nchw = y.view({out_channels, window.batch, window.out_h, window.out_w}).permute({1, 0, 2, 3});
+    // One product per image, weight [O, rows] @ cols[:, image n] [rows, oh ow] (a row-major
+    // block of cols, leading dim N oh ow): the result is image n's [O, oh, ow] in place, so the
+    // whole output comes out NCHW with no layout pass; the bias is added in place.
+    const Tensor per_image =
+        cols.view({rows, window.batch, outputs}).permute({1, 0, 2});  // [N, rows, oh ow]
+    Tensor y = matmul(w3, per_image)  // [1, O, rows] broadcast over N: [N, O, oh ow]
+                   .view({window.batch, out_channels, window.out_h, window.out_w});
+    if (bias.defined()) {
+      // out aliases a: an elementwise add reads each element before it writes the same one.
+      backend_for(y.device())
+          .binary(Op::Add, y, bias.view({1, out_channels, 1, 1}).expand(y.shape()), y);
+    }
+    return y;
   }
+  const Tensor y = matmul(w3, cols.view({groups, rows, window.col_cols()}));
+  const Tensor nchw =
+      y.view({out_channels, window.batch, window.out_h, window.out_w}).permute({1, 0, 2, 3});
   if (bias.defined()) return add(nchw, bias.view({1, out_channels, 1, 1}));
   return nchw.contiguous();
 }
@@ -137,10 +150,32 @@ Tensor conv2d_grad_rows(const Tensor& grad_output, std::int64_t groups) {
 
 Tensor conv2d_input_grad(const Tensor& grad_rows, const Tensor& weight, const Window2d& window,
                          std::int64_t groups) {
+  // Chunks of whole images, each about kChunkElements of grad cols (1 MiB of F32): the product
+  // writes a chunk's columns and col2im reads them back while they are still in cache, instead
+  // of one [C kh kw, N oh ow] matrix written to memory and read back. A block of consecutive
+  // images' columns is exactly the cols matrix of a window over those images, so each chunk is
+  // the same product and fold as the whole, and every element of dx sums the same terms in the
+  // same order (the chunk size depends on the shape only).
+  constexpr std::int64_t kChunkElements = std::int64_t{1} << 18;
   const std::int64_t rows = window.col_rows() / groups;
-  const Tensor w3 = weight.contiguous().view({groups, weight.size(0) / groups, rows});
-  const Tensor grad_cols = matmul(w3.transpose(1, 2), grad_rows);  // [G, rows, N oh ow]
-  return col2im(grad_cols.view({window.col_rows(), window.col_cols()}), window);
+  const std::int64_t outputs = window.out_h * window.out_w;
+  const std::int64_t image_elements = std::max<std::int64_t>(window.col_rows() * outputs, 1);
+  const std::int64_t chunk = std::clamp<std::int64_t>(kChunkElements / image_elements, 1,
+                                                      std::max<std::int64_t>(window.batch, 1));
+  const Tensor w3t =
+      weight.contiguous().view({groups, weight.size(0) / groups, rows}).transpose(1, 2);
+  Tensor x = Tensor::empty({window.batch, window.channels, window.in_h, window.in_w},
+                           grad_rows.dtype(), grad_rows.device(), "conv2d_input_grad");
+  Window2d part = window;
+  for (std::int64_t n0 = 0; n0 < window.batch; n0 += chunk) {
+    part.batch = std::min(chunk, window.batch - n0);
+    const Tensor rows_part = grad_rows.narrow(2, n0 * outputs, part.batch * outputs);
+    const Tensor grad_cols = matmul(w3t, rows_part);  // [G, rows, images oh ow]
+    backend_for(x.device())
+        .col2im(grad_cols.view({part.col_rows(), part.col_cols()}), part,
+                x.narrow(0, n0, part.batch));
+  }
+  return x;
 }
 
 namespace {

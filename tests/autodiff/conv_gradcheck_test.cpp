@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "autodiff/autodiff.h"
+#include "tensor/backend/cpu/cpu_backend.h"
 #include "tensor/tensor.h"
 #include "tests/support/tensor_matchers.h"
 
@@ -170,4 +171,51 @@ TEST_CASE("conv2d's weight gradient over a long N oh ow (cut into pieces) matche
     }
   }
   CHECK_THAT(w.grad(), ruccl::testing::TensorNear(expected, 1e-12, 1e-10));
+}
+
+TEST_CASE("conv2d in F32 on the large-product path matches F64 image by image, on 1 and 2 threads",
+          "[autodiff]") {
+  // 16 x 144 x 1024 multiply-adds per image: the forward's per-image products (weight @ the
+  // image's cols block, written straight into NCHW, bias added in place) and the backward run on
+  // the F32 GEMM (cpu::sgemm where the CPU has AVX-512); an image's grad cols (144 x 1024) is
+  // above conv2d_input_grad's chunk, so dx runs one chunk per image into the channel-major
+  // col2im. The reference is F64, one image at a time (one chunk, nothing to misplace),
+  // concatenated (value, d input) and summed (d weight, d bias).
+  Generator gen(13);
+  const Tensor x = Tensor::randn({3, 16, 32, 32}, gen, DType::F64);
+  const Tensor w = Tensor::randn({16, 16, 3, 3}, gen, DType::F64);
+  const Tensor b = Tensor::randn({16}, gen, DType::F64);
+  const Tensor g = Tensor::randn({3, 16, 32, 32}, gen, DType::F64);
+  const auto run = [&](const Tensor& xs, const Tensor& gs, DType dtype, int threads) {
+    const int saved = cpu::num_threads();
+    cpu::set_num_threads(threads);
+    Var xv(xs.to(dtype), true);
+    Var wv(w.to(dtype), true);
+    Var bv(b.to(dtype), true);
+    Var y = conv2d(xv, wv, bv, {.padding = 1});
+    y.backward(gs.to(dtype));
+    cpu::set_num_threads(saved);
+    return std::vector<Tensor>{y.value(), xv.grad(), wv.grad(), bv.grad()};
+  };
+  std::vector<std::vector<Tensor>> images;
+  for (std::int64_t n = 0; n < 3; ++n) {
+    images.push_back(run(x.narrow(0, n, 1), g.narrow(0, n, 1), DType::F64, 1));
+  }
+  std::vector<Tensor> exact;
+  for (std::size_t i = 0; i < 4; ++i) {
+    if (i < 2) {
+      exact.push_back(ruccl::cat({images[0][i], images[1][i], images[2][i]}, 0));
+    } else {
+      exact.push_back(ruccl::add(ruccl::add(images[0][i], images[1][i]), images[2][i]));
+    }
+  }
+  const std::vector<Tensor> one = run(x, g, DType::F32, 1);
+  const std::vector<Tensor> two = run(x, g, DType::F32, 2);
+  // F32 sums of up to 144 (forward, dx) and 3072 (dW, db) products of unit-variance terms.
+  const std::vector<double> atol = {1e-4, 1e-4, 1e-3, 1e-3};
+  for (std::size_t i = 0; i < exact.size(); ++i) {
+    INFO("output " << i << " (value, d input, d weight, d bias)");
+    CHECK_THAT(one[i].to(DType::F64), ruccl::testing::TensorNear(exact[i], 1e-4, atol[i]));
+    CHECK_THAT(two[i], ruccl::testing::TensorEqual(one[i]));
+  }
 }

@@ -1,7 +1,7 @@
 // CpuBackend::im2col and col2im (tensor/backend/window2d.h): the unfolding that turns a
 // convolution into one GEMM (tensor/ops/conv.cpp) and its transpose (the input's gradient).
 // im2col splits into tasks of one cols row and one image (a contiguous run of oh * ow outputs);
-// col2im into tasks of one (image, channel) plane, which sums its window offsets in a fixed order,
+// col2im into tasks of one (channel, image) plane, which sums its window offsets in a fixed order,
 // so results never depend on the thread count. Stride-1 rows are copied (or added) as runs.
 #include <algorithm>
 #include <cstring>
@@ -30,6 +30,13 @@ ValidRange valid_outputs(std::int64_t out, std::int64_t in, std::int64_t stride,
   const std::int64_t begin = std::clamp<std::int64_t>(ceil_div(pad - offset, stride), 0, out);
   const std::int64_t end = std::clamp<std::int64_t>(ceil_div(in + pad - offset, stride), 0, out);
   return {begin, std::max(begin, end)};
+}
+
+/// dst[t] += src[t] for t < count. The two never overlap (cols and the image are separate
+/// tensors); saying so lets the compiler vectorise the run without a run-time overlap check.
+template <typename T>
+void add_run(const T* __restrict src, T* __restrict dst, std::int64_t count) {
+  for (std::int64_t t = 0; t < count; ++t) dst[t] += src[t];
 }
 
 template <typename T>
@@ -78,9 +85,12 @@ void col2im_typed(const Tensor& cols, const Window2d& w, const Tensor& x) {
   const std::int64_t plane = w.in_h * w.in_w;
   const std::int64_t outputs = w.out_h * w.out_w;
   parallel_for(w.batch * w.channels, threads_for(cols.numel()), [&](std::int64_t task) {
-    const std::int64_t n = task / w.channels;
-    const std::int64_t c = task % w.channels;
-    T* image = dst + task * plane;
+    // Channel-major task order: consecutive tasks read the same kh kw rows of cols at
+    // consecutive images, i.e. kh kw long sequential streams (image-major order jumps a whole
+    // cols row, N oh ow floats, between tasks: 3x slower on the 14 x 14 CNN shape).
+    const std::int64_t c = task / w.batch;
+    const std::int64_t n = task % w.batch;
+    T* image = dst + (n * w.channels + c) * plane;
     std::fill(image, image + plane, T(0));
     for (std::int64_t i = 0; i < w.kernel_h; ++i) {
       for (std::int64_t j = 0; j < w.kernel_w; ++j) {
@@ -94,7 +104,7 @@ void col2im_typed(const Tensor& cols, const Window2d& w, const Tensor& x) {
           const T* run = in + oy * w.out_w;
           T* line = image + iy * w.in_w;
           if (w.stride_w == 1) {
-            for (std::int64_t ox = xs.begin; ox < xs.end; ++ox) line[ox + shift] += run[ox];
+            add_run(run + xs.begin, line + xs.begin + shift, xs.end - xs.begin);
           } else {
             for (std::int64_t ox = xs.begin; ox < xs.end; ++ox) {
               line[ox * w.stride_w + shift] += run[ox];
