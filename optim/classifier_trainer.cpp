@@ -45,9 +45,24 @@ std::pair<Tensor, Tensor> make_batch(const LabelledImages& data,
   return {x, y};
 }
 
-/// Fraction of `data` classified correctly, each rank evaluating its contiguous shard.
+/// Puts a model in evaluation mode (BatchNorm's running statistics, no Dropout) for its lifetime,
+/// then back in training mode.
+class EvalMode {
+ public:
+  explicit EvalMode(nn::Module& model) : model_(model) { model_.eval(); }
+  ~EvalMode() { model_.train(); }
+  EvalMode(const EvalMode&) = delete;
+  EvalMode& operator=(const EvalMode&) = delete;
+
+ private:
+  nn::Module& model_;
+};
+
+/// Fraction of `data` classified correctly, each rank evaluating its contiguous shard, the model
+/// in evaluation mode.
 double evaluate(Communicator& comm, nn::Module& model, const LabelledImages& data) {
   autodiff::NoGradGuard no_grad;
+  const EvalMode eval_mode(model);
   const int r = comm.rank();
   const int w = comm.world_size();
   const std::int64_t lo = data.count * r / w;

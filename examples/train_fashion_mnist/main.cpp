@@ -1,8 +1,10 @@
-// train_fashion_mnist: an MLP trained data-parallel on Fashion-MNIST over N ranks: threads of
-// this process, or -- started by ruccl-run, torchrun, srun or mpirun -- one process per rank.
+// train_fashion_mnist: an MLP or a small conv net trained data-parallel on Fashion-MNIST over N
+// ranks: threads of this process, or -- started by ruccl-run, torchrun, srun or mpirun -- one
+// process per rank.
 //
 //   train_fashion_mnist [--ranks 2] [--epochs 10] [--batch 128] [--lr 0.001] [--optimizer adam]
-//                       [--hidden 512,512] [--seed 0] [--data DIR] [--metrics FILE]
+//                       [--model mlp|cnn] [--hidden 512,512] [--seed 0] [--data DIR] [--metrics
+//                       FILE]
 //                       [--checkpoint-dir DIR] [--checkpoint-every N] [--resume] [--threads N]
 //                       [--device cpu|cuda]
 //   ruccl-run --nproc-per-node 2 [--max-restarts 1] train_fashion_mnist [options]
@@ -46,7 +48,10 @@ constexpr const char* kUsage =
     "  --batch N            global batch size (split over the ranks), default 128\n"
     "  --lr X               learning rate, default 0.001\n"
     "  --optimizer NAME     adam (default) or sgd (momentum 0.9)\n"
-    "  --hidden A,B,...     hidden layer sizes, default 512,512\n"
+    "  --model mlp|cnn      mlp (default): Linear + ReLU layers; cnn: two blocks of Conv2d\n"
+    "                       3x3 + BatchNorm2d + ReLU + MaxPool2d 2 (32, 64 channels), then\n"
+    "                       Linear 3136-128-10\n"
+    "  --hidden A,B,...     the MLP's hidden layer sizes, default 512,512\n"
     "  --seed N             initialisation and shuffling seed, default 0\n"
     "  --threads N          CPU threads per rank, default cores / ranks\n"
     "  --device cpu|cuda    where the ranks train, default cpu (cuda: GPU 0, or under a\n"
@@ -61,16 +66,19 @@ constexpr const char* kUsage =
     "  --max-batches N      at most N batches per epoch (short runs)\n"
     "  --overlap            reduce gradient buckets while backward runs (same parameters)\n"
     "  --bucket-mb X        with --overlap: the bucket cap in MiB, default 25\n"
+    "  --test-limit N       evaluate on the first N test images only (short runs)\n"
     "  --save-parameters F  write the final parameters to F (raw F32, visit order)\n"
     "  --kill-after-step K  test hook: rank --kill-rank (default 1) SIGKILLs itself after\n"
     "                       step K, on a job's first attempt only (processes only)\n";
 
 struct Cli {
   optim::TrainOptions options;
+  std::string model = "mlp";
   std::vector<std::int64_t> hidden = {512, 512};
   std::string data_dir = fm::kDefaultDataDir;
   std::string metrics;
   std::string save_parameters;
+  std::int64_t test_limit = -1;  ///< -1: the whole test set
   bool ranks_given = false;
 };
 
@@ -132,6 +140,10 @@ Cli parse(int argc, char** argv) {
       if (cli.options.bucket_cap_bytes < 1) usage_error("--bucket-mb is below one byte");
     } else if (flag == "--optimizer") {
       cli.options.optimizer = value;
+    } else if (flag == "--model") {
+      if (value != "mlp" && value != "cnn")
+        usage_error("--model expects mlp or cnn, got '" + value + "'");
+      cli.model = value;
     } else if (flag == "--hidden") {
       cli.hidden.clear();
       std::stringstream parts(value);
@@ -152,6 +164,9 @@ Cli parse(int argc, char** argv) {
       cli.options.checkpoint_every = to_int(flag, value);
     } else if (flag == "--max-batches") {
       cli.options.max_batches_per_epoch = to_int(flag, value);
+    } else if (flag == "--test-limit") {
+      cli.test_limit = to_int(flag, value);
+      if (cli.test_limit < 1) usage_error("--test-limit must be >= 1");
     } else if (flag == "--save-parameters") {
       cli.save_parameters = value;
     } else if (flag == "--device") {
@@ -308,7 +323,12 @@ int main(int argc, char** argv) {
     const bool lead = !comm || comm->rank() == 0;  // only rank 0 prints
     const auto load_start = std::chrono::steady_clock::now();
     const optim::LabelledImages train = fm::read_split(cli.data_dir, "train");
-    const optim::LabelledImages test = fm::read_split(cli.data_dir, "t10k");
+    optim::LabelledImages test = fm::read_split(cli.data_dir, "t10k");
+    if (cli.test_limit > 0 && cli.test_limit < test.count) {  // the first N images
+      test.count = cli.test_limit;
+      test.pixels.resize(static_cast<std::size_t>(test.count * test.features));
+      test.labels.resize(static_cast<std::size_t>(test.count));
+    }
     const double load_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
     const auto& o = cli.options;
@@ -316,17 +336,26 @@ int main(int argc, char** argv) {
       if (!launch.empty()) std::cout << "launch: " << launch << "\n";
       std::cout << "Fashion-MNIST: " << train.count << " training and " << test.count
                 << " test images (loaded in " << std::fixed << std::setprecision(1) << load_seconds
-                << " s)\nMLP " << train.features;
-      for (std::int64_t h : cli.hidden) std::cout << "-" << h;
-      std::cout << "-" << train.classes << ", " << o.optimizer << " lr " << std::defaultfloat
-                << o.lr << ", global batch " << o.batch << " over " << o.ranks
-                << " data-parallel rank(s) (" << (comm ? "processes" : "threads") << ") on "
-                << o.device.to_string() << ", " << o.epochs << " epochs\n";
+                << " s)";
+      if (test.count == cli.test_limit) std::cout << ", evaluating on the first " << test.count;
+      std::cout << "\n";
+      if (cli.model == "cnn") {
+        std::cout << "CNN conv3x3-32 bn pool conv3x3-64 bn pool 3136-128-" << train.classes;
+      } else {
+        std::cout << "MLP " << train.features;
+        for (std::int64_t h : cli.hidden) std::cout << "-" << h;
+        std::cout << "-" << train.classes;
+      }
+      std::cout << ", " << o.optimizer << " lr " << std::defaultfloat << o.lr << ", global batch "
+                << o.batch << " over " << o.ranks << " data-parallel rank(s) ("
+                << (comm ? "processes" : "threads") << ") on " << o.device.to_string() << ", "
+                << o.epochs << " epochs\n";
     }
     std::optional<ConsoleObserver> observer;
     if (lead) observer.emplace(cli.metrics, o.resume || o.resume_if_any);
-    // Every rank makes the same MLP (the seed's values, ParamIds 1, 2, ...).
-    const optim::ModelFactory make_model = [&] {
+    // Every rank makes the same model (the seed's values, ParamIds 1, 2, ...).
+    const optim::ModelFactory make_model = [&]() -> std::shared_ptr<ruccl::nn::Module> {
+      if (cli.model == "cnn") return fm::make_cnn(train.classes, o.seed);
       return fm::make_mlp(train.features, cli.hidden, train.classes, o.seed);
     };
     const optim::TrainResult result =
