@@ -3,7 +3,7 @@
 // of bounds and never allocate from an unchecked length; what decodes must re-encode to exactly
 // the same bytes (the encoding is canonical), or the fuzzer stops here.
 //
-//   clang++-14 -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -I. \
+//   clang++-14 -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -I. (one command line:)
 //     fuzz/store_request_fuzzer.cpp collective/store/store_protocol.cpp -o store_request_fuzzer
 //   ./store_request_fuzzer -max_total_time=30 fuzz/corpus/store_request
 #include <algorithm>

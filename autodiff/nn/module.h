@@ -119,6 +119,12 @@ constexpr bool callable_module() {
 
 template <class M, class... Args>
 inline constexpr bool kCallableModule = callable_module<M, Args...>();
+
+/// Whether M declares a forward these arguments reach. A concept, checked when the call is made
+/// (M complete): clang 14 rejects the same requires-expression written inline in Cloneable, where
+/// it is first seen while M is still incomplete.
+template <class M, class... Args>
+concept HasForward = requires(M& m, Args&&... a) { m.forward(std::forward<Args>(a)...); };
 }  // namespace detail
 
 /// The message of the compile-time error for module(x) on a module without that forward.
@@ -168,7 +174,7 @@ class ModuleHandle : public detail::HandleBase {
   /// Calls the module's forward with these arguments (any overload it has). A call that would
   /// reach nn::Module's default forward (which throws) does not compile.
   template <typename... Args>
-  requires requires(M& m, Args&&... a) { m.forward(std::forward<Args>(a)...); }
+  requires detail::HasForward<M, Args...>
   decltype(auto) operator()(Args&&... args) const {
     static_assert(detail::kCallableModule<M, Args...>, RUCCL_MODULE_CALL_MESSAGE);
     return (**this).forward(std::forward<Args>(args)...);
@@ -384,7 +390,7 @@ class Cloneable : public Base {
   /// whose forward takes a Tensor, called with a Var; one without forward(const Var&) called
   /// with one argument) does not compile, where it once threw at run time.
   template <typename... Args>
-  requires requires(Derived& d, Args&&... a) { d.forward(std::forward<Args>(a)...); }
+  requires detail::HasForward<Derived, Args...>
   decltype(auto) operator()(Args&&... args) {
     static_assert(detail::kCallableModule<Derived, Args...>, RUCCL_MODULE_CALL_MESSAGE);
     return static_cast<Derived&>(*this).forward(std::forward<Args>(args)...);

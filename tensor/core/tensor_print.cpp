@@ -116,7 +116,7 @@ class Printer {
 
   /// The elements shown, in order.
   void collect(std::size_t dim, std::int64_t offset, std::vector<double>& out) const {
-    if (dim == shape_.size()) {
+    if (static_cast<std::int64_t>(dim) == shape_.size()) {
       out.push_back(values_[static_cast<std::size_t>(offset)]);
       return;
     }
@@ -131,7 +131,7 @@ class Printer {
     if (shape_.empty()) return f.format(values_[0]);
     const std::vector<std::int64_t> shown = shown_indices(shape_[dim], summarize_);
     std::vector<std::string> parts;
-    if (dim + 1 == shape_.size()) {
+    if (static_cast<std::int64_t>(dim) + 1 == shape_.size()) {
       for (const std::int64_t i : shown) {
         parts.push_back(i < 0 ? std::string(" ...")
                               : f.format(values_[static_cast<std::size_t>(offset + i)]));
@@ -166,7 +166,7 @@ class Printer {
 /// "(0, 3)", "(0,)": a Python tuple.
 std::string python_tuple(const Shape& shape) {
   std::string out = "(";
-  for (std::size_t d = 0; d < shape.size(); ++d) out += str(d > 0 ? ", " : "", shape[d]);
+  for (std::int64_t d = 0; d < shape.size(); ++d) out += str(d > 0 ? ", " : "", shape[d]);
   return out + (shape.size() == 1 ? ",)" : ")");
 }
 

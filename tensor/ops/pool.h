@@ -16,7 +16,7 @@ namespace ruccl {
 /// max_pool2d's window (torch's defaults: stride = kernel, no padding, no dilation).
 struct MaxPool2dSpec {
   Size2d kernel;
-  std::optional<Size2d> stride;  // none: the kernel size
+  std::optional<Size2d> stride = std::nullopt;  // none: the kernel size
   Size2d padding = 0;            // -inf on each side, at most half the kernel
   Size2d dilation = 1;
 };
@@ -24,7 +24,7 @@ struct MaxPool2dSpec {
 /// avg_pool2d's window.
 struct AvgPool2dSpec {
   Size2d kernel;
-  std::optional<Size2d> stride;  // none: the kernel size
+  std::optional<Size2d> stride = std::nullopt;  // none: the kernel size
   Size2d padding = 0;            // zeros on each side, at most half the kernel
   /// Whether padding counts in the divisor (torch's default) or only the input's own elements.
   bool count_include_pad = true;
