@@ -47,7 +47,8 @@ const std::shared_ptr<Node>& Var::grad_fn() const {
 void Var::backward(const BackwardOptions& options) const { autodiff::backward(*this, options); }
 
 void Var::backward(const Tensor& seed, bool retain_graph) const {
-  autodiff::backward(*this, BackwardOptions{.seed = seed, .retain_graph = retain_graph, .grad_ready = {}});
+  autodiff::backward(*this,
+                     BackwardOptions{.seed = seed, .retain_graph = retain_graph, .grad_ready = {}});
 }
 
 Var Var::detach() const { return Var(checked(impl_, "detach").value, false); }

@@ -124,7 +124,9 @@ inline constexpr bool kCallableModule = callable_module<M, Args...>();
 /// (M complete): clang 14 rejects the same requires-expression written inline in Cloneable, where
 /// it is first seen while M is still incomplete.
 template <class M, class... Args>
-concept HasForward = requires(M& m, Args&&... a) { m.forward(std::forward<Args>(a)...); };
+concept HasForward = requires(M& m, Args&&... a) {
+  m.forward(std::forward<Args>(a)...);
+};
 }  // namespace detail
 
 /// The message of the compile-time error for module(x) on a module without that forward.

@@ -17,7 +17,7 @@ namespace ruccl {
 struct MaxPool2dSpec {
   Size2d kernel;
   std::optional<Size2d> stride = std::nullopt;  // none: the kernel size
-  Size2d padding = 0;            // -inf on each side, at most half the kernel
+  Size2d padding = 0;                           // -inf on each side, at most half the kernel
   Size2d dilation = 1;
 };
 
@@ -25,7 +25,7 @@ struct MaxPool2dSpec {
 struct AvgPool2dSpec {
   Size2d kernel;
   std::optional<Size2d> stride = std::nullopt;  // none: the kernel size
-  Size2d padding = 0;            // zeros on each side, at most half the kernel
+  Size2d padding = 0;                           // zeros on each side, at most half the kernel
   /// Whether padding counts in the divisor (torch's default) or only the input's own elements.
   bool count_include_pad = true;
 };
