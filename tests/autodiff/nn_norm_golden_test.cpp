@@ -12,7 +12,7 @@
 
 #include "autodiff/autodiff.h"
 #include "autodiff/nn/nn.h"
-#include "tests/optim/golden_data.h"
+#include "tests/support/golden_tensors.h"
 #include "tests/support/tensor_matchers.h"
 
 using namespace ruccl;
@@ -21,35 +21,8 @@ using ruccl::testing::TensorNear;
 
 namespace {
 
-// "<dtype> <ndim> <sizes...> <values...>" (the words after a line's key) -> a tensor.
-Tensor parse(const std::vector<std::string>& words) {
-  const std::string& dtype = words.at(0);
-  const auto ndim = static_cast<std::size_t>(std::stoll(words.at(1)));
-  std::vector<std::int64_t> sizes;
-  for (std::size_t i = 0; i < ndim; ++i) sizes.push_back(std::stoll(words.at(2 + i)));
-  std::vector<double> values;
-  for (std::size_t i = 2 + ndim; i < words.size(); ++i) values.push_back(std::stod(words[i]));
-  const Tensor t = Tensor::from_vector<double>(values, Shape(sizes));
-  if (dtype == "i64") return t.to(DType::I64);
-  return dtype == "f32" ? t.to(DType::F32) : t;  // f32 values are exact as doubles
-}
-
-const std::map<std::string, Tensor>& golden() {
-  static const std::map<std::string, Tensor> data = [] {
-    std::map<std::string, Tensor> out;
-    for (const auto& line : optim::test_support::read_golden("nn_norm_golden.txt")) {
-      out[line.key] = parse(line.words);
-    }
-    return out;
-  }();
-  return data;
-}
-
 Tensor G(const std::string& name) {
-  const auto it = golden().find(name);
-  INFO("golden tensor " << name);
-  REQUIRE(it != golden().end());
-  return it->second;
+  return ruccl::testing::golden_tensor("nn_norm_golden.txt", name);
 }
 
 struct Tolerance {
