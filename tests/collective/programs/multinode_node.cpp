@@ -20,10 +20,12 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
 #include "collective/common/collective_error.h"
+#include "collective/common/hash.h"
 #include "collective/registered/register_peer.h"
 #include "tensor/core/error.h"
 
@@ -42,8 +44,7 @@ std::uint64_t fnv(std::uint64_t h, const Tensor& t) {
   const Tensor c = t.contiguous();
   const auto* bytes = static_cast<const unsigned char*>(c.data_ptr());
   const std::size_t n = static_cast<std::size_t>(c.numel()) * dtype_size(c.dtype());
-  for (std::size_t i = 0; i < n; ++i) h = (h ^ bytes[i]) * 1099511628211ULL;
-  return h;
+  return fnv1a64(std::string_view(reinterpret_cast<const char*>(bytes), n), h);
 }
 
 Tensor contribution(int peer, std::int64_t n, DType dtype) {
@@ -82,7 +83,7 @@ std::vector<double> closed_form(const std::string& op, int total, std::int64_t n
 
 std::uint64_t run_results(const Args& a, PeerId id) {
   const int p = static_cast<int>(id.value);
-  std::uint64_t h = 1469598103934665603ULL;
+  std::uint64_t h = kFnv1a64Basis;
   for (const DType dtype : {DType::F32, DType::F64, DType::I64}) {
     const Tensor t = contribution(p, 33, dtype);
     Tensor sum = all_reduce(id, t, ReduceOperation::Sum);
