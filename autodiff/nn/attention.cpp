@@ -1,10 +1,16 @@
 #include "autodiff/nn/attention.h"
 
+#include <cmath>
+#include <limits>
+
 #include "autodiff/nn/init.h"
 #include "autodiff/ops/attention.h"
+#include "autodiff/ops/elementwise.h"
 #include "autodiff/ops/linalg.h"
+#include "autodiff/ops/reduce.h"
 #include "autodiff/ops/shape.h"
 #include "tensor/ops/elementwise.h"
+#include "tensor/ops/masking.h"
 
 namespace ruccl::nn {
 
@@ -60,6 +66,61 @@ Var MultiheadAttention::forward(const Var& x) { return forward(x, x, x); }
 
 Var MultiheadAttention::forward(const Var& query, const Var& key, const Var& value,
                                 const Tensor& attn_mask, bool is_causal) {
+  return attend(query, key, value, {.attn_mask = attn_mask, .is_causal = is_causal}).output;
+}
+
+namespace {
+
+// A PyTorch-MHA mask as scores to add: Bool true (masked out) -> -inf, floating as it is.
+Tensor additive(const Tensor& mask, DType dtype) {
+  if (mask.dtype() != DType::Bool) return mask.to(dtype);
+  return masked_fill(Tensor::zeros(mask.shape(), dtype, mask.device()), mask,
+                     -std::numeric_limits<double>::infinity());
+}
+
+}  // namespace
+
+Tensor MultiheadAttention::call_mask(const MultiheadAttentionArgs& args, std::int64_t b,
+                                     std::int64_t t_len, std::int64_t s_len, bool merge) const {
+  const std::int64_t h = num_heads_;
+  const Tensor& weight = param_at(in_weight_).value();
+  Tensor am;
+  if (args.attn_mask.defined()) {
+    const Shape& ms = args.attn_mask.shape();
+    const bool flat = ms == Shape{t_len, s_len};
+    const bool per_head = ms == Shape{b * h, t_len, s_len};
+    RUCCL_CHECK(flat || per_head, ShapeError, describe(), ": expected an attn_mask of shape [",
+                t_len, ", ", s_len, "] or [", b * h, ", ", t_len, ", ", s_len, "], got ", ms);
+    RUCCL_CHECK(!args.is_causal, ValueError, describe(),
+                ": expected attn_mask or is_causal, not both (is_causal is the causal mask)");
+    am = flat ? args.attn_mask : args.attn_mask.reshape(Shape{b, h, t_len, s_len});
+  }
+  if (!merge) {
+    // One mask straight to SDPA, whose Bool masks say true = attend.
+    if (!am.defined()) return {};
+    return am.dtype() == DType::Bool ? ruccl::logical_not(am) : am;
+  }
+  Tensor total;
+  auto add = [&](const Tensor& m) {
+    const Tensor a = additive(m, weight.dtype());
+    total = total.defined() ? ruccl::add(total, a) : a;
+  };
+  if (am.defined()) add(am);
+  if (const Tensor& kpm = args.key_padding_mask; kpm.defined()) {
+    RUCCL_CHECK(kpm.shape() == (Shape{b, s_len}), ShapeError, describe(),
+                ": expected a key_padding_mask of shape [", b, ", ", s_len, "], got ", kpm.shape());
+    RUCCL_CHECK(kpm.dtype() == DType::Bool || is_floating(kpm.dtype()), DTypeError, describe(),
+                ": expected a Bool or floating key_padding_mask, got ", kpm.dtype());
+    add(kpm.reshape(Shape{b, 1, 1, s_len}));
+  }
+  if (args.is_causal) {
+    add(ruccl::logical_not(triangle_mask(t_len, s_len, 0, true, weight.device())));
+  }
+  return total;
+}
+
+AttentionOutput MultiheadAttention::attend(const Var& query, const Var& key, const Var& value,
+                                           const MultiheadAttentionArgs& args) {
   const std::int64_t e = embed_dim_;
   const DType dtype = in_proj_weight().dtype();
   const char* layout = options_.batch_first ? "[B, T, E]" : "[T, B, E]";
@@ -90,23 +151,36 @@ Var MultiheadAttention::forward(const Var& query, const Var& key, const Var& val
   Var v = heads(value, 2);
   const std::int64_t t_len = q.shape()[2];
   const std::int64_t s_len = k.shape()[2];
-  Tensor mask;
-  if (attn_mask.defined()) {
-    const Shape& ms = attn_mask.shape();
-    const bool flat = ms == Shape{t_len, s_len};
-    const bool per_head = ms == Shape{b * h, t_len, s_len};
-    RUCCL_CHECK(flat || per_head, ShapeError, describe(), ": expected an attn_mask of shape [",
-                t_len, ", ", s_len, "] or [", b * h, ", ", t_len, ", ", s_len, "], got ", ms);
-    // PyTorch's MultiheadAttention: true = masked out; SDPA: true = attend.
-    mask = attn_mask.dtype() == DType::Bool ? ruccl::logical_not(attn_mask) : attn_mask;
-    if (!flat) mask = mask.reshape(Shape{b, h, t_len, s_len});
-  }
+  // Several masks (or the weights' composition) take one additive mask; a single one goes to
+  // SDPA as it is, which keeps its Bool fast path and is_causal.
+  const bool merge = args.key_padding_mask.defined() || args.need_weights;
+  const Tensor mask = call_mask(args, b, t_len, s_len, merge);
   const double p = is_training() ? options_.dropout : 0.0;
-  Var o = autodiff::scaled_dot_product_attention(q, k, v, mask, is_causal, p,
-                                                 p > 0.0 ? &generator() : nullptr);
+  AttentionOutput result;
+  Var o;
+  if (!args.need_weights) {
+    o = autodiff::scaled_dot_product_attention(q, k, v, mask, args.is_causal && !merge, p,
+                                               p > 0.0 ? &generator() : nullptr);
+  } else {
+    // PyTorch's composition: softmax(q / sqrt(D) kᵀ + mask), dropout, then times v.
+    Var scores = autodiff::matmul(autodiff::mul(q, 1.0 / std::sqrt(static_cast<double>(dh))),
+                                  autodiff::transpose(k, 2, 3));
+    if (mask.defined()) scores = autodiff::add(scores, Var(mask));
+    Var probs = autodiff::softmax(scores, 3);
+    if (p > 0.0) {
+      const Tensor u = Tensor::rand(probs.shape(), generator(), DType::F64, probs.value().device());
+      const Tensor keep = ruccl::ge(u, Tensor::scalar(p, DType::F64, u.device()));
+      probs = autodiff::mul(probs, Var(ruccl::div(keep.to(dtype), 1.0 - p)));
+    }
+    o = autodiff::matmul(probs, v);
+    result.weights = args.average_attn_weights
+                         ? autodiff::div(autodiff::sum(probs, 1), static_cast<double>(h))
+                         : probs;
+  }
   Var merged = autodiff::reshape(autodiff::transpose(o, 1, 2), Shape{b, t_len, e});
   Var out = out_proj_->forward(merged);
-  return options_.batch_first ? out : autodiff::transpose(out, 0, 1);
+  result.output = options_.batch_first ? out : autodiff::transpose(out, 0, 1);
+  return result;
 }
 
 }  // namespace ruccl::nn

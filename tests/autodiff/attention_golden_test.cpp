@@ -6,6 +6,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "autodiff/autodiff.h"
 #include "tensor/tensor.h"
@@ -132,6 +133,46 @@ TEST_CASE(
       CHECK_THAT(out.value(), TensorNear(G(c + ".out"), tol.rtol, tol.atol));
       CHECK_THAT(x.grad(), TensorNear(G(c + ".grad_x"), tol.rtol, tol.atol));
       check_mha_params(m, c, tol);
+    }
+  }
+}
+
+TEST_CASE(
+    "MultiheadAttention::attend matches PyTorch with a key_padding_mask and the attention "
+    "weights, averaged and per head, with an additive or causal mask",
+    "[autodiff]") {
+  for (const char* name : {"mha_padded", "mha_padded_causal"}) {
+    const bool causal = std::string(name) == "mha_padded_causal";
+    for (const char* suffix : kSuffixes) {
+      const std::string c = std::string(name) + "_" + suffix;
+      INFO(c);
+      const Tol tol = tolerance(suffix);
+      // The causal case twice: as its Bool mask, and as is_causal.
+      for (bool as_flag : causal ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
+        INFO("is_causal " << as_flag);
+        Var query = leaf(c + ".query"), key = leaf(c + ".key"), value = leaf(c + ".value");
+        nn::MultiheadAttention m = golden_mha(c, causal, query.dtype());
+        nn::MultiheadAttentionArgs args{.key_padding_mask = bool_mask(c + ".kpm"),
+                                        .need_weights = true,
+                                        .average_attn_weights = !causal};
+        if (as_flag) {
+          args.is_causal = true;
+        } else {
+          args.attn_mask = causal ? bool_mask(c + ".mask") : G(c + ".mask");
+        }
+        auto [out, weights] = m.attend(query, key, value, args);
+        add(sum(mul(out, Var(G(c + ".gout")))), sum(mul(weights, Var(G(c + ".gw"))))).backward();
+        CHECK_THAT(out.value(), TensorNear(G(c + ".out"), tol.rtol, tol.atol));
+        CHECK_THAT(weights.value(), TensorNear(G(c + ".weights"), tol.rtol, tol.atol));
+        CHECK_THAT(query.grad(), TensorNear(G(c + ".grad_query"), tol.rtol, tol.atol));
+        CHECK_THAT(key.grad(), TensorNear(G(c + ".grad_key"), tol.rtol, tol.atol));
+        CHECK_THAT(value.grad(), TensorNear(G(c + ".grad_value"), tol.rtol, tol.atol));
+        check_mha_params(m, c, tol);
+        // Without the weights, SDPA's fused path gives the same output.
+        args.need_weights = false;
+        CHECK_THAT(m.attend(query, key, value, args).output.value(),
+                   TensorNear(G(c + ".out"), tol.rtol, tol.atol));
+      }
     }
   }
 }

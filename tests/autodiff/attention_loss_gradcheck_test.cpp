@@ -91,6 +91,24 @@ TEST_CASE("MultiheadAttention passes gradcheck for inputs and parameters", "[aut
   check([&](const std::vector<Var>& in) { return m.forward(in[0], in[1], in[1]); }, inputs);
   check([&](const std::vector<Var>& in) { return m.forward(in[0], in[0], in[0], {}, true); },
         inputs);
+  // key_padding_mask with is_causal, and the weights (per head and averaged) on the tape.
+  Tensor kpm = ruccl::ne(Tensor::from_vector<double>({0, 0, 0, 0, 1, 1}, {2, 3}), 0);
+  for (bool average : {true, false}) {
+    INFO("average " << average);
+    check(
+        [&](const std::vector<Var>& in) {
+          auto [y, w] = m.attend(
+              in[0], in[1], in[1],
+              {.key_padding_mask = kpm, .need_weights = true, .average_attn_weights = average});
+          return add(sum(mul(y, y)), sum(mul(w, w)));
+        },
+        inputs);
+  }
+  check(
+      [&](const std::vector<Var>& in) {
+        return m.attend(in[0], in[1], in[1], {.key_padding_mask = kpm, .is_causal = true}).output;
+      },
+      inputs);
   CHECK(m.named_parameters().at(0).first == "in_proj_weight");
   CHECK(m.param("in_proj_weight").shape() == Shape{18, 6});
   CHECK(m.param("out_proj.weight").shape() == Shape{6, 6});
@@ -191,6 +209,22 @@ TEST_CASE("attention errors name the op with expected and got", "[autodiff]") {
                m.forward(x, x, x, Tensor::zeros({3, 4}, DType::F64));
              }),
              Catch::Contains("expected an attn_mask of shape [3, 3] or [4, 3, 3], got [3, 4]"));
+  Var x = leaf({3, 2, 8}, gen);
+  CHECK_THAT(message_of<ShapeError>([&] {
+               m.attend(x, x, x, {.key_padding_mask = Tensor::zeros({3, 2}, DType::Bool)});
+             }),
+             Catch::Contains("expected a key_padding_mask of shape [2, 3], got [3, 2]"));
+  CHECK_THAT(message_of<DTypeError>([&] {
+               m.attend(x, x, x, {.key_padding_mask = Tensor::zeros({2, 3}, DType::I64)});
+             }),
+             Catch::Contains("expected a Bool or floating key_padding_mask, got I64"));
+  CHECK_THAT(message_of<ValueError>([&] {
+               m.attend(x, x, x,
+                        {.attn_mask = Tensor::zeros({3, 3}, DType::Bool),
+                         .key_padding_mask = Tensor::zeros({2, 3}, DType::Bool),
+                         .is_causal = true});
+             }),
+             Catch::Contains("expected attn_mask or is_causal, not both"));
 }
 
 TEST_CASE("loss errors name the op with expected and got", "[autodiff]") {

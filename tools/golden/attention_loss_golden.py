@@ -112,6 +112,52 @@ def mha_case(name, seed, batch_first, mask_kind):
             emit(c, "grad_" + n, p.grad)
 
 
+def mha_padded_case(name, seed, batch_first, mask_kind, average):
+    """key_padding_mask (Bool, true = padding) with an attention mask, and need_weights: the
+    gradient flows through both outputs (sum(out * gout) + sum(weights * gw))."""
+    e, h, b, t_len, s_len = 8, 2, 3, 4, 5
+    for suffix, dt in DTYPES:
+        torch.manual_seed(seed)
+        c = f"{name}_{suffix}"
+        m = torch.nn.MultiheadAttention(e, h, batch_first=batch_first).to(dt)
+        with torch.no_grad():
+            for p in m.parameters():
+                p.copy_(draw(dt, *p.shape) * 0.5)
+        if mask_kind == "causal":
+            s_len = t_len
+            mask = torch.ones(t_len, t_len, dtype=torch.bool).triu(1)
+        else:
+            mask = draw(dt, t_len, s_len)
+        shp = (lambda n: (b, n, e)) if batch_first else (lambda n: (n, b, e))
+        query = draw(dt, *shp(t_len)).requires_grad_(True)
+        key = draw(dt, *shp(s_len)).requires_grad_(True)
+        value = draw(dt, *shp(s_len)).requires_grad_(True)
+        # Item i pads its last i keys; key 0 is never padded (no row is wholly masked, even causal).
+        kpm = torch.zeros(b, s_len, dtype=torch.bool)
+        for i in range(b):
+            if i:
+                kpm[i, s_len - i:] = True
+        out, w = m(query, key, value, key_padding_mask=kpm, need_weights=True, attn_mask=mask,
+                   average_attn_weights=average)
+        gout = draw(dt, *out.shape)
+        gw = draw(dt, *w.shape)
+        ((out * gout).sum() + (w * gw).sum()).backward()
+        for n, p in m.named_parameters():
+            emit(c, n, p)
+        for n, t in (("query", query), ("key", key), ("value", value)):
+            emit(c, n, t)
+        emit(c, "mask", mask)
+        emit(c, "kpm", kpm)
+        emit(c, "gout", gout)
+        emit(c, "gw", gw)
+        emit(c, "out", out)
+        emit(c, "weights", w)
+        for n, t in (("query", query), ("key", key), ("value", value)):
+            emit(c, "grad_" + n, t.grad)
+        for n, p in m.named_parameters():
+            emit(c, "grad_" + n, p.grad)
+
+
 def class_targets(shape, classes, ignore):
     t = torch.randint(0, classes, shape)
     if ignore:
@@ -195,3 +241,5 @@ bce_case("bce_mean", 40, (4, 3), "mean")
 bce_case("bce_weight", 41, (4, 3), "mean", weight=True)
 bce_case("bce_pos_weight", 42, (4, 3), "sum", pos_weight=True)
 bce_case("bce_both", 43, (2, 4, 3), "mean", weight=True, pos_weight=True)
+mha_padded_case("mha_padded", 12, False, "float", True)
+mha_padded_case("mha_padded_causal", 13, True, "causal", False)
