@@ -16,6 +16,12 @@
 //
 // Every rank computes the same plan from the same model; DataParallel::initialize agrees on its
 // hash().
+//
+// A bucket travels as one buffer: its gradients (entries packed from offset 0), then one flag word
+// per entry (DataParallel::backward counts there the ranks that lacked the gradient). The fold
+// order of an element over the ranks follows its chunk of that buffer (docs/collectives.md,
+// "Reduction order"), so DataParallel::reduce packs the model as BucketPlan::whole lays it out:
+// a plan that has one bucket reduces every element in reduce()'s order, at any world size.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -47,6 +53,9 @@ struct Bucket {
   DType dtype{};  ///< the accumulation dtype of every entry (F32 or F64)
   std::int64_t numel = 0;
   std::vector<BucketEntry> entries;  ///< in plan order (reverse registration), packed
+
+  /// The elements of the bucket's buffer: its gradients, then one flag word per entry.
+  std::int64_t buffer_numel() const { return numel + static_cast<std::int64_t>(entries.size()); }
 };
 
 /// Parameters → buckets (see the file comment).
@@ -55,6 +64,11 @@ class BucketPlan {
   BucketPlan() = default;
   /// The plan of `model`'s trainable parameters. ValueError for a cap <= 0.
   static BucketPlan of(const nn::Module& model, const BucketPlanOptions& options = {});
+  /// The whole model with no caps: one bucket per accumulation dtype (`all_f32`: a single F32
+  /// bucket whatever the parameters' dtypes), each in plan order, in the order the dtypes first
+  /// occur. What DataParallel::reduce packs; for a model of one accumulation dtype it is exactly
+  /// of(model, caps) whenever that plan has one bucket.
+  static BucketPlan whole(const nn::Module& model, bool all_f32 = false);
 
   const std::vector<Bucket>& buckets() const { return buckets_; }
   /// How many parameters the plan holds (each tied parameter once).

@@ -134,7 +134,7 @@ GradientsParams DataParallel::overlapped_backward(const nn::Module& model,
   std::vector<std::vector<bool>> written(buckets.size());
   for (std::size_t b = 0; b < buckets.size(); ++b) {
     const Bucket& bucket = buckets[b];
-    const auto n = static_cast<std::int64_t>(bucket.numel + bucket.entries.size());
+    const std::int64_t n = bucket.buffer_numel();
     Tensor& buffer = buckets_[b];
     if (!buffer.defined() || buffer.numel() != n || buffer.device() != comm_.device()) {
       buffer = Tensor::empty(Shape{n}, bucket.dtype, comm_.device());

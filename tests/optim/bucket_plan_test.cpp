@@ -91,6 +91,29 @@ TEST_CASE("the bucket plan holds trainable parameters once and one dtype per buc
           "bucket 0 F64 3 elements: wide2 wide\nbucket 1 F32 5 elements: half w\n");
 }
 
+TEST_CASE("the whole-model layout is one bucket per accumulation dtype, flags after", "[optim]") {
+  ParamBag model = four_params();
+  // A single-dtype model: exactly the one-bucket plan (what DataParallel::reduce packs).
+  REQUIRE(BucketPlan::whole(model).hash() == BucketPlan::of(model).hash());
+  REQUIRE(BucketPlan::whole(model).buckets()[0].buffer_numel() == 15 + 4);
+
+  ParamBag mixed({{"w", nn::Param(1, Tensor::zeros({3}))},
+                  {"wide", nn::Param(2, Tensor::zeros({2}, DType::F64))},
+                  {"half", nn::Param(3, Tensor::zeros({2}, DType::F16))},
+                  {"wide2", nn::Param(4, Tensor::zeros({1}, DType::F64))}});
+  // Plan order wide2 half wide w: the caps' plan alternates dtypes, whole() groups them in the
+  // order they first occur.
+  REQUIRE(BucketPlan::of(mixed).buckets().size() == 4);
+  const BucketPlan whole = BucketPlan::whole(mixed);
+  REQUIRE(paths(whole) == std::vector<std::vector<std::string>>{{"wide2", "wide"}, {"half", "w"}});
+  REQUIRE(whole.buckets()[0].dtype == DType::F64);
+  REQUIRE(whole.buckets()[1].entries[1].offset == 2);
+  const BucketPlan all_f32 = BucketPlan::whole(mixed, /*all_f32=*/true);
+  REQUIRE(paths(all_f32) == std::vector<std::vector<std::string>>{{"wide2", "half", "wide", "w"}});
+  REQUIRE(all_f32.buckets()[0].dtype == DType::F32);
+  REQUIRE(all_f32.buckets()[0].buffer_numel() == 8 + 4);
+}
+
 TEST_CASE("the bucket plan's hash follows the plan; bad caps are a ValueError", "[optim]") {
   ParamBag model = four_params();
   REQUIRE(BucketPlan::of(model).hash() == BucketPlan::of(four_params()).hash());
