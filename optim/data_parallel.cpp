@@ -119,6 +119,9 @@ GradientsParams DataParallel::reduce_impl(const nn::Module& model, const Gradien
                                           double local_weight, LossReduction loss,
                                           MissingGradientPolicy policy, bool fp32) {
   ReplicaDescription local = ReplicaDescription::of(model, root_, comm_.device());
+  if (!held_window_problem().empty()) {
+    local.add_problem(CollectiveErrorKind::InvalidArgument, held_window_problem());
+  }
   const bool weight_ok = std::isfinite(local_weight) && local_weight >= 0.0;
   if (!weight_ok) {
     local.add_problem(CollectiveErrorKind::InvalidArgument,

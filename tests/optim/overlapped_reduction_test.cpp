@@ -28,6 +28,8 @@ using ruccl::testing::run_group;
 using ruccl::testing::run_group_with;
 using ruccl::testing::TensorEqual;
 using ruccl::testing::TensorNear;
+using test_support::branchy_loss;
+using test_support::branchy_model;
 using test_support::ParamBag;
 
 namespace {
@@ -201,24 +203,6 @@ TEST_CASE("without overlap DataParallel::backward is backward then reduce", "[op
     REQUIRE_THAT(out[r].value().first, TensorEqual(out[r].value().second));
   }
 }
-
-namespace {
-
-/// Two weights; rank `skipper` does not use "b" (a branch not taken).
-Var branchy_loss(ParamBag& model, int rank, int skipper) {
-  const Tensor x = Tensor::full({2, 2}, 1.0 + rank);
-  Var loss = autodiff::sum(autodiff::matmul(Var(x), model.param("a").var()));
-  if (rank != skipper)
-    loss = loss + autodiff::sum(autodiff::matmul(Var(x), model.param("b").var()));
-  return loss;
-}
-
-ParamBag branchy_model() {
-  return ParamBag(
-      {{"a", nn::Param(1, Tensor::ones({2, 2}))}, {"b", nn::Param(2, Tensor::ones({2, 2}))}});
-}
-
-}  // namespace
 
 TEST_CASE("a parameter backward never reached is one error on every rank naming it", "[optim]") {
   for (const std::int64_t cap : {16, 1 << 20}) {  // "b" in its own bucket, or with "a"
