@@ -1,6 +1,7 @@
 #include "optim/bucket_plan.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -53,13 +54,26 @@ BucketPlan BucketPlan::of(const nn::Module& model, const BucketPlanOptions& opti
     const bool open =
         !plan.buckets_.empty() && plan.buckets_.back().dtype == dtype && bytes + entry_bytes <= cap;
     if (!open) {
-      plan.buckets_.push_back(Bucket{dtype, 0, {}});
+      plan.buckets_.push_back(Bucket{dtype, 0, {}, 0, 0});
       bytes = 0;
     }
     append(plan.buckets_.back(), std::move(entry));
     bytes += entry_bytes;
   }
+  plan.place_in_whole();
   return plan;
+}
+
+void BucketPlan::place_in_whole() {
+  // Plan order is whole()'s order within a dtype: a dtype's buckets tile its whole buffer's
+  // gradients in plan order, and its flag words follow them all.
+  std::map<DType, std::int64_t> numel, total;
+  for (const Bucket& b : buckets_) total[b.dtype] += b.buffer_numel();
+  for (Bucket& b : buckets_) {
+    b.whole_offset = numel[b.dtype];
+    b.whole_total = total[b.dtype];
+    numel[b.dtype] += b.numel;
+  }
 }
 
 BucketPlan BucketPlan::whole(const nn::Module& model, bool all_f32) {
@@ -69,10 +83,11 @@ BucketPlan BucketPlan::whole(const nn::Module& model, bool all_f32) {
     auto bucket = std::find_if(plan.buckets_.begin(), plan.buckets_.end(),
                                [dtype](const Bucket& b) { return b.dtype == dtype; });
     if (bucket == plan.buckets_.end()) {
-      bucket = plan.buckets_.insert(plan.buckets_.end(), Bucket{dtype, 0, {}});
+      bucket = plan.buckets_.insert(plan.buckets_.end(), Bucket{dtype, 0, {}, 0, 0});
     }
     append(*bucket, std::move(entry));
   }
+  plan.place_in_whole();
   return plan;
 }
 
@@ -87,6 +102,8 @@ std::uint64_t BucketPlan::hash() const {
   for (const Bucket& b : buckets_) {
     append_word(bytes, static_cast<std::int64_t>(b.dtype));
     append_word(bytes, b.numel);
+    append_word(bytes, b.whole_offset);
+    append_word(bytes, b.whole_total);
     append_word(bytes, static_cast<std::int64_t>(b.entries.size()));
     for (const BucketEntry& e : b.entries) {
       append_word(bytes, static_cast<std::int64_t>(e.id));

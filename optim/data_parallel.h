@@ -78,8 +78,9 @@ class DataParallel {
   /// local_weight, reduction, policy) -- with options.overlap, bucket by bucket while backward
   /// runs: each gradient is copied (and weighted) into its bucket as soon as it is final, and a
   /// bucket whose gradients are all final is started (all_reduce_async), buckets in plan order
-  /// on every rank. Bit-identical to reduce() with 2 ranks, and at any world size when the plan
-  /// has one bucket (docs/training.md, "Exactness").
+  /// on every rank, each folded as reduce() folds its elements (its range of reduce()'s buffer is
+  /// its fold window): bit-identical to reduce() for every plan at any world size
+  /// (docs/training.md, "Exactness").
   /// A trainable parameter no gradient reached is, under MissingGradientPolicy::Error, one
   /// CollectiveError on every rank naming it (never a hang); Zero treats it as zeros. A rank
   /// with no data passes an undefined `loss` and weight 0 (it still takes part).

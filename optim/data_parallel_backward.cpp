@@ -172,8 +172,12 @@ GradientsParams DataParallel::overlapped_backward(const nn::Module& model,
   std::size_t next = 0;  // the next bucket to start
   const auto start_ready = [&] {
     while (next < buckets.size() && pending[next] == 0) {
-      works.push_back(comm_.all_reduce_async(buckets_[next], ReduceOperation::Sum,
-                                             CallOptions().with_label(kBackwardLabel)));
+      // Folded as reduce() folds these elements: the bucket's range of its whole buffer.
+      const CallOptions call =
+          CallOptions()
+              .with_label(kBackwardLabel)
+              .with_fold_window(buckets[next].whole_offset, buckets[next].whole_total);
+      works.push_back(comm_.all_reduce_async(buckets_[next], ReduceOperation::Sum, call));
       ++next;
     }
   };

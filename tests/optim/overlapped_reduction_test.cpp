@@ -27,7 +27,6 @@ using ruccl::testing::error_kind;
 using ruccl::testing::run_group;
 using ruccl::testing::run_group_with;
 using ruccl::testing::TensorEqual;
-using ruccl::testing::TensorNear;
 using test_support::branchy_loss;
 using test_support::branchy_model;
 using test_support::ParamBag;
@@ -104,25 +103,17 @@ Results plain_and_overlapped(Communicator& comm, bool dyadic, LossReduction redu
   return out;
 }
 
-/// Which plans must equal the plain reduce bit for bit: every one (2 ranks: one addition per
-/// element), or only the one-bucket plan (3+ ranks: the fold order follows an element's chunk of
-/// the buffer it travels in, and only one bucket is cut like reduce()'s buffer).
-enum class Exact { EveryPlan, OneBucket };
-
-void require_equal_everywhere(const std::vector<ruccl::testing::RankOutcome<Results>>& out,
-                              Exact exact) {
+/// Every plan's result is the same on every rank and equals the plain reduce bit for bit: each
+/// bucket is reduced with its range of reduce()'s buffer as its fold window, so every element folds
+/// over the ranks in reduce()'s order, at any world size.
+void require_equal_everywhere(const std::vector<ruccl::testing::RankOutcome<Results>>& out) {
   for (std::size_t r = 0; r < out.size(); ++r) {
     const Results& res = out[r].value();
     for (std::size_t c = 0; c < res.size(); ++c) {
       for (std::size_t i = 0; i < 4; ++i) {
         INFO("rank " << r << " cap #" << c << " ParamId " << i + 1);
-        // The same bits on every rank, for every plan.
         REQUIRE_THAT(res[c][1][i], TensorEqual(out[0].value()[c][1][i]));
-        if (exact == Exact::EveryPlan || c + 1 == res.size()) {  // the last cap: one bucket
-          REQUIRE_THAT(res[c][1][i], TensorEqual(res[c][0][i]));
-        } else {  // another fold order: a few ulp (3 or 4 ranks' F32 sums)
-          REQUIRE_THAT(res[c][1][i], TensorNear(res[c][0][i], 1e-5, 1e-6));
-        }
+        REQUIRE_THAT(res[c][1][i], TensorEqual(res[c][0][i]));
       }
     }
   }
@@ -142,17 +133,36 @@ TEST_CASE("overlapped backward equals the plain reduce bit for bit with 2 ranks,
         auto out = run_group(2, [&](Communicator& comm) {
           return plain_and_overlapped(comm, dyadic, reduction, dtype);
         });
-        require_equal_everywhere(out, Exact::EveryPlan);
+        require_equal_everywhere(out);
       }
     }
   }
 }
 
-TEST_CASE(
-    "overlapped backward with one bucket equals the plain reduce bit for bit at 3 and 4 ranks",
-    "[optim]") {
-  // Random data, so that the ranks' partial sums round differently in another fold order; every
-  // plan is the same on every rank, the one-bucket plan equals reduce() exactly.
+TEST_CASE("overlapped backward equals the plain reduce bit for bit over the ring and the tree",
+          "[optim]") {
+  // In process Auto picks the direct algorithm; the ring (in segments smaller than a chunk, so
+  // uneven window chunks end in empty segments) and the tree honour fold windows too.
+  for (const Algorithm algorithm : {Algorithm::Ring, Algorithm::Tree}) {
+    for (const int world : {3, 4}) {
+      INFO(algorithm_name(algorithm) << ", " << world << " ranks");
+      CommunicatorOptions options;
+      options.all_reduce_algorithm = algorithm;
+      options.segment_bytes = 64;
+      auto out = run_group(
+          world,
+          [&](Communicator& comm) {
+            return plain_and_overlapped(comm, /*dyadic=*/false, LossReduction::Mean, DType::F32);
+          },
+          options);
+      require_equal_everywhere(out);
+    }
+  }
+}
+
+TEST_CASE("overlapped backward equals the plain reduce bit for bit at 3 and 4 ranks, any plan",
+          "[optim]") {
+  // Random data, so that the ranks' partial sums would round differently in another fold order.
   for (const int world : {3, 4}) {
     for (const LossReduction reduction : {LossReduction::Mean, LossReduction::Sum}) {
       for (const DType dtype : {DType::F32, DType::F64}) {
@@ -161,28 +171,28 @@ TEST_CASE(
         auto out = run_group(world, [&](Communicator& comm) {
           return plain_and_overlapped(comm, /*dyadic=*/false, reduction, dtype);
         });
-        require_equal_everywhere(out, Exact::OneBucket);
+        require_equal_everywhere(out);
       }
     }
   }
 }
 
 TEST_CASE(
-    "overlapped backward over TCP and shared memory equals the plain reduce bit for bit (one "
-    "bucket at 3 and 4 ranks)",
+    "overlapped backward over TCP and shared memory equals the plain reduce bit for bit at 2, 3 "
+    "and 4 ranks",
     "[optim]") {
   for (const auto& make : {ruccl::testing::GroupFactory(ruccl::testing::TcpLoopback::make),
                            ruccl::testing::GroupFactory(ruccl::testing::TcpSharedMemory::make)}) {
     auto out = run_group_with(make, 2, [](Communicator& comm) {
       return plain_and_overlapped(comm, /*dyadic=*/false, LossReduction::Mean, DType::F32);
     });
-    require_equal_everywhere(out, Exact::EveryPlan);
+    require_equal_everywhere(out);
     for (const int world : {3, 4}) {
       INFO(world << " ranks");
       auto more = run_group_with(make, world, [](Communicator& comm) {
         return plain_and_overlapped(comm, /*dyadic=*/false, LossReduction::Mean, DType::F64);
       });
-      require_equal_everywhere(more, Exact::OneBucket);
+      require_equal_everywhere(more);
     }
   }
 }
