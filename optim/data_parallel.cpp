@@ -64,9 +64,10 @@ DataParallel DataParallel::initialize(Communicator comm, nn::Module& model, int 
   } catch (const ValueError& e) {
     local.add_problem(CollectiveErrorKind::InvalidArgument, e.what());
   }
-  // The plan's hash and the overlap flag travel beside the description: equal descriptions with
+  // The plan's hash and the flags travel beside the description: equal descriptions with
   // different words mean different caps or flags.
-  const auto plan_word = static_cast<std::int64_t>(plan.hash() ^ (options.overlap ? 1 : 0));
+  const auto plan_word = static_cast<std::int64_t>(plan.hash() ^ (options.overlap ? 1 : 0) ^
+                                                   (options.exact_buckets ? 2 : 0));
   std::vector<std::int64_t> plan_words;
   agree(comm, local, plan_word, &plan_words, kInitLabel);
   for (std::size_t r = 0; r < plan_words.size(); ++r) {
@@ -74,9 +75,9 @@ DataParallel DataParallel::initialize(Communicator comm, nn::Module& model, int 
       throw CollectiveError(
           CollectiveErrorKind::InvalidArgument,
           str(kInitLabel, ": rank ", r,
-              "'s bucket plan or overlap flag differs from rank 0's "
-              "(DataParallelOptions: overlap, bucket_cap_bytes, first_bucket_cap_bytes must be "
-              "the same on every rank)"));
+              "'s bucket plan or overlap flags differ from rank 0's "
+              "(DataParallelOptions: overlap, bucket_cap_bytes, first_bucket_cap_bytes, "
+              "exact_buckets must be the same on every rank)"));
     }
   }
   autodiff::NoGradGuard no_grad;

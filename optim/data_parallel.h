@@ -57,6 +57,12 @@ struct DataParallelOptions {
   /// The bucket plan's caps (optim/bucket_plan.h): 25 MiB, and 1 MiB for the first bucket.
   std::int64_t bucket_cap_bytes = 25LL << 20;
   std::int64_t first_bucket_cap_bytes = 1LL << 20;
+  /// Each bucket folds its elements over the ranks as reduce() does (its range of reduce()'s
+  /// buffer is its fold window): the overlapped result equals reduce() bit for bit for every plan
+  /// at every world size (docs/training.md, "Exactness"). false: a bucket folds as a buffer of its
+  /// own (the ring's balanced chunks at 3+ ranks; bit-identical to reduce() with 2 ranks or one
+  /// bucket, the same on every rank and run always).
+  bool exact_buckets = true;
 };
 
 /// Token-weighted data parallelism over any Communicator. See the file comment.

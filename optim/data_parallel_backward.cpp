@@ -173,10 +173,10 @@ GradientsParams DataParallel::overlapped_backward(const nn::Module& model,
   const auto start_ready = [&] {
     while (next < buckets.size() && pending[next] == 0) {
       // Folded as reduce() folds these elements: the bucket's range of its whole buffer.
-      const CallOptions call =
-          CallOptions()
-              .with_label(kBackwardLabel)
-              .with_fold_window(buckets[next].whole_offset, buckets[next].whole_total);
+      CallOptions call = CallOptions().with_label(kBackwardLabel);
+      if (options_.exact_buckets) {
+        call.with_fold_window(buckets[next].whole_offset, buckets[next].whole_total);
+      }
       works.push_back(comm_.all_reduce_async(buckets_[next], ReduceOperation::Sum, call));
       ++next;
     }

@@ -135,7 +135,7 @@ TEST_CASE("DataParallel::initialize fails on every rank when the bucket plans di
     INFO("rank " << r << ": " << out[r].message());
     REQUIRE_FALSE(out[r].ok());
     CHECK(error_kind(out[r]) == CollectiveErrorKind::InvalidArgument);
-    CHECK_THAT(out[r].message(), Catch::Contains("rank 1's bucket plan or overlap flag differs"));
+    CHECK_THAT(out[r].message(), Catch::Contains("rank 1's bucket plan or overlap flags differ"));
   }
   auto ok = run_group(2, [](Communicator& comm) {
     ParamBag model = four_params();

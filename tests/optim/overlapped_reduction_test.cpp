@@ -69,8 +69,8 @@ std::pair<Tensor, Tensor> batch(int rank, int step, bool dyadic, DType dtype) {
 /// replica, same data), [cap][0 plain | 1 overlapped][ParamId - 1].
 using Results = std::vector<std::array<std::vector<Tensor>, 2>>;
 
-Results plain_and_overlapped(Communicator& comm, bool dyadic, LossReduction reduction,
-                             DType dtype) {
+Results plain_and_overlapped(Communicator& comm, bool dyadic, LossReduction reduction, DType dtype,
+                             bool exact_buckets = true) {
   const std::vector<std::int64_t> caps = {4, 200, 1 << 20};  // bytes: 4 buckets, 3, 1
   auto mlp = make_mlp(7, dtype);
   nn::Sequential& model = *mlp;
@@ -93,7 +93,8 @@ Results plain_and_overlapped(Communicator& comm, bool dyadic, LossReduction redu
     DataParallel dp = DataParallel::initialize(comm, model, 0,
                                                {.overlap = true,
                                                 .bucket_cap_bytes = scale * cap,
-                                                .first_bucket_cap_bytes = scale * cap / 2 + 1});
+                                                .first_bucket_cap_bytes = scale * cap / 2 + 1,
+                                                .exact_buckets = exact_buckets});
     const std::size_t expected_buckets = cap == 4 ? 4 : cap == 200 ? 3 : 1;
     if (dp.bucket_plan().buckets().size() != expected_buckets) throw std::runtime_error("plan");
     GradientsParams o = dp.backward(model, loss_of(), weight, reduction);
@@ -106,14 +107,21 @@ Results plain_and_overlapped(Communicator& comm, bool dyadic, LossReduction redu
 /// Every plan's result is the same on every rank and equals the plain reduce bit for bit: each
 /// bucket is reduced with its range of reduce()'s buffer as its fold window, so every element folds
 /// over the ranks in reduce()'s order, at any world size.
-void require_equal_everywhere(const std::vector<ruccl::testing::RankOutcome<Results>>& out) {
+/// `every_plan` false (exact_buckets off, 3+ ranks): only the one-bucket plan (the last cap) is
+/// cut like reduce()'s buffer; the others fold in another order and agree to a few ulps.
+void require_equal_everywhere(const std::vector<ruccl::testing::RankOutcome<Results>>& out,
+                              bool every_plan = true) {
   for (std::size_t r = 0; r < out.size(); ++r) {
     const Results& res = out[r].value();
     for (std::size_t c = 0; c < res.size(); ++c) {
       for (std::size_t i = 0; i < 4; ++i) {
         INFO("rank " << r << " cap #" << c << " ParamId " << i + 1);
         REQUIRE_THAT(res[c][1][i], TensorEqual(out[0].value()[c][1][i]));
-        REQUIRE_THAT(res[c][1][i], TensorEqual(res[c][0][i]));
+        if (every_plan || c + 1 == res.size()) {
+          REQUIRE_THAT(res[c][1][i], TensorEqual(res[c][0][i]));
+        } else {  // 3 or 4 ranks' F32 sums in another order
+          REQUIRE_THAT(res[c][1][i], ruccl::testing::TensorNear(res[c][0][i], 1e-5, 1e-6));
+        }
       }
     }
   }
@@ -136,6 +144,20 @@ TEST_CASE("overlapped backward equals the plain reduce bit for bit with 2 ranks,
         require_equal_everywhere(out);
       }
     }
+  }
+}
+
+TEST_CASE(
+    "without exact buckets one bucket still equals the plain reduce bit for bit at 3 and 4 "
+    "ranks, the others to rounding",
+    "[optim]") {
+  for (const int world : {3, 4}) {
+    INFO(world << " ranks");
+    auto out = run_group(world, [](Communicator& comm) {
+      return plain_and_overlapped(comm, /*dyadic=*/false, LossReduction::Mean, DType::F32,
+                                  /*exact_buckets=*/false);
+    });
+    require_equal_everywhere(out, /*every_plan=*/false);
   }
 }
 
