@@ -9,16 +9,16 @@
 #include "optim/checkpoint/checkpoint_error.h"
 #include "optim/data_parallel.h"
 #include "optim/gradients_accumulator.h"
+#include "tests/optim/gradients_equal.h"
 #include "tests/optim/tiny_models.h"
 #include "tests/support/rank_harness.h"
-#include "tests/support/tensor_matchers.h"
 
 using namespace ruccl;
 using namespace ruccl::optim;
 using autodiff::Var;
 using ruccl::testing::run_group;
-using ruccl::testing::TensorEqual;
 using test_support::dyadic_model;
+using test_support::require_equal;
 using test_support::samples;
 
 namespace {
@@ -32,15 +32,6 @@ GradientsParams gradient(nn::Linear& model, std::int64_t first, std::int64_t cou
   auto [x, y] = samples(first, count);
   nn::mse_loss(model.forward(Var(x)), Var(y), loss).backward();
   return GradientsParams::from_module(model);
-}
-
-void require_equal(const GradientsParams& got, const GradientsParams& want) {
-  REQUIRE(got.size() == want.size());
-  for (const auto& [id, g] : want.entries()) {
-    INFO("ParamId " << id);
-    REQUIRE(got.get(id));
-    REQUIRE_THAT(*got.get(id), TensorEqual(g));
-  }
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include "autodiff/nn/loss.h"
 #include "optim/checkpoint/training_record.h"
 #include "optim/data_parallel.h"
+#include "tests/optim/gradients_equal.h"
 #include "tests/optim/tiny_models.h"
 #include "tests/support/rank_harness.h"
 #include "tests/support/tensor_matchers.h"
@@ -22,6 +23,7 @@ using test_support::branchy_model;
 using test_support::dyadic_model;
 using test_support::make_linear;
 using test_support::ParamBag;
+using test_support::require_equal;
 using test_support::samples;
 
 namespace {
@@ -51,15 +53,6 @@ std::vector<MicroBatch> window_of(int rank) {
     return {{0, 1, R::Mean, 2}, {1, 3, R::Sum, 6}, {20, 2, R::Mean, 0}, {4, 4, R::Mean, 8}};
   if (rank == 1) return {{8, 4, R::Mean, 8}, {12, 4, R::Sum, 8}};
   return {};
-}
-
-void require_equal(const GradientsParams& got, const GradientsParams& want) {
-  REQUIRE(got.size() == want.size());
-  for (const auto& [id, g] : want.entries()) {
-    INFO("ParamId " << id);
-    REQUIRE(got.get(id));
-    REQUIRE_THAT(*got.get(id), TensorEqual(g));
-  }
 }
 
 }  // namespace
