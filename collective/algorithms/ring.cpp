@@ -5,8 +5,8 @@
 // the canonical order. All-gather: in step s rank r forwards chunk (r - s) to the right.
 //
 // Pipelining: every chunk moves in K segments of at most segment_bytes (K from the largest chunk,
-// so every step has K messages on every link; a smaller chunk's last segment may be empty, and
-// with a fold window's uneven chunks, whole chunks may be). The
+// so every step has up to K messages on every link; a smaller chunk's last segment may be empty,
+// and with a fold window's uneven chunks, whole chunks may be: an empty segment is not sent). The
 // pass runs segment by segment: message j = k * P + t carries segment k of step t (P steps: W - 1
 // of the reduce-scatter, then with the all-gather W - 1 more), so each segment index is a small
 // ring of its own, and the segments' rings follow one another. Each rank sends message 0, then
@@ -96,17 +96,22 @@ void ring_reduce_scatter_into(const AlgorithmContext& ctx, const void* in, void*
   const int right = static_cast<int>(mod(r + 1, w));
   const int left = static_cast<int>(mod(r - 1, w));
   // Message j: segment k = j / P of step t = j % P; a step t >= W - 1 is all-gather step t - W + 1.
+  // An empty segment is no message: its sender and its receiver both know it is empty (message j
+  // carries the same chunk and segment on both ends), and the next message from the same link
+  // forwards the same, empty, segment.
   auto send = [&](std::size_t j) {
     const std::size_t k = j / pass_steps;
     const auto t = static_cast<long long>(j % pass_steps);
     if (t < w - 1) {
       const std::size_t c = mod(r - t - 1, w);
       const std::size_t begin = seg.begin(c, k);
+      if (seg.bytes(c, k) == 0) return;
       ctx.transport.isend(right, step_tag(ctx, 0, j), t == 0 ? at(in, begin) : at(work, begin),
                           seg.bytes(c, k), ctx.deadline);
       return;
     }
     const std::size_t c = mod(r - (t - (w - 1)), w);
+    if (seg.bytes(c, k) == 0) return;
     ctx.transport.isend(right, step_tag(ctx, 0x8000, j), at(work, seg.begin(c, k)), seg.bytes(c, k),
                         ctx.deadline);
   };
@@ -117,6 +122,7 @@ void ring_reduce_scatter_into(const AlgorithmContext& ctx, const void* in, void*
       const std::size_t c = mod(r - t - 2, w);
       const std::size_t begin = seg.begin(c, k);
       const std::size_t nbytes = seg.bytes(c, k);
+      if (nbytes == 0) return;
       ctx.transport.recv_with(
           left, step_tag(ctx, 0, j), nbytes,
           [&](std::size_t offset, const void* data, std::size_t n) {
@@ -128,6 +134,7 @@ void ring_reduce_scatter_into(const AlgorithmContext& ctx, const void* in, void*
       return;
     }
     const std::size_t c = mod(r - (t - (w - 1)) - 1, w);
+    if (seg.bytes(c, k) == 0) return;
     ctx.transport.recv_into(left, step_tag(ctx, 0x8000, j), at(work, seg.begin(c, k)),
                             seg.bytes(c, k), ctx.deadline);
   };
