@@ -46,20 +46,28 @@ TEMPLATE_TEST_CASE("pieces reduced with their fold windows equal the whole reduc
                    "[collective]", RUCCL_GROUP_FACTORIES) {
   for (const AlgorithmConfig& config : algorithm_configs()) {
     for (const int world : {3, 4, 5}) {
-      for (const bool reduce : {false, true}) {
-        for (const DType dtype : {DType::F32, DType::F64}) {
-          INFO(config.name << ", world " << world << (reduce ? ", reduce, " : ", all_reduce, ")
-                           << dtype);
-          auto out = run_group_with(
-              TestType::make, world,
-              [&](Communicator& comm) { return whole_and_pieces(comm, dtype, reduce); },
-              config.options);
-          for (int r = 0; r < world; ++r) {
-            if (reduce && r != 1) continue;  // only root gets the result
-            INFO("rank " << r);
-            const auto& got = out[static_cast<std::size_t>(r)].value();
-            REQUIRE_THAT(got[1], TensorEqual(got[0]));
-          }
+      // One group per world size: all_reduce and reduce (root 1), F32 and F64, in turn.
+      auto out = run_group_with(
+          TestType::make, world,
+          [&](Communicator& comm) {
+            std::vector<std::vector<Tensor>> results;
+            for (const bool reduce : {false, true}) {
+              for (const DType dtype : {DType::F32, DType::F64}) {
+                results.push_back(whole_and_pieces(comm, dtype, reduce));
+              }
+            }
+            return results;
+          },
+          config.options);
+      for (int r = 0; r < world; ++r) {
+        const auto& got = out[static_cast<std::size_t>(r)].value();
+        for (std::size_t i = 0; i < got.size(); ++i) {
+          const bool reduce = i >= 2;
+          if (reduce && r != 1) continue;  // only root gets the result
+          INFO(config.name << ", world " << world << ", rank " << r
+                           << (reduce ? ", reduce, " : ", all_reduce, ")
+                           << (i % 2 == 0 ? "F32" : "F64"));
+          REQUIRE_THAT(got[i][1], TensorEqual(got[i][0]));
         }
       }
     }
