@@ -58,6 +58,11 @@ TEST_CASE("the bucket plan packs in reverse registration order under the caps", 
     const BucketPlan plan =
         BucketPlan::of(model, {.bucket_cap_bytes = 40, .first_bucket_cap_bytes = 4});
     REQUIRE(paths(plan) == std::vector<std::vector<std::string>>{{"d"}, {"c", "b"}, {"a"}});
+    // Each bucket is a range of reduce()'s buffer (15 gradients, then 4 flag words).
+    REQUIRE(plan.buckets()[0].whole_offset == 0);
+    REQUIRE(plan.buckets()[1].whole_offset == 1);
+    REQUIRE(plan.buckets()[2].whole_offset == 11);
+    for (const Bucket& b : plan.buckets()) REQUIRE(b.whole_total == 19);
     REQUIRE(plan.buckets()[1].entries[1].offset == 8);
   }
   SECTION("a parameter over the cap gets a bucket of its own") {
@@ -103,7 +108,17 @@ TEST_CASE("the whole-model layout is one bucket per accumulation dtype, flags af
                   {"wide2", nn::Param(4, Tensor::zeros({1}, DType::F64))}});
   // Plan order wide2 half wide w: the caps' plan alternates dtypes, whole() groups them in the
   // order they first occur.
-  REQUIRE(BucketPlan::of(mixed).buckets().size() == 4);
+  const BucketPlan alternating = BucketPlan::of(mixed);
+  REQUIRE(alternating.buckets().size() == 4);
+  // wide2 | half | wide | w: each a range of its dtype's whole buffer (F64: 3 + 2 flags, F32: 5 +
+  // 2 flags).
+  const std::vector<std::pair<std::int64_t, std::int64_t>> ranges = {
+      {0, 5}, {0, 7}, {1, 5}, {2, 7}};
+  for (std::size_t b = 0; b < ranges.size(); ++b) {
+    INFO("bucket " << b);
+    REQUIRE(alternating.buckets()[b].whole_offset == ranges[b].first);
+    REQUIRE(alternating.buckets()[b].whole_total == ranges[b].second);
+  }
   const BucketPlan whole = BucketPlan::whole(mixed);
   REQUIRE(paths(whole) == std::vector<std::vector<std::string>>{{"wide2", "wide"}, {"half", "w"}});
   REQUIRE(whole.buckets()[0].dtype == DType::F64);
