@@ -72,6 +72,7 @@ Tensor all_reduce_call(CommunicatorCore& c, const Tensor& t, ReduceOperation op,
   CallScope scope = c.begin(OpKind::AllReduce, call, issued);
   c.describe_reduce_op(scope, op);
   c.describe_tensor(scope, t, "input");
+  c.describe_fold_window(scope, call, t.defined() ? t.numel() : 0);
   c.choose_algorithm(scope, call, c.options().all_reduce_algorithm, accumulated_bytes(t));
   return c.execute(scope, [&](const EngineCall& e) { return c.engine().all_reduce(e, t, op); });
 }
@@ -82,6 +83,7 @@ std::optional<Tensor> reduce_call(CommunicatorCore& c, const Tensor& t, int root
   c.describe_reduce_op(scope, op);
   c.describe_root(scope, root);
   c.describe_tensor(scope, t, "input");
+  c.describe_fold_window(scope, call, t.defined() ? t.numel() : 0);
   c.choose_algorithm(scope, call, c.options().reduce_algorithm, accumulated_bytes(t));
   return c.execute(scope, [&](const EngineCall& e) { return c.engine().reduce(e, t, root, op); });
 }

@@ -16,6 +16,13 @@
 //
 // Every rank computes the same plan from the same model; DataParallel::initialize agrees on its
 // hash().
+//
+// A bucket travels as one buffer: its gradients (entries packed from offset 0), then one flag word
+// per entry (DataParallel::backward counts there the ranks that lacked the gradient).
+// DataParallel::reduce packs the model as BucketPlan::whole lays it out (one bucket per dtype,
+// the same order), and each bucket of a plan is a contiguous range of that layout
+// (whole_offset): reduced with that range as its fold window, every element folds over the ranks
+// in reduce()'s order (docs/collectives.md, "Reduction order"), whatever the caps.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -47,6 +54,15 @@ struct Bucket {
   DType dtype{};  ///< the accumulation dtype of every entry (F32 or F64)
   std::int64_t numel = 0;
   std::vector<BucketEntry> entries;  ///< in plan order (reverse registration), packed
+  /// Where the bucket's gradients sit in the buffer DataParallel::reduce packs for its dtype
+  /// (BucketPlan::whole): elements [whole_offset, whole_offset + numel) of whole_total. The
+  /// bucket's all_reduce folds them in that buffer's order (CallOptions::with_fold_window), so
+  /// every plan reduces every element as reduce() does.
+  std::int64_t whole_offset = 0;
+  std::int64_t whole_total = 0;
+
+  /// The elements of the bucket's buffer: its gradients, then one flag word per entry.
+  std::int64_t buffer_numel() const { return numel + static_cast<std::int64_t>(entries.size()); }
 };
 
 /// Parameters → buckets (see the file comment).
@@ -55,6 +71,11 @@ class BucketPlan {
   BucketPlan() = default;
   /// The plan of `model`'s trainable parameters. ValueError for a cap <= 0.
   static BucketPlan of(const nn::Module& model, const BucketPlanOptions& options = {});
+  /// The whole model with no caps: one bucket per accumulation dtype (`all_f32`: a single F32
+  /// bucket whatever the parameters' dtypes), each in plan order, in the order the dtypes first
+  /// occur. What DataParallel::reduce packs; for a model of one accumulation dtype it is exactly
+  /// of(model, caps) whenever that plan has one bucket.
+  static BucketPlan whole(const nn::Module& model, bool all_f32 = false);
 
   const std::vector<Bucket>& buckets() const { return buckets_; }
   /// How many parameters the plan holds (each tied parameter once).
@@ -67,6 +88,8 @@ class BucketPlan {
   std::string describe() const;
 
  private:
+  void place_in_whole();  // sets every bucket's whole_offset and whole_total
+
   std::vector<Bucket> buckets_;
 };
 

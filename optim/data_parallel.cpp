@@ -64,9 +64,10 @@ DataParallel DataParallel::initialize(Communicator comm, nn::Module& model, int 
   } catch (const ValueError& e) {
     local.add_problem(CollectiveErrorKind::InvalidArgument, e.what());
   }
-  // The plan's hash and the overlap flag travel beside the description: equal descriptions with
+  // The plan's hash and the flags travel beside the description: equal descriptions with
   // different words mean different caps or flags.
-  const auto plan_word = static_cast<std::int64_t>(plan.hash() ^ (options.overlap ? 1 : 0));
+  const auto plan_word = static_cast<std::int64_t>(plan.hash() ^ (options.overlap ? 1 : 0) ^
+                                                   (options.exact_buckets ? 2 : 0));
   std::vector<std::int64_t> plan_words;
   agree(comm, local, plan_word, &plan_words, kInitLabel);
   for (std::size_t r = 0; r < plan_words.size(); ++r) {
@@ -74,9 +75,9 @@ DataParallel DataParallel::initialize(Communicator comm, nn::Module& model, int 
       throw CollectiveError(
           CollectiveErrorKind::InvalidArgument,
           str(kInitLabel, ": rank ", r,
-              "'s bucket plan or overlap flag differs from rank 0's "
-              "(DataParallelOptions: overlap, bucket_cap_bytes, first_bucket_cap_bytes must be "
-              "the same on every rank)"));
+              "'s bucket plan or overlap flags differ from rank 0's "
+              "(DataParallelOptions: overlap, bucket_cap_bytes, first_bucket_cap_bytes, "
+              "exact_buckets must be the same on every rank)"));
     }
   }
   autodiff::NoGradGuard no_grad;
@@ -119,6 +120,9 @@ GradientsParams DataParallel::reduce_impl(const nn::Module& model, const Gradien
                                           double local_weight, LossReduction loss,
                                           MissingGradientPolicy policy, bool fp32) {
   ReplicaDescription local = ReplicaDescription::of(model, root_, comm_.device());
+  if (!held_window_problem().empty()) {
+    local.add_problem(CollectiveErrorKind::InvalidArgument, held_window_problem());
+  }
   const bool weight_ok = std::isfinite(local_weight) && local_weight >= 0.0;
   if (!weight_ok) {
     local.add_problem(CollectiveErrorKind::InvalidArgument,
@@ -186,61 +190,52 @@ GradientsParams DataParallel::reduce_impl(const nn::Module& model, const Gradien
   last_total_weight_ = total;
 
   // One flat buffer per accumulation dtype (F64 for F64 parameters, F32 for every other dtype or
-  // with reduce_fp32: a pure F32 model has one) holds the trainable gradients in ascending
-  // ParamId order (zeros where a rank has none or a zero weight), scaled by the local weight for
-  // a mean loss (the gradient of the local sum is w_r times the gradient of the local mean); one
-  // all_reduce per buffer sums it (in dtype order, the same on every rank once the descriptions
-  // agree); one division by the total weight finishes it.
+  // with reduce_fp32: a pure F32 model has one), laid out as BucketPlan::whole: the trainable
+  // gradients in plan order (reverse registration; zeros where a rank has none or a zero weight),
+  // then one zero word per parameter where DataParallel::backward's buckets carry their flags.
+  // So a bucket plan of one bucket is cut into the same chunks and every element folds over the
+  // ranks in the same order (docs/training.md, "Exactness"). The gradients are scaled by the
+  // local weight for a mean loss (the gradient of the local sum is w_r times the gradient of the
+  // local mean); one all_reduce per buffer sums it (in the layout's dtype order, the same on every
+  // rank once the descriptions agree); one division by the total weight finishes it.
   autodiff::NoGradGuard no_grad;
-  const auto bucket_of = [fp32](const nn::Param& p) {
-    return !fp32 && p.dtype() == DType::F64 ? DType::F64 : DType::F32;
-  };
-  std::map<DType, std::int64_t> numel;
-  for (const auto& [id, p] : trainable) numel[bucket_of(p)] += p.numel();
-  for (auto it = flat_.begin(); it != flat_.end();) {  // forget buckets this model lacks
-    it = numel.count(it->first) != 0 ? std::next(it) : flat_.erase(it);
+  const BucketPlan layout = BucketPlan::whole(model, fp32);
+  for (auto it = flat_.begin(); it != flat_.end();) {  // forget buffers this model lacks
+    const bool used = std::any_of(layout.buckets().begin(), layout.buckets().end(),
+                                  [&](const Bucket& b) { return b.dtype == it->first; });
+    it = used ? std::next(it) : flat_.erase(it);
   }
-  for (const auto& [dtype, n] : numel) {
-    Tensor& flat = flat_[dtype];
-    if (!flat.defined() || flat.numel() != n || flat.device() != comm_.device()) {
-      flat = Tensor::empty(Shape{n}, dtype, comm_.device());  // reused across steps
+  GradientsParams out;
+  for (const Bucket& bucket : layout.buckets()) {
+    Tensor& flat = flat_[bucket.dtype];
+    if (!flat.defined() || flat.numel() != bucket.buffer_numel() ||
+        flat.device() != comm_.device()) {
+      flat = Tensor::empty(Shape{bucket.buffer_numel()}, bucket.dtype, comm_.device());  // reused
     }
-  }
-  std::map<DType, std::int64_t> offsets;
-  for (const auto& [id, p] : trainable) {
-    const std::int64_t n = p.numel();
-    std::int64_t& offset = offsets[bucket_of(p)];
-    Tensor segment = flat_.at(bucket_of(p)).narrow(0, offset, n);
-    const auto g = grads.get(id);
-    if (contributes && g) {
-      segment.copy_(g->reshape(Shape{n}));
-    } else {
-      segment.fill_(0.0);
+    for (const BucketEntry& entry : bucket.entries) {
+      Tensor segment = flat.narrow(0, entry.offset, entry.numel);
+      const auto g = grads.get(entry.id);
+      if (contributes && g) {
+        segment.copy_(g->reshape(Shape{entry.numel}));
+      } else {
+        segment.fill_(0.0);
+      }
     }
-    offset += n;
-  }
-  std::map<DType, Tensor> mean;
-  for (auto& [dtype, flat] : flat_) {
+    flat.narrow(0, bucket.numel, bucket.buffer_numel() - bucket.numel).fill_(0.0);  // the flags
     if (contributes && loss == LossReduction::Mean && local_weight != 1.0) {
       flat.mul_(local_weight);  // in place, in the bucket's dtype, on its device
     }
     // The bucket on the training track of the trace, beside its all_reduce on the collectives'.
     const TraceSpan span(comm_.trace(),
-                         dtype == DType::F64 ? "gradient bucket F64" : "gradient bucket F32",
+                         bucket.dtype == DType::F64 ? "gradient bucket F64" : "gradient bucket F32",
                          flat.nbytes());
     Tensor sum =
         comm_.all_reduce(flat, ReduceOperation::Sum, CallOptions().with_label(kReduceLabel));
     sum.div_(total);  // this rank's own result buffer
-    mean.emplace(dtype, std::move(sum));
-  }
-  GradientsParams out;
-  offsets.clear();
-  for (const auto& [id, p] : trainable) {  // the packing order again
-    const std::int64_t n = p.numel();
-    std::int64_t& offset = offsets[bucket_of(p)];
-    Tensor g = mean.at(bucket_of(p)).narrow(0, offset, n).view(p.shape());
-    out.insert(id, fp32 ? g : g.to(p.dtype()));
-    offset += n;
+    for (const BucketEntry& entry : bucket.entries) {
+      Tensor g = sum.narrow(0, entry.offset, entry.numel).view(entry.shape);
+      out.insert(entry.id, fp32 ? g : g.to(entry.param_dtype));
+    }
   }
   return out;
 }

@@ -57,6 +57,12 @@ struct DataParallelOptions {
   /// The bucket plan's caps (optim/bucket_plan.h): 25 MiB, and 1 MiB for the first bucket.
   std::int64_t bucket_cap_bytes = 25LL << 20;
   std::int64_t first_bucket_cap_bytes = 1LL << 20;
+  /// Each bucket folds its elements over the ranks as reduce() does (its range of reduce()'s
+  /// buffer is its fold window): the overlapped result equals reduce() bit for bit for every plan
+  /// at every world size (docs/training.md, "Exactness"). false: a bucket folds as a buffer of its
+  /// own (the ring's balanced chunks at 3+ ranks; bit-identical to reduce() with 2 ranks or one
+  /// bucket, the same on every rank and run always).
+  bool exact_buckets = true;
 };
 
 /// Token-weighted data parallelism over any Communicator. See the file comment.
@@ -78,7 +84,9 @@ class DataParallel {
   /// local_weight, reduction, policy) -- with options.overlap, bucket by bucket while backward
   /// runs: each gradient is copied (and weighted) into its bucket as soon as it is final, and a
   /// bucket whose gradients are all final is started (all_reduce_async), buckets in plan order
-  /// on every rank. Bit-identical to reduce() with 2 ranks (docs/training.md, "Exactness").
+  /// on every rank, each folded as reduce() folds its elements (its range of reduce()'s buffer is
+  /// its fold window): bit-identical to reduce() for every plan at any world size
+  /// (docs/training.md, "Exactness").
   /// A trainable parameter no gradient reached is, under MissingGradientPolicy::Error, one
   /// CollectiveError on every rank naming it (never a hang); Zero treats it as zeros. A rank
   /// with no data passes an undefined `loss` and weight 0 (it still takes part).
@@ -88,13 +96,33 @@ class DataParallel {
   GradientsParams backward(const nn::Module& model, const autodiff::Var& loss, double local_weight,
                            LossReduction reduction,
                            MissingGradientPolicy policy = MissingGradientPolicy::Error);
-  /// The last micro-batch of an accumulation window (no_sync): `window` (accumulator.take()) holds
-  /// the earlier micro-batches, which communicated nothing; this backward's gradients are folded
-  /// into it exactly as GradientsAccumulator::accumulate folds them, and the one reduction of the
-  /// whole window overlaps this backward. Equal to accumulate() then reduce(model, take()).
+  /// The last micro-batch of an accumulation window kept by the caller: `window`
+  /// (accumulator.take()) holds the earlier micro-batches, which communicated nothing; this
+  /// backward's gradients are folded into it exactly as GradientsAccumulator::accumulate folds
+  /// them, and the one reduction of the whole window overlaps this backward. Equal to
+  /// accumulate() then reduce(model, take()). no_sync() is the same without the accumulator.
   GradientsParams backward(const nn::Module& model, const autodiff::Var& loss, double local_weight,
                            LossReduction reduction, const AccumulatedGradients& window,
                            MissingGradientPolicy policy = MissingGradientPolicy::Error);
+  /// PyTorch DDP's `with ddp.no_sync(): loss.backward()`: runs `loss`'s backward and folds its
+  /// gradients (of a loss reduced as `reduction` over `local_weight` samples or tokens) into the
+  /// accumulation window this DataParallel holds, as GradientsAccumulator::accumulate does;
+  /// nothing is communicated. The model's gradients are cleared afterwards (they are in the
+  /// window), so the next micro-batch needs no zero_grad. The next backward(model, loss,
+  /// local_weight, reduction) folds the held window into its own micro-batch and reduces the
+  /// whole window once, overlapped with its backward under options.overlap. A micro-batch with
+  /// no samples passes weight 0 (its loss, if any, is still run backward and then ignored; an
+  /// undefined loss runs nothing). ValueError for a bad weight, before anything runs.
+  ///
+  ///   for (int k = 0; k + 1 < K; ++k) dp.no_sync(model, loss_of(k), n[k], LossReduction::Mean);
+  ///   GradientsParams g = dp.backward(model, loss_of(K - 1), n[K - 1], LossReduction::Mean);
+  void no_sync(const nn::Module& model, const autodiff::Var& loss, double local_weight,
+               LossReduction reduction);
+  /// The held no_sync window (empty outside one): pass it to TrainingRecord::capture and
+  /// restore to checkpoint in the middle of a window.
+  GradientsAccumulator& accumulator() { return window_; }
+  const GradientsAccumulator& accumulator() const { return window_; }
+
   /// The bucket plan agreed at initialize.
   const BucketPlan& bucket_plan() const { return plan_; }
   const DataParallelOptions& options() const { return options_; }
@@ -140,6 +168,9 @@ class DataParallel {
                                       double local_weight, LossReduction reduction,
                                       const AccumulatedGradients* window,
                                       MissingGradientPolicy policy);
+  /// What a reduction other than backward(model, loss, local_weight, reduction) reports on every
+  /// rank while this rank holds a no_sync window ("" when it holds none).
+  std::string held_window_problem() const;
   GradientsParams reduce_impl(const nn::Module& model, const GradientsParams& grads,
                               double local_weight, LossReduction loss, MissingGradientPolicy policy,
                               bool fp32);
@@ -151,6 +182,7 @@ class DataParallel {
   DataParallelOptions options_;
   BucketPlan plan_;
   std::vector<Tensor> buckets_;  // one buffer per bucket of plan_ (gradients, then flags), reused
+  GradientsAccumulator window_;  // the no_sync micro-batches not yet reduced
 };
 
 }  // namespace ruccl::optim

@@ -46,9 +46,34 @@ GradientsParams fold_window(const AccumulatedGradients& window, const GradientsP
 
 }  // namespace
 
+void DataParallel::no_sync(const nn::Module& model, const autodiff::Var& loss, double local_weight,
+                           LossReduction reduction) {
+  RUCCL_CHECK(std::isfinite(local_weight) && local_weight >= 0.0, ValueError,
+              "DataParallel::no_sync: expected a finite local weight >= 0 (the micro-batch's "
+              "samples or tokens), got ",
+              local_weight);
+  if (!loss.defined()) {
+    window_.accumulate(GradientsParams(), local_weight, reduction);
+    return;
+  }
+  loss.backward();
+  window_.accumulate(GradientsParams::from_module(model), local_weight, reduction);
+  for (nn::Param p : model.parameters()) p.zero_grad();  // the window holds them now
+}
+
+std::string DataParallel::held_window_problem() const {
+  if (window_.empty()) return "";
+  return str("a no_sync window of ", window_.micro_batches(),
+             " micro-batch(es) is held; finish it with DataParallel::backward(model, loss, "
+             "local_weight, reduction), the call that reduces it");
+}
+
 GradientsParams DataParallel::backward(const nn::Module& model, const autodiff::Var& loss,
                                        double local_weight, LossReduction reduction,
                                        MissingGradientPolicy policy) {
+  if (!window_.empty()) {  // the last micro-batch of a no_sync window
+    return backward(model, loss, local_weight, reduction, window_.take(), policy);
+  }
   if (options_.overlap) {
     return overlapped_backward(model, loss, local_weight, reduction, nullptr, policy);
   }
@@ -98,6 +123,7 @@ GradientsParams DataParallel::overlapped_backward(const nn::Module& model,
   }
   const bool weight_ok = std::isfinite(weight) && weight >= 0.0;
   if (!weight_ok) problem = str("expected a finite local weight >= 0, got ", weight);
+  if (!held_window_problem().empty()) problem = held_window_problem();
   const GradientsParams empty;
   const GradientsParams& earlier = window != nullptr ? window->sum : empty;
   for (const auto& [id, g] : earlier.entries()) {
@@ -134,7 +160,7 @@ GradientsParams DataParallel::overlapped_backward(const nn::Module& model,
   std::vector<std::vector<bool>> written(buckets.size());
   for (std::size_t b = 0; b < buckets.size(); ++b) {
     const Bucket& bucket = buckets[b];
-    const auto n = static_cast<std::int64_t>(bucket.numel + bucket.entries.size());
+    const std::int64_t n = bucket.buffer_numel();
     Tensor& buffer = buckets_[b];
     if (!buffer.defined() || buffer.numel() != n || buffer.device() != comm_.device()) {
       buffer = Tensor::empty(Shape{n}, bucket.dtype, comm_.device());
@@ -146,8 +172,12 @@ GradientsParams DataParallel::overlapped_backward(const nn::Module& model,
   std::size_t next = 0;  // the next bucket to start
   const auto start_ready = [&] {
     while (next < buckets.size() && pending[next] == 0) {
-      works.push_back(comm_.all_reduce_async(buckets_[next], ReduceOperation::Sum,
-                                             CallOptions().with_label(kBackwardLabel)));
+      // Folded as reduce() folds these elements: the bucket's range of its whole buffer.
+      CallOptions call = CallOptions().with_label(kBackwardLabel);
+      if (options_.exact_buckets) {
+        call.with_fold_window(buckets[next].whole_offset, buckets[next].whole_total);
+      }
+      works.push_back(comm_.all_reduce_async(buckets_[next], ReduceOperation::Sum, call));
       ++next;
     }
   };

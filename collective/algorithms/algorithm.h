@@ -16,11 +16,17 @@
 // (chunk_begin/chunk_size); the elements of chunk c are folded left to right over the ranks
 // (c+1) % W, (c+2) % W, ..., c -- the order in which a ring reduce-scatter that leaves chunk c on
 // rank c meets them. Mean then divides once by W.
+//
+// With a fold window (CallOptions::with_fold_window(offset, total)) the chunks are those of the
+// window's `total`-element reduction restricted to the buffer (ChunkLayout): uneven, some empty,
+// so that every element folds as it would in the whole reduction.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <span>
 
 #include "collective/algorithms/reduce_kernel.h"
+#include "collective/protocol/call_options.h"
 #include "collective/transport/transport.h"
 
 namespace ruccl {
@@ -35,12 +41,14 @@ struct AlgorithmContext {
   /// supports it posts its first sends, then calls agreed() before its first receive, so the data
   /// travels with the record. Null: the call is agreed already.
   const FunctionRef<void()>* pending_agreement = nullptr;
+  /// The call's fold window (CallOptions::with_fold_window); total 0: none.
+  FoldWindow window{};
 
   int rank() const { return transport.rank(); }
   int world() const { return transport.world_size(); }
   /// The same call over `other` (a transport that wraps this one, e.g. a device engine's staging).
   AlgorithmContext on(Transport& other) const {
-    return AlgorithmContext{other, tag, deadline, pending_agreement};
+    return AlgorithmContext{other, tag, deadline, pending_agreement, window};
   }
   /// Completes a pending agreement (throws on disagreement, failing the group); else nothing.
   void agreed() const {
@@ -57,6 +65,43 @@ inline std::size_t chunk_size(std::size_t c, std::size_t n, std::size_t w) {
   return n / w + (c < n % w ? 1 : 0);
 }
 
+/// The W chunks of a `count`-element reduction: balanced (chunk_begin/chunk_size) or, with a fold
+/// window, the chunks of the window's `total`-element reduction intersected with
+/// [offset, offset + count) and shifted to the buffer (a 10-element window at offset 6 of 20
+/// over 4 ranks: 0, 4, 5, 1; chunk c still holds elements that fold in chunk c's order).
+class ChunkLayout {
+ public:
+  ChunkLayout(std::size_t count, std::size_t world, FoldWindow window = {})
+      : count_(count),
+        world_(world),
+        offset_(window.total > 0 ? static_cast<std::size_t>(window.offset) : 0),
+        total_(window.total > 0 ? static_cast<std::size_t>(window.total) : count) {}
+  std::size_t count() const { return count_; }
+  std::size_t world() const { return world_; }
+  /// First element of chunk c in the buffer.
+  std::size_t begin(std::size_t c) const {
+    const std::size_t at = chunk_begin(c, total_, world_);
+    return std::min(count_, at > offset_ ? at - offset_ : 0);
+  }
+  std::size_t size(std::size_t c) const {
+    const std::size_t end = std::min(count_, end_in_window(c));
+    return end > begin(c) ? end - begin(c) : 0;
+  }
+  /// The largest chunk's size.
+  std::size_t largest() const {
+    std::size_t out = 0;
+    for (std::size_t c = 0; c < world_; ++c) out = std::max(out, size(c));
+    return out;
+  }
+
+ private:
+  std::size_t end_in_window(std::size_t c) const {
+    const std::size_t end = chunk_begin(c, total_, world_) + chunk_size(c, total_, world_);
+    return end > offset_ ? end - offset_ : 0;
+  }
+  std::size_t count_, world_, offset_, total_;
+};
+
 /// Folds chunk `c` of a `count`-element reduction in the canonical order: data[r] points at
 /// element 0 of chunk c in rank r's buffer (index = rank); writes chunk_size elements to `out`.
 void fold_chunk(const ReduceKernel& kernel, void* out, std::span<const void* const> data,
@@ -69,6 +114,9 @@ void fold_all_chunks(const ReduceKernel& kernel, void* out, std::span<const void
 /// ConsumeManyFn). fold_all_chunks is fold_elements(.., 0, count).
 void fold_elements(const ReduceKernel& kernel, void* out, std::span<const void* const> data,
                    std::size_t count, std::size_t first, std::size_t n);
+/// fold_elements over the chunks of `layout` (a fold window's).
+void fold_elements(const ReduceKernel& kernel, void* out, std::span<const void* const> data,
+                   const ChunkLayout& layout, std::size_t first, std::size_t n);
 
 // ---- all-reduce: `in` (count elements) on every rank -> `out` (count elements) on every rank --
 /// Every rank sends its input to every peer. Small messages (<= fold_all_bytes): every rank folds

@@ -47,6 +47,7 @@ void direct_all_reduce(const AlgorithmContext& ctx, const void* in, void* out, s
   }
   const RankVector<int> peers = peers_of(ctx);
   RankVector<const void*> data(w);
+  const ChunkLayout layout(count, w, ctx.window);  // the fold order's chunks
   if (count * es <= fold_all_bytes) {
     // One exchange: everybody folds everything.
     const RankVector<std::size_t> sizes(peers.size(), count * es);
@@ -59,14 +60,16 @@ void direct_all_reduce(const AlgorithmContext& ctx, const void* in, void* out, s
           for (std::size_t i = 0; i < peers.size(); ++i) {
             data[static_cast<std::size_t>(peers[i])] = received[i];
           }
-          fold_elements(kernel, at(out, offset), data, count, offset / es, n / es);
+          fold_elements(kernel, at(out, offset), data, layout, offset / es, n / es);
           kernel.finish(at(out, offset), n / es, world);
         },
         ctx.deadline);
     wait_all_sends(ctx, peers);
     return;
   }
-  // Pairwise reduce-scatter: chunk p of every input goes to rank p, which folds it.
+  // Pairwise reduce-scatter: balanced chunk p of every input goes to rank p, which folds each of
+  // its elements in the order of the layout's chunk that holds it (the same chunk p without a fold
+  // window).
   const std::size_t mine = static_cast<std::size_t>(rank);
   const std::size_t my_begin = chunk_begin(mine, count, w) * es;
   const std::size_t my_length = chunk_size(mine, count, w);
@@ -90,7 +93,8 @@ void direct_all_reduce(const AlgorithmContext& ctx, const void* in, void* out, s
         for (std::size_t i = 0; i < peers.size(); ++i) {
           data[static_cast<std::size_t>(peers[i])] = received[i];
         }
-        fold_chunk(kernel, at(out, my_begin + offset), data, mine, n / es);
+        fold_elements(kernel, at(out, my_begin + offset), data, layout, (my_begin + offset) / es,
+                      n / es);
         kernel.finish(at(out, my_begin + offset), n / es, world);
       },
       ctx.deadline);
@@ -125,7 +129,9 @@ void direct_reduce(const AlgorithmContext& ctx, const void* in, void* out, std::
         for (std::size_t i = 0; i < peers.size(); ++i) {
           data[static_cast<std::size_t>(peers[i])] = received[i];
         }
-        fold_elements(kernel, at(out, offset), data, count, offset / es, n / es);
+        fold_elements(kernel, at(out, offset), data,
+                      ChunkLayout(count, static_cast<std::size_t>(world), ctx.window), offset / es,
+                      n / es);
         kernel.finish(at(out, offset), n / es, world);
       },
       ctx.deadline);

@@ -5,7 +5,8 @@
 // the canonical order. All-gather: in step s rank r forwards chunk (r - s) to the right.
 //
 // Pipelining: every chunk moves in K segments of at most segment_bytes (K from the largest chunk,
-// so every step has K messages on every link; a smaller chunk's last segment may be empty). The
+// so every step has up to K messages on every link; a smaller chunk's last segment may be empty,
+// and with a fold window's uneven chunks, whole chunks may be: an empty segment is not sent). The
 // pass runs segment by segment: message j = k * P + t carries segment k of step t (P steps: W - 1
 // of the reduce-scatter, then with the all-gather W - 1 more), so each segment index is a small
 // ring of its own, and the segments' rings follow one another. Each rank sends message 0, then
@@ -31,30 +32,26 @@ unsigned char* at(void* p, std::size_t offset) { return static_cast<unsigned cha
 
 std::size_t mod(long long a, long long w) { return static_cast<std::size_t>(((a % w) + w) % w); }
 
-// The segments of a `count`-element buffer split into W balanced chunks.
+// The segments of a `count`-element buffer split into W chunks (balanced, or a fold window's).
 struct RingSegments {
-  std::size_t count;
-  std::size_t world;
+  ChunkLayout chunks;
   std::size_t element_size;
   std::size_t segment_elements;
   std::size_t per_chunk;  // K: segments of every chunk
 
-  RingSegments(std::size_t n, std::size_t w, std::size_t es, std::size_t segment_bytes)
-      : count(n),
-        world(w),
+  RingSegments(const ChunkLayout& layout, std::size_t es, std::size_t segment_bytes)
+      : chunks(layout),
         element_size(es),
         segment_elements(std::max<std::size_t>(1, segment_bytes / es)) {
-    const std::size_t largest = chunk_size(0, n, w);
-    per_chunk = std::max<std::size_t>(1, (largest + segment_elements - 1) / segment_elements);
+    per_chunk =
+        std::max<std::size_t>(1, (layout.largest() + segment_elements - 1) / segment_elements);
   }
   // Byte offset and byte length of segment k of chunk c.
   std::size_t begin(std::size_t c, std::size_t k) const {
-    return (chunk_begin(c, count, world) +
-            std::min(k * segment_elements, chunk_size(c, count, world))) *
-           element_size;
+    return (chunks.begin(c) + std::min(k * segment_elements, chunks.size(c))) * element_size;
   }
   std::size_t bytes(std::size_t c, std::size_t k) const {
-    const std::size_t length = chunk_size(c, count, world);
+    const std::size_t length = chunks.size(c);
     const std::size_t first = std::min(k * segment_elements, length);
     return std::min(segment_elements, length - first) * element_size;
   }
@@ -92,23 +89,29 @@ void ring_reduce_scatter_into(const AlgorithmContext& ctx, const void* in, void*
     kernel.finish(work, count, 1);
     return;
   }
-  const RingSegments seg(count, static_cast<std::size_t>(w), es, segment_bytes);
+  const RingSegments seg(ChunkLayout(count, static_cast<std::size_t>(w), ctx.window), es,
+                         segment_bytes);
   const auto steps = static_cast<std::size_t>(w - 1);
   const std::size_t pass_steps = then_all_gather ? 2 * steps : steps;  // P
   const int right = static_cast<int>(mod(r + 1, w));
   const int left = static_cast<int>(mod(r - 1, w));
   // Message j: segment k = j / P of step t = j % P; a step t >= W - 1 is all-gather step t - W + 1.
+  // An empty segment is no message: its sender and its receiver both know it is empty (message j
+  // carries the same chunk and segment on both ends), and the next message from the same link
+  // forwards the same, empty, segment.
   auto send = [&](std::size_t j) {
     const std::size_t k = j / pass_steps;
     const auto t = static_cast<long long>(j % pass_steps);
     if (t < w - 1) {
       const std::size_t c = mod(r - t - 1, w);
       const std::size_t begin = seg.begin(c, k);
+      if (seg.bytes(c, k) == 0) return;
       ctx.transport.isend(right, step_tag(ctx, 0, j), t == 0 ? at(in, begin) : at(work, begin),
                           seg.bytes(c, k), ctx.deadline);
       return;
     }
     const std::size_t c = mod(r - (t - (w - 1)), w);
+    if (seg.bytes(c, k) == 0) return;
     ctx.transport.isend(right, step_tag(ctx, 0x8000, j), at(work, seg.begin(c, k)), seg.bytes(c, k),
                         ctx.deadline);
   };
@@ -119,6 +122,7 @@ void ring_reduce_scatter_into(const AlgorithmContext& ctx, const void* in, void*
       const std::size_t c = mod(r - t - 2, w);
       const std::size_t begin = seg.begin(c, k);
       const std::size_t nbytes = seg.bytes(c, k);
+      if (nbytes == 0) return;
       ctx.transport.recv_with(
           left, step_tag(ctx, 0, j), nbytes,
           [&](std::size_t offset, const void* data, std::size_t n) {
@@ -130,6 +134,7 @@ void ring_reduce_scatter_into(const AlgorithmContext& ctx, const void* in, void*
       return;
     }
     const std::size_t c = mod(r - (t - (w - 1)) - 1, w);
+    if (seg.bytes(c, k) == 0) return;
     ctx.transport.recv_into(left, step_tag(ctx, 0x8000, j), at(work, seg.begin(c, k)),
                             seg.bytes(c, k), ctx.deadline);
   };
@@ -157,9 +162,10 @@ void ring_reduce(const AlgorithmContext& ctx, const void* in, void* out, std::si
   ring_reduce_scatter_into(ctx, in, work, count, kernel, segment_bytes, false);
   const std::uint64_t tag = ctx.tag + 0x8000;
   const auto mine = static_cast<std::size_t>(ctx.rank());
+  const ChunkLayout chunks(count, ws, ctx.window);
   if (ctx.rank() != root) {
-    ctx.transport.isend(root, tag, at(work, chunk_begin(mine, count, ws) * es),
-                        chunk_size(mine, count, ws) * es, ctx.deadline);
+    ctx.transport.isend(root, tag, at(work, chunks.begin(mine) * es), chunks.size(mine) * es,
+                        ctx.deadline);
     ctx.transport.wait_send(root, ctx.deadline);
     return;
   }
@@ -170,8 +176,8 @@ void ring_reduce(const AlgorithmContext& ctx, const void* in, void* out, std::si
     if (p == root) continue;
     const auto q = static_cast<std::size_t>(p);
     peers.push_back(p);
-    sizes.push_back(chunk_size(q, count, ws) * es);
-    dsts.push_back(at(out, chunk_begin(q, count, ws) * es));
+    sizes.push_back(chunks.size(q) * es);
+    dsts.push_back(at(out, chunks.begin(q) * es));
   }
   if (peers.empty()) return;
   ctx.transport.recv_all_into(peers, tag, dsts, sizes, ctx.deadline);

@@ -95,17 +95,17 @@ void tree_gather_raw(const AlgorithmContext& ctx, const void* in, std::size_t by
 
 void tree_reduce(const AlgorithmContext& ctx, const void* in, void* out, std::size_t count,
                  const ReduceKernel& kernel, int root, int arity) {
-  tree_gather_raw(ctx, in, count * kernel.element_size(), root, arity,
-                  [&](std::span<const void* const> data) {
-                    fold_all_chunks(kernel, out, data, count);
-                    kernel.finish(out, count, ctx.world());
-                  });
+  tree_gather_raw(
+      ctx, in, count * kernel.element_size(), root, arity, [&](std::span<const void* const> data) {
+        fold_elements(kernel, out, data, ChunkLayout(count, data.size(), ctx.window), 0, count);
+        kernel.finish(out, count, ctx.world());
+      });
 }
 
 void tree_all_reduce(const AlgorithmContext& ctx, const void* in, void* out, std::size_t count,
                      const ReduceKernel& kernel, int arity) {
   tree_reduce(ctx, in, out, count, kernel, 0, arity);
-  const AlgorithmContext down{ctx.transport, ctx.tag + 1, ctx.deadline};
+  const AlgorithmContext down{ctx.transport, ctx.tag + 1, ctx.deadline};  // no reduction
   tree_broadcast(down, out, count * kernel.element_size(), 0, arity);
 }
 

@@ -49,22 +49,50 @@ CallScope CommunicatorCore::begin(OpKind kind, const CallOptions& call, Issued i
   rec.kind = kind;
   CallRecord::set_text(rec.label, label);
   CallRecord::set_text(rec.engine, engine_name_.c_str());
-  if (call.num_words > CallOptions::kMaxWords || call.num_words < 0) {
+  // A fold window is agreed as two more words.
+  const bool windowed = call.fold_window.total != 0 || call.fold_window.offset != 0;
+  const int num_words = call.num_words + (windowed ? 2 : 0);
+  if (num_words > CallOptions::kMaxWords || call.num_words < 0) {
     reject(scope, CollectiveErrorKind::InvalidArgument,
            str("expected at most ", CallOptions::kMaxWords, " CallOptions words, got ",
-               call.num_words));
+               call.num_words, windowed ? " and a fold window (2 words)" : ""));
   } else {
-    rec.num_words = call.num_words;
+    rec.num_words = num_words;
     for (int w = 0; w < call.num_words; ++w) {
       rec.words[w] = call.words[static_cast<std::size_t>(w)].value;
       CallRecord::set_text(rec.word_names[w], call.words[static_cast<std::size_t>(w)].name);
     }
+    if (windowed) {
+      rec.words[call.num_words] = call.fold_window.offset;
+      CallRecord::set_text(rec.word_names[call.num_words], "fold window offset");
+      rec.words[call.num_words + 1] = call.fold_window.total;
+      CallRecord::set_text(rec.word_names[call.num_words + 1], "fold window total");
+    }
+  }
+  if (windowed && kind != OpKind::AllReduce && kind != OpKind::Reduce) {
+    reject(scope, CollectiveErrorKind::InvalidArgument,
+           str("expected a fold window on all_reduce or reduce only, got one on ",
+               op_kind_name(kind)));
   }
   if (call.timeout.has_value() && call.timeout->count() <= 0) {
     reject(scope, CollectiveErrorKind::InvalidArgument,
            str("expected a positive timeout, got ", call.timeout->count(), " ms"));
   }
   return scope;
+}
+
+void CommunicatorCore::describe_fold_window(CallScope& scope, const CallOptions& call,
+                                            std::int64_t numel) {
+  const FoldWindow& w = call.fold_window;
+  if (w.total == 0 && w.offset == 0) return;
+  if (w.offset < 0 || w.total < 0 || w.offset > w.total || numel > w.total - w.offset) {
+    reject(scope, CollectiveErrorKind::InvalidArgument,
+           str("expected a fold window that holds the tensor's ", numel,
+               " elements (0 <= offset, offset + numel <= total), got offset ", w.offset,
+               " and total ", w.total));
+    return;
+  }
+  scope.window = w;
 }
 
 void CommunicatorCore::reject(CallScope& scope, CollectiveErrorKind kind,

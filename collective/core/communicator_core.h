@@ -26,6 +26,7 @@ struct CallScope {
   const char* label;
   Deadline deadline;
   std::int64_t start_ns = 0;  ///< CallObserver::start() when the call began
+  FoldWindow window{};        ///< CallOptions::fold_window, once describe_fold_window checked it
 };
 
 class CommunicatorCore {
@@ -51,6 +52,9 @@ class CommunicatorCore {
   /// finished; fills the record's seq, kind and words (an invalid word count becomes a local
   /// error).
   CallScope begin(OpKind kind, const CallOptions& call, Issued issued = Deadline::Clock::now());
+  /// Checks the call's fold window against the tensor's `numel` (all_reduce and reduce; begin()
+  /// rejects one on any other collective) and hands it to the engine.
+  void describe_fold_window(CallScope& scope, const CallOptions& call, std::int64_t numel);
 
   /// The one path of every call, blocking or not: `body(issued)` runs the call (begin, describe,
   /// execute) and returns its result. start() queues it on the progress thread behind every call
@@ -201,9 +205,9 @@ class CommunicatorCore {
   template <typename Body>
   auto run_engine(CallScope& scope, const FunctionRef<void()>* pending, Body&& body) {
     try {
-      const EngineCall call{
-          scope.record, records_, scope.label,
-          AlgorithmContext{*transport_, scope.record.seq << 16, scope.deadline, pending}};
+      const EngineCall call{scope.record, records_, scope.label,
+                            AlgorithmContext{*transport_, scope.record.seq << 16, scope.deadline,
+                                             pending, scope.window}};
       return body(call);
     } catch (...) {
       fail_group_from_current_exception(scope);

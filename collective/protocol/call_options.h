@@ -31,6 +31,16 @@ struct FingerprintWord {
   std::int64_t value = 0;
 };
 
+/// Where the buffer of an all_reduce or reduce sits in a larger reduction whose fold order it
+/// follows (CallOptions::with_fold_window): its elements are elements [offset, offset + numel) of
+/// a reduction of `total` elements, and each folds over the ranks in the order of its chunk of
+/// that reduction (docs/collectives.md, "Reduction order"). Reducing the pieces of a buffer with
+/// their windows gives the whole buffer's result bit for bit. total == 0: no window.
+struct FoldWindow {
+  std::int64_t offset = 0;
+  std::int64_t total = 0;
+};
+
 /// Per-call options, accepted by every Communicator operation.
 ///
 ///   comm.all_gather(t, CallOptions().with_timeout(std::chrono::seconds(5))
@@ -50,6 +60,8 @@ struct CallOptions {
   Algorithm algorithm = Algorithm::Auto;
   /// Arity of a Tree algorithm for this call; 0: CommunicatorOptions::tree_arity.
   int tree_arity = 0;
+  /// The fold window of an all_reduce or reduce (see FoldWindow); none by default.
+  FoldWindow fold_window;
 
   /// Sets the deadline of this call.
   CallOptions& with_timeout(std::chrono::milliseconds t) {
@@ -66,6 +78,15 @@ struct CallOptions {
   CallOptions& with_algorithm(Algorithm a, int arity = 0) {
     algorithm = a;
     tree_arity = arity;
+    return *this;
+  }
+  /// Folds this all_reduce's or reduce's elements as elements [offset, offset + numel) of a
+  /// reduction of `total` elements. Agreed like two words (it takes two of the kMaxWords); honoured
+  /// by the algorithms engine on host tensors, ignored by engines with a reduction order of their
+  /// own (MPI, NCCL, the CUDA device engine). InvalidArgument for another collective, a negative
+  /// offset or a window that does not hold the tensor.
+  CallOptions& with_fold_window(std::int64_t offset, std::int64_t total) {
+    fold_window = FoldWindow{offset, total};
     return *this;
   }
   /// Sets the label used in error messages.

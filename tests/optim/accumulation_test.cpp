@@ -9,41 +9,19 @@
 #include "optim/checkpoint/checkpoint_error.h"
 #include "optim/data_parallel.h"
 #include "optim/gradients_accumulator.h"
+#include "tests/optim/gradients_equal.h"
 #include "tests/optim/tiny_models.h"
 #include "tests/support/rank_harness.h"
-#include "tests/support/tensor_matchers.h"
 
 using namespace ruccl;
 using namespace ruccl::optim;
 using autodiff::Var;
 using ruccl::testing::run_group;
-using ruccl::testing::TensorEqual;
-using test_support::make_linear;
+using test_support::dyadic_model;
+using test_support::require_equal;
+using test_support::samples;
 
 namespace {
-
-/// Sample i of the global batch: inputs and targets that are small dyadic numbers, so every
-/// product, sum and division by a power of two below is exact in F64 and the results can be
-/// compared bit for bit.
-std::pair<Tensor, Tensor> samples(std::int64_t first, std::int64_t count) {
-  std::vector<double> x, y;
-  for (std::int64_t i = first; i < first + count; ++i) {
-    for (int j = 0; j < 3; ++j) x.push_back(static_cast<double>((i * 3 + j) % 5) * 0.25 - 0.5);
-    for (int j = 0; j < 2; ++j) y.push_back(static_cast<double>((i + j) % 3) * 0.5);
-  }
-  return {Tensor::from_vector(x, {count, 3}), Tensor::from_vector(y, {count, 2})};
-}
-
-/// A Linear(3 -> 2) in F64 whose weights are dyadic (so the forward is exact too).
-std::shared_ptr<nn::Linear> dyadic_model() {
-  auto model = make_linear(3, 2, 1, DType::F64);
-  std::vector<double> w, b;
-  for (int i = 0; i < 6; ++i) w.push_back(static_cast<double>(i % 4) * 0.125 - 0.25);
-  for (int i = 0; i < 2; ++i) b.push_back(0.5 * i);
-  model->weight().set_value(Tensor::from_vector(w, {2, 3}));
-  model->bias().set_value(Tensor::from_vector(b, {2}));
-  return model;
-}
 
 /// The gradient of samples [first, first + count)'s loss, reduced as `loss`. mse_loss's mean is
 /// over elements (2 per sample), so a micro-batch's weight below is 2 * count: what matters is
@@ -54,15 +32,6 @@ GradientsParams gradient(nn::Linear& model, std::int64_t first, std::int64_t cou
   auto [x, y] = samples(first, count);
   nn::mse_loss(model.forward(Var(x)), Var(y), loss).backward();
   return GradientsParams::from_module(model);
-}
-
-void require_equal(const GradientsParams& got, const GradientsParams& want) {
-  REQUIRE(got.size() == want.size());
-  for (const auto& [id, g] : want.entries()) {
-    INFO("ParamId " << id);
-    REQUIRE(got.get(id));
-    REQUIRE_THAT(*got.get(id), TensorEqual(g));
-  }
 }
 
 }  // namespace

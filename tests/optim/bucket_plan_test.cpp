@@ -58,6 +58,11 @@ TEST_CASE("the bucket plan packs in reverse registration order under the caps", 
     const BucketPlan plan =
         BucketPlan::of(model, {.bucket_cap_bytes = 40, .first_bucket_cap_bytes = 4});
     REQUIRE(paths(plan) == std::vector<std::vector<std::string>>{{"d"}, {"c", "b"}, {"a"}});
+    // Each bucket is a range of reduce()'s buffer (15 gradients, then 4 flag words).
+    REQUIRE(plan.buckets()[0].whole_offset == 0);
+    REQUIRE(plan.buckets()[1].whole_offset == 1);
+    REQUIRE(plan.buckets()[2].whole_offset == 11);
+    for (const Bucket& b : plan.buckets()) REQUIRE(b.whole_total == 19);
     REQUIRE(plan.buckets()[1].entries[1].offset == 8);
   }
   SECTION("a parameter over the cap gets a bucket of its own") {
@@ -91,6 +96,39 @@ TEST_CASE("the bucket plan holds trainable parameters once and one dtype per buc
           "bucket 0 F64 3 elements: wide2 wide\nbucket 1 F32 5 elements: half w\n");
 }
 
+TEST_CASE("the whole-model layout is one bucket per accumulation dtype, flags after", "[optim]") {
+  ParamBag model = four_params();
+  // A single-dtype model: exactly the one-bucket plan (what DataParallel::reduce packs).
+  REQUIRE(BucketPlan::whole(model).hash() == BucketPlan::of(model).hash());
+  REQUIRE(BucketPlan::whole(model).buckets()[0].buffer_numel() == 15 + 4);
+
+  ParamBag mixed({{"w", nn::Param(1, Tensor::zeros({3}))},
+                  {"wide", nn::Param(2, Tensor::zeros({2}, DType::F64))},
+                  {"half", nn::Param(3, Tensor::zeros({2}, DType::F16))},
+                  {"wide2", nn::Param(4, Tensor::zeros({1}, DType::F64))}});
+  // Plan order wide2 half wide w: the caps' plan alternates dtypes, whole() groups them in the
+  // order they first occur.
+  const BucketPlan alternating = BucketPlan::of(mixed);
+  REQUIRE(alternating.buckets().size() == 4);
+  // wide2 | half | wide | w: each a range of its dtype's whole buffer (F64: 3 + 2 flags, F32: 5 +
+  // 2 flags).
+  const std::vector<std::pair<std::int64_t, std::int64_t>> ranges = {
+      {0, 5}, {0, 7}, {1, 5}, {2, 7}};
+  for (std::size_t b = 0; b < ranges.size(); ++b) {
+    INFO("bucket " << b);
+    REQUIRE(alternating.buckets()[b].whole_offset == ranges[b].first);
+    REQUIRE(alternating.buckets()[b].whole_total == ranges[b].second);
+  }
+  const BucketPlan whole = BucketPlan::whole(mixed);
+  REQUIRE(paths(whole) == std::vector<std::vector<std::string>>{{"wide2", "wide"}, {"half", "w"}});
+  REQUIRE(whole.buckets()[0].dtype == DType::F64);
+  REQUIRE(whole.buckets()[1].entries[1].offset == 2);
+  const BucketPlan all_f32 = BucketPlan::whole(mixed, /*all_f32=*/true);
+  REQUIRE(paths(all_f32) == std::vector<std::vector<std::string>>{{"wide2", "half", "wide", "w"}});
+  REQUIRE(all_f32.buckets()[0].dtype == DType::F32);
+  REQUIRE(all_f32.buckets()[0].buffer_numel() == 8 + 4);
+}
+
 TEST_CASE("the bucket plan's hash follows the plan; bad caps are a ValueError", "[optim]") {
   ParamBag model = four_params();
   REQUIRE(BucketPlan::of(model).hash() == BucketPlan::of(four_params()).hash());
@@ -112,7 +150,7 @@ TEST_CASE("DataParallel::initialize fails on every rank when the bucket plans di
     INFO("rank " << r << ": " << out[r].message());
     REQUIRE_FALSE(out[r].ok());
     CHECK(error_kind(out[r]) == CollectiveErrorKind::InvalidArgument);
-    CHECK_THAT(out[r].message(), Catch::Contains("rank 1's bucket plan or overlap flag differs"));
+    CHECK_THAT(out[r].message(), Catch::Contains("rank 1's bucket plan or overlap flags differ"));
   }
   auto ok = run_group(2, [](Communicator& comm) {
     ParamBag model = four_params();
