@@ -16,7 +16,8 @@
 //             [--small-cap-kib 1024] [--peer PATH | --no-peer] [--peer-cores CORE]
 //             [--ruccl-run PATH]
 //   ddp_bench --trace DIR [--models wide] [--worlds 2] [--transports tcp] ...
-//       one short run of the overlapped modes with RUCCL_TRACE_FILE=DIR/trace.%r.json
+//       one short run of the plain and small-cap overlapped modes with
+//       RUCCL_TRACE_FILE=DIR/trace.%r.json
 //       (then tools/merge_traces.py and tools/plot_trace.py; docs/observability.md)
 //
 // The protocol is in bench/ddp/ddp_worker.cpp; the table in bench/ddp/ddp_report.cpp. Our
@@ -63,13 +64,13 @@ DdpWorkload workload(const Config& c, const std::string& model) {
           c.rounds, ddp_modes(c.small_cap)};
 }
 
-// --worker MODEL BATCH WARMUP STEPS ROUNDS SMALL_CAP SHARED_MEMORY(auto|off) MODES(all|reducing)
+// --worker MODEL BATCH WARMUP STEPS ROUNDS SMALL_CAP SHARED_MEMORY(auto|off) MODES(all|traced)
 int worker(char** argv) {
   ::setenv("RUCCL_TCP_SHARED_MEMORY", argv[8], 1);
   cpu::set_num_threads(1);
   DdpWorkload w{argv[2], std::atoll(argv[3]), std::atoi(argv[4]), std::atoi(argv[5]),
                 std::atoi(argv[6]), ddp_modes(std::atoll(argv[7]))};
-  if (std::string(argv[9]) == "reducing") w.modes = {w.modes[1], w.modes[2], w.modes[3]};
+  if (std::string(argv[9]) == "traced") w.modes = {w.modes[1], w.modes[3]};
   CommunicatorOptions options;
   options.timeout = std::chrono::seconds(300);
   Communicator comm = Communicator::from_env(Device::cpu(), options);
@@ -96,7 +97,7 @@ std::vector<DdpModeTiming> run_threads(const DdpWorkload& w, int world) {
 }
 
 std::vector<DdpModeTiming> run_processes(const Config& c, const DdpWorkload& w, int world,
-                                         const std::string& transport, bool reducing_only) {
+                                         const std::string& transport, bool traced) {
   std::vector<std::string> args;
   if (!c.ruccl_run.empty()) args = {c.ruccl_run, "--nproc-per-node", std::to_string(world)};
   for (const std::string& a :
@@ -104,7 +105,7 @@ std::vector<DdpModeTiming> run_processes(const Config& c, const DdpWorkload& w, 
         std::to_string(w.batch), std::to_string(w.warmup), std::to_string(w.steps),
         std::to_string(w.rounds), std::to_string(c.small_cap),
         std::string(transport == "shm" ? "auto" : "off"),
-        std::string(reducing_only ? "reducing" : "all")}) {
+        std::string(traced ? "traced" : "all")}) {
     args.push_back(a);
   }
   bool failed = false;
@@ -117,7 +118,7 @@ std::vector<DdpModeTiming> run_processes(const Config& c, const DdpWorkload& w, 
     out = run_command(cmd + " 2>&1");
   }
   std::vector<DdpModeTiming> t =
-      parse_ddp_lines(out, reducing_only ? w.modes.size() - 1 : w.modes.size());
+      parse_ddp_lines(out, traced ? 2 : w.modes.size());
   if (t.empty() || failed) {
     std::fprintf(stderr, "ddp_bench: %s, %d ranks over %s failed:\n%s", w.model.c_str(), world,
                  transport.c_str(), out.c_str());
@@ -218,7 +219,7 @@ bool parse(int argc, char** argv, Config& c) {
   return true;
 }
 
-// --trace DIR: the plain and overlapped modes of the first model, world and process transport, a few steps,
+// --trace DIR: the plain and the small-cap overlapped modes of the first model, world and process transport, a few steps,
 // every rank writing DIR/trace.<rank>.json.
 int trace_run(const Config& c) {
   std::filesystem::create_directories(c.trace_dir);
@@ -234,12 +235,13 @@ int trace_run(const Config& c) {
   const std::vector<DdpModeTiming> t = run_processes(c, w, c.worlds.front(), transport, true);
   ::unsetenv("RUCCL_TRACE_FILE");
   if (t.empty()) return 1;
-  std::printf("# traces of %s, %d processes over %s: %s (plain, overlapped, overlapped small,\n"
+  std::printf("# traces of %s, %d processes over %s: %s (plain, then overlapped small;\n"
               "# %d + %d steps each)\n",
               w.model.c_str(), c.worlds.front(), transport.c_str(), pattern.c_str(), w.warmup,
               w.steps);
   for (std::size_t i = 0; i < t.size(); ++i) {
-    std::printf("# %s: median step %.2f ms\n", w.modes[i + 1].name.c_str(), t[i].median_ms);
+    std::printf("# %s: median step %.2f ms\n", w.modes[i == 0 ? 1 : 3].name.c_str(),
+                t[i].median_ms);
   }
   return 0;
 }
