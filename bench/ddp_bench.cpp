@@ -12,7 +12,7 @@
 // 784-2048-2048-10 (22.2 MiB), the largest whose run fits a few minutes on a 2-core machine.
 //
 //   ddp_bench [--models mlp,wide] [--worlds 2,4] [--transports tcp,shm,threads] [--batch 128]
-//             [--steps 200] [--warmup 20] [--wide-steps 20] [--wide-warmup 3] [--rounds 2]
+//             [--steps 200] [--warmup 20] [--wide-steps 20] [--wide-warmup 3] [--rounds 10]
 //             [--small-cap-kib 1024] [--peer PATH | --no-peer] [--peer-cores CORE]
 //             [--ruccl-run PATH]
 //   ddp_bench --trace DIR [--models wide] [--worlds 2] [--transports tcp] ...
@@ -44,7 +44,7 @@ struct Config {
   std::vector<int> worlds = {2, 4};
   std::vector<std::string> transports = {"tcp", "shm", "threads"};
   std::int64_t batch = 128;
-  int steps = 200, warmup = 20, wide_steps = 20, wide_warmup = 3, rounds = 2;
+  int steps = 200, warmup = 20, wide_steps = 20, wide_warmup = 3, rounds = 10;
   std::int64_t small_cap = 1 << 20;
   bool peer = true;
   std::string peer_path, peer_cores = openblas_core(), ruccl_run, trace_dir;
@@ -60,8 +60,10 @@ std::vector<std::string> split(const std::string& text) {
 
 DdpWorkload workload(const Config& c, const std::string& model) {
   const bool wide = model == "wide";
-  return {model,  c.batch, wide ? c.wide_warmup : c.warmup, wide ? c.wide_steps : c.steps,
-          c.rounds, ddp_modes(c.small_cap)};
+  const int steps = wide ? c.wide_steps : c.steps;
+  // Turns of at least 2 steps.
+  return {model, c.batch, wide ? c.wide_warmup : c.warmup, steps,
+          std::max(1, std::min(c.rounds, steps / 2)), ddp_modes(c.small_cap)};
 }
 
 // --worker MODEL BATCH WARMUP STEPS ROUNDS SMALL_CAP SHARED_MEMORY(auto|off) MODES(all|traced)
@@ -254,16 +256,16 @@ int main(int argc, char** argv) {
   if (!parse(argc, argv, c) || c.models.empty() || c.worlds.empty()) return usage();
   if (!c.trace_dir.empty()) return trace_run(c);
   std::printf("# ruCCL ddp_bench: %u cores; batch %lld per rank, 1 compute thread per rank; "
-              "%d rounds; small bucket cap %lld KiB\n",
+              "small bucket cap %lld KiB\n",
               std::max(1u, std::thread::hardware_concurrency()), static_cast<long long>(c.batch),
-              c.rounds, static_cast<long long>(c.small_cap >> 10));
+              static_cast<long long>(c.small_cap >> 10));
   DdpResults results;
   results.modes = ddp_modes(c.small_cap);
   results.batch = c.batch;
   for (const std::string& model : c.models) {
     const DdpWorkload w = workload(c, model);
-    std::printf("# %s: %d warm-up + %d timed steps per mode and round\n", model.c_str(), w.warmup,
-                w.steps / w.rounds);
+    std::printf("# %s: per mode %d warm-up + %d timed steps, in %d turns\n", model.c_str(),
+                w.warmup, w.steps, w.rounds);
     for (int world : c.worlds) {
       for (const std::string& transport : c.transports) {
         std::vector<DdpModeTiming> t = transport == "threads"

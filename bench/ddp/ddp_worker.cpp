@@ -2,10 +2,11 @@
 //
 // Protocol, every mode the same: 16 fixed random batches per rank (x ~ N(0, 1), labels uniform),
 // a step = zero_grad + forward + cross-entropy (sum over the batch, weight = batch) + backward
-// (+ the reduction of the mode) + SGD (lr 0.01, momentum 0.9). The modes run one after another
-// `rounds` times, each time `warmup` untimed steps then steps / rounds timed ones, after a
-// barrier; a step's time is the maximum over the ranks (an elementwise all_reduce Max of the
-// per-step times at the end); median, p10, p90 over every timed step of every round.
+// (+ the reduction of the mode) + SGD (lr 0.01, momentum 0.9). The modes take turns, `rounds`
+// times, each turn steps / rounds timed steps after a barrier (`warmup` untimed ones before the
+// first turn of each mode), so that every mode sees the same share of a shared machine's load;
+// a step's time is the maximum over the ranks (an elementwise all_reduce Max of the per-step
+// times at the end); median, p10, p90 over every timed step of every turn.
 //
 // The communication of the plain step is the time spent in DataParallel::reduce, the minimum
 // over the ranks per step (the rank that arrived last waited for nobody: its time is the
@@ -118,7 +119,8 @@ std::vector<DdpModeTiming> run_ddp_rank(Communicator comm, const DdpWorkload& wo
       const DdpMode mode = work.modes[m].mode;
       optim::DataParallel& dp = dps[m];
       comm.barrier();
-      for (int i = 0; i < work.warmup + per_round; ++i, ++batch) {
+      const int untimed = round == 0 ? work.warmup : 0;
+      for (int i = 0; i < untimed + per_round; ++i, ++batch) {
         const auto start = Clock::now();
         double reduce_s = 0;
         const TraceSpan step(trace, "step");
@@ -151,7 +153,7 @@ std::vector<DdpModeTiming> run_ddp_rank(Communicator comm, const DdpWorkload& wo
           const TraceSpan span(trace, "optimizer");
           sgd.step(0.01, *model, g);
         }
-        if (i >= work.warmup) {
+        if (i >= untimed) {
           times[m].push_back(seconds_since(start));
           comm_times[m].push_back(reduce_s);
         }

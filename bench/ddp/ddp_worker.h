@@ -30,9 +30,9 @@ struct DdpModeSpec {
 struct DdpWorkload {
   std::string model = "mlp";  ///< "mlp" (784-512-512-10) or "wide" (784-2048-2048-10)
   std::int64_t batch = 128;   ///< per rank
-  int warmup = 20;            ///< steps before the timed ones, in every mode and round
+  int warmup = 20;            ///< untimed steps before a mode's first timed ones
   int steps = 200;            ///< timed steps per mode, split over the rounds
-  int rounds = 2;             ///< the modes run one after another, `rounds` times (noise)
+  int rounds = 10;            ///< the modes take turns, `rounds` times (the machine's noise)
   std::vector<DdpModeSpec> modes;
 };
 
