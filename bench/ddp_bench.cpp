@@ -1,20 +1,22 @@
 // ddp_bench: data-parallel training steps of two MLPs (ReLU, cross-entropy, SGD momentum 0.9,
-// batch 128 per rank, one compute thread per rank) over 2 and 4 ranks -- processes over TCP
-// alone (RUCCL_TCP_SHARED_MEMORY=off), processes through shared memory (the default between
-// processes of one host), and threads of one process -- in four modes: compute-only (no
-// communication: each rank steps with its own gradient), plain (backward, then
-// DataParallel::reduce), overlapped (DataParallel::backward with overlap: buckets reduced while
-// backward runs) with the default bucket caps and with a small cap; beside PyTorch DDP over gloo
+// one compute thread per rank) over 2 and 4 ranks -- processes over TCP alone
+// (RUCCL_TCP_SHARED_MEMORY=off), processes through shared memory (the default between processes
+// of one host), and threads of one process -- in four modes: compute-only (no communication:
+// each rank steps with its own gradient), plain (backward, then DataParallel::reduce),
+// overlapped (DataParallel::backward with overlap: buckets reduced while backward runs) with the
+// default bucket caps and with a small cap; beside PyTorch DDP over gloo
 // (bench/peers/ddp_mlp_torch.py: the same model, batch, optimizer and protocol, 1 thread per
 // process, default bucket_cap_mb) measured in the same run.
 //
 // Models: "mlp", the main job's 784-512-512-10 (2.6 MiB of gradients), and "wide",
-// 784-2048-2048-10 (22.2 MiB), the largest whose run fits a few minutes on a 2-core machine.
+// 784-2048-2048-10 (22.2 MiB), the largest whose run fits a few minutes on a 2-core machine;
+// NAME:BATCH sets the batch per rank (default --batch 128): "wide:32" is the wide model with a
+// larger share of communication.
 //
-//   ddp_bench [--models mlp,wide] [--worlds 2,4] [--transports tcp,shm,threads] [--batch 128]
-//             [--steps 200] [--warmup 20] [--wide-steps 20] [--wide-warmup 3] [--rounds 10]
-//             [--small-cap-kib 1024] [--peer PATH | --no-peer] [--peer-cores CORE]
-//             [--ruccl-run PATH]
+//   ddp_bench [--models mlp,wide,wide:32] [--worlds 2,4] [--transports tcp,shm,threads]
+//             [--batch 128] [--steps 120] [--warmup 10] [--wide-steps 20] [--wide-warmup 3]
+//             [--rounds 10] [--small-cap-kib 1024] [--peer PATH | --no-peer]
+//             [--peer-cores CORE] [--ruccl-run PATH]
 //   ddp_bench --trace DIR [--models wide] [--worlds 2] [--transports tcp] ...
 //       one short run of the plain and small-cap overlapped modes with
 //       RUCCL_TRACE_FILE=DIR/trace.%r.json
@@ -40,11 +42,11 @@ using namespace ruccl::bench;
 namespace {
 
 struct Config {
-  std::vector<std::string> models = {"mlp", "wide"};
+  std::vector<std::string> models = {"mlp", "wide", "wide:32"};
   std::vector<int> worlds = {2, 4};
   std::vector<std::string> transports = {"tcp", "shm", "threads"};
   std::int64_t batch = 128;
-  int steps = 200, warmup = 20, wide_steps = 20, wide_warmup = 3, rounds = 10;
+  int steps = 120, warmup = 10, wide_steps = 20, wide_warmup = 3, rounds = 10;
   std::int64_t small_cap = 1 << 20;
   bool peer = true;
   std::string peer_path, peer_cores = openblas_core(), ruccl_run, trace_dir;
@@ -58,20 +60,33 @@ std::vector<std::string> split(const std::string& text) {
   return out;
 }
 
-DdpWorkload workload(const Config& c, const std::string& model) {
+// A model spec: NAME or NAME:BATCH ("wide:32"), the batch per rank (default --batch).
+DdpWorkload workload(const Config& c, const std::string& spec) {
+  const std::size_t colon = spec.find(':');
+  const std::string model = spec.substr(0, colon);
+  const std::int64_t batch =
+      colon == std::string::npos ? c.batch : std::max(1LL, std::atoll(spec.c_str() + colon + 1));
   const bool wide = model == "wide";
   const int steps = wide ? c.wide_steps : c.steps;
   // Turns of at least 2 steps.
-  return {model, c.batch, wide ? c.wide_warmup : c.warmup, steps,
-          std::max(1, std::min(c.rounds, steps / 2)), ddp_modes(c.small_cap)};
+  return {model,
+          batch,
+          wide ? c.wide_warmup : c.warmup,
+          steps,
+          std::max(1, std::min(c.rounds, steps / 2)),
+          ddp_modes(c.small_cap)};
 }
 
 // --worker MODEL BATCH WARMUP STEPS ROUNDS SMALL_CAP SHARED_MEMORY(auto|off) MODES(all|traced)
 int worker(char** argv) {
   ::setenv("RUCCL_TCP_SHARED_MEMORY", argv[8], 1);
   cpu::set_num_threads(1);
-  DdpWorkload w{argv[2], std::atoll(argv[3]), std::atoi(argv[4]), std::atoi(argv[5]),
-                std::atoi(argv[6]), ddp_modes(std::atoll(argv[7]))};
+  DdpWorkload w{argv[2],
+                std::atoll(argv[3]),
+                std::atoi(argv[4]),
+                std::atoi(argv[5]),
+                std::atoi(argv[6]),
+                ddp_modes(std::atoll(argv[7]))};
   if (std::string(argv[9]) == "traced") w.modes = {w.modes[1], w.modes[3]};
   CommunicatorOptions options;
   options.timeout = std::chrono::seconds(300);
@@ -106,8 +121,7 @@ std::vector<DdpModeTiming> run_processes(const Config& c, const DdpWorkload& w, 
        {std::filesystem::canonical("/proc/self/exe").string(), std::string("--worker"), w.model,
         std::to_string(w.batch), std::to_string(w.warmup), std::to_string(w.steps),
         std::to_string(w.rounds), std::to_string(c.small_cap),
-        std::string(transport == "shm" ? "auto" : "off"),
-        std::string(traced ? "traced" : "all")}) {
+        std::string(transport == "shm" ? "auto" : "off"), std::string(traced ? "traced" : "all")}) {
     args.push_back(a);
   }
   bool failed = false;
@@ -119,8 +133,7 @@ std::vector<DdpModeTiming> run_processes(const Config& c, const DdpWorkload& w, 
     for (const std::string& a : args) cmd += " '" + a + "'";
     out = run_command(cmd + " 2>&1");
   }
-  std::vector<DdpModeTiming> t =
-      parse_ddp_lines(out, traced ? 2 : w.modes.size());
+  std::vector<DdpModeTiming> t = parse_ddp_lines(out, traced ? 2 : w.modes.size());
   if (t.empty() || failed) {
     std::fprintf(stderr, "ddp_bench: %s, %d ranks over %s failed:\n%s", w.model.c_str(), world,
                  transport.c_str(), out.c_str());
@@ -131,9 +144,9 @@ std::vector<DdpModeTiming> run_processes(const Config& c, const DdpWorkload& w, 
 
 DdpPeerTiming run_peer(const Config& c, const DdpWorkload& w, int world) {
   DdpPeerTiming p;
-  const std::filesystem::path script =
-      c.peer_path.empty() ? std::filesystem::path(peers_dir()) / "ddp_mlp_torch.py"
-                          : std::filesystem::path(c.peer_path);
+  const std::filesystem::path script = c.peer_path.empty()
+                                           ? std::filesystem::path(peers_dir()) / "ddp_mlp_torch.py"
+                                           : std::filesystem::path(c.peer_path);
   if (!std::filesystem::exists(script)) {
     p.why = "peer " + script.string() + " not found (--peer PATH or RUCCL_PEERS_DIR)";
     return p;
@@ -216,17 +229,17 @@ bool parse(int argc, char** argv, Config& c) {
     if (t != "tcp" && t != "shm" && t != "threads") return false;
   }
   for (const std::string& m : c.models) {
-    if (m != "mlp" && m != "wide") return false;
+    const std::string name = m.substr(0, m.find(':'));
+    if (name != "mlp" && name != "wide") return false;
   }
   return true;
 }
 
-// --trace DIR: the plain and the small-cap overlapped modes of the first model, world and process transport, a few steps,
-// every rank writing DIR/trace.<rank>.json.
+// --trace DIR: the plain and the small-cap overlapped modes of the first model, world and process
+// transport, a few steps, every rank writing DIR/trace.<rank>.json.
 int trace_run(const Config& c) {
   std::filesystem::create_directories(c.trace_dir);
-  const std::string pattern =
-      (std::filesystem::absolute(c.trace_dir) / "trace.%r.json").string();
+  const std::string pattern = (std::filesystem::absolute(c.trace_dir) / "trace.%r.json").string();
   ::setenv("RUCCL_TRACE_FILE", pattern.c_str(), 1);
   std::string transport = "tcp";
   for (const std::string& t : c.transports) {
@@ -237,10 +250,10 @@ int trace_run(const Config& c) {
   const std::vector<DdpModeTiming> t = run_processes(c, w, c.worlds.front(), transport, true);
   ::unsetenv("RUCCL_TRACE_FILE");
   if (t.empty()) return 1;
-  std::printf("# traces of %s, %d processes over %s: %s (plain, then overlapped small;\n"
-              "# %d + %d steps each)\n",
-              w.model.c_str(), c.worlds.front(), transport.c_str(), pattern.c_str(), w.warmup,
-              w.steps);
+  std::printf(
+      "# traces of %s, %d processes over %s: %s (plain, then overlapped small;\n"
+      "# %d + %d steps each)\n",
+      w.model.c_str(), c.worlds.front(), transport.c_str(), pattern.c_str(), w.warmup, w.steps);
   for (std::size_t i = 0; i < t.size(); ++i) {
     std::printf("# %s: median step %.2f ms\n", w.modes[i == 0 ? 1 : 3].name.c_str(),
                 t[i].median_ms);
@@ -255,17 +268,15 @@ int main(int argc, char** argv) {
   Config c;
   if (!parse(argc, argv, c) || c.models.empty() || c.worlds.empty()) return usage();
   if (!c.trace_dir.empty()) return trace_run(c);
-  std::printf("# ruCCL ddp_bench: %u cores; batch %lld per rank, 1 compute thread per rank; "
-              "small bucket cap %lld KiB\n",
-              std::max(1u, std::thread::hardware_concurrency()), static_cast<long long>(c.batch),
+  std::printf("# ruCCL ddp_bench: %u cores; 1 compute thread per rank; small bucket cap %lld KiB\n",
+              std::max(1u, std::thread::hardware_concurrency()),
               static_cast<long long>(c.small_cap >> 10));
   DdpResults results;
   results.modes = ddp_modes(c.small_cap);
-  results.batch = c.batch;
   for (const std::string& model : c.models) {
     const DdpWorkload w = workload(c, model);
-    std::printf("# %s: per mode %d warm-up + %d timed steps, in %d turns\n", model.c_str(),
-                w.warmup, w.steps, w.rounds);
+    std::printf("# %s: batch %lld per rank; per mode %d warm-up + %d timed steps, in %d turns\n",
+                model.c_str(), static_cast<long long>(w.batch), w.warmup, w.steps, w.rounds);
     for (int world : c.worlds) {
       for (const std::string& transport : c.transports) {
         std::vector<DdpModeTiming> t = transport == "threads"
@@ -283,7 +294,7 @@ int main(int argc, char** argv) {
     }
   }
   for (const std::string& model : c.models) {
-    print_ddp_table(results, model, c.transports, c.worlds, c.peer_cores);
+    print_ddp_table(results, model, workload(c, model), c.transports, c.worlds, c.peer_cores);
   }
   return 0;
 }

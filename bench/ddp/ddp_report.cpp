@@ -26,8 +26,8 @@ void row(const std::vector<std::string>& cells) {
 
 std::string ddp_line(std::size_t index, const DdpModeTiming& t) {
   char buf[160];
-  std::snprintf(buf, sizeof(buf), "R %zu %.4f %.4f %.4f %.4f %d %.6f", index, t.median_ms,
-                t.p10_ms, t.p90_ms, t.comm_ms, t.buckets, t.last_loss);
+  std::snprintf(buf, sizeof(buf), "R %zu %.4f %.4f %.4f %.4f %d %.6f", index, t.median_ms, t.p10_ms,
+                t.p90_ms, t.comm_ms, t.buckets, t.last_loss);
   return buf;
 }
 
@@ -57,16 +57,16 @@ std::vector<DdpModeTiming> parse_ddp_lines(const std::string& output, std::size_
   return out;
 }
 
-void print_ddp_table(const DdpResults& results, const std::string& model,
+void print_ddp_table(const DdpResults& results, const std::string& spec, const DdpWorkload& work,
                      const std::vector<std::string>& transports, const std::vector<int>& worlds,
                      const std::string& peer_cores) {
   // The modes, by ddp_modes()'s order: compute-only, plain, overlapped, overlapped small.
   std::printf(
       "\n#### %s (%s MiB of F32 gradients), batch %lld per rank: step ms (median, the slowest "
       "rank's), PyTorch DDP over gloo (OPENBLAS_CORETYPE %s) in the same run\n\n",
-      ddp_model_text(model).c_str(),
-      fixed(static_cast<double>(ddp_model_gradient_bytes(model)) / (1 << 20), 1).c_str(),
-      static_cast<long long>(results.batch), peer_cores.c_str());
+      ddp_model_text(work.model).c_str(),
+      fixed(static_cast<double>(ddp_model_gradient_bytes(work.model)) / (1 << 20), 1).c_str(),
+      static_cast<long long>(work.batch), peer_cores.c_str());
   std::vector<std::string> heading = {"transport", "ranks"};
   for (const DdpModeSpec& m : results.modes) heading.push_back(m.name + " ms");
   for (const char* h :
@@ -81,8 +81,8 @@ void print_ddp_table(const DdpResults& results, const std::string& model,
   std::vector<std::string> details;
   for (const std::string& transport : transports) {
     for (int world : worlds) {
-      const auto it = results.ours.find({model, transport, world});
-      const auto peer_it = results.peer.find({model, world});
+      const auto it = results.ours.find({spec, transport, world});
+      const auto peer_it = results.peer.find({spec, world});
       const DdpPeerTiming peer = peer_it == results.peer.end() ? DdpPeerTiming{} : peer_it->second;
       std::vector<std::string> cells = {transport, std::to_string(world)};
       if (it == results.ours.end() || it->second.size() < 4) {
@@ -95,7 +95,7 @@ void print_ddp_table(const DdpResults& results, const std::string& model,
         cells.push_back(fixed(m.median_ms, 2) +
                         (m.buckets > 0 ? " (" + std::to_string(m.buckets) + " b.)" : ""));
       }
-      const double samples = world * static_cast<double>(results.batch) / (t[2].median_ms / 1e3);
+      const double samples = world * static_cast<double>(work.batch) / (t[2].median_ms / 1e3);
       cells.push_back(fixed(peer.median_ms, 2));
       cells.push_back(fixed(samples, 0));
       cells.push_back(fixed(peer.samples_per_second, 0));

@@ -18,10 +18,9 @@ struct DdpPeerTiming {
 
 struct DdpResults {
   std::vector<DdpModeSpec> modes;
-  std::int64_t batch = 128;
-  /// (model, transport, ranks) -> one timing per mode; absent: the run failed.
+  /// (model spec, transport, ranks) -> one timing per mode; absent: the run failed.
   std::map<std::tuple<std::string, std::string, int>, std::vector<DdpModeTiming>> ours;
-  std::map<std::tuple<std::string, int>, DdpPeerTiming> peer;  ///< (model, ranks)
+  std::map<std::tuple<std::string, int>, DdpPeerTiming> peer;  ///< (model spec, ranks)
 };
 
 /// Reads rank 0's "R <mode index> <median> <p10> <p90> <comm> <buckets> <loss>" lines (a leading
@@ -31,8 +30,9 @@ std::vector<DdpModeTiming> parse_ddp_lines(const std::string& output, std::size_
 /// The line run_ddp_rank's rank 0 prints for mode `index` (parse_ddp_lines reads it).
 std::string ddp_line(std::size_t index, const DdpModeTiming& t);
 
-/// The table of `model`, in markdown, then one line per row with p10/p90 and the last loss.
-void print_ddp_table(const DdpResults& results, const std::string& model,
+/// The table of the model spec `spec` ("wide:32"), whose model and batch are `work`'s, in
+/// markdown, then one line per row with p10/p90 and the last loss.
+void print_ddp_table(const DdpResults& results, const std::string& spec, const DdpWorkload& work,
                      const std::vector<std::string>& transports, const std::vector<int>& worlds,
                      const std::string& peer_cores);
 
