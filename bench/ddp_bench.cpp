@@ -52,14 +52,6 @@ struct Config {
   std::string peer_path, peer_cores = openblas_core(), ruccl_run, trace_dir;
 };
 
-std::vector<std::string> split(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream f(text);
-  std::string item;
-  while (std::getline(f, item, ',')) out.push_back(item);
-  return out;
-}
-
 // A model spec: NAME or NAME:BATCH ("wide:32"), the batch per rank (default --batch).
 DdpWorkload workload(const Config& c, const std::string& spec) {
   const std::size_t colon = spec.find(':');
@@ -115,24 +107,19 @@ std::vector<DdpModeTiming> run_threads(const DdpWorkload& w, int world) {
 
 std::vector<DdpModeTiming> run_processes(const Config& c, const DdpWorkload& w, int world,
                                          const std::string& transport, bool traced) {
-  std::vector<std::string> args;
-  if (!c.ruccl_run.empty()) args = {c.ruccl_run, "--nproc-per-node", std::to_string(world)};
-  for (const std::string& a :
-       {std::filesystem::canonical("/proc/self/exe").string(), std::string("--worker"), w.model,
-        std::to_string(w.batch), std::to_string(w.warmup), std::to_string(w.steps),
-        std::to_string(w.rounds), std::to_string(c.small_cap),
-        std::string(transport == "shm" ? "auto" : "off"), std::string(traced ? "traced" : "all")}) {
-    args.push_back(a);
-  }
+  const std::vector<std::string> args = {std::filesystem::canonical("/proc/self/exe").string(),
+                                         "--worker",
+                                         w.model,
+                                         std::to_string(w.batch),
+                                         std::to_string(w.warmup),
+                                         std::to_string(w.steps),
+                                         std::to_string(w.rounds),
+                                         std::to_string(c.small_cap),
+                                         transport == "shm" ? "auto" : "off",
+                                         traced ? "traced" : "all"};
   bool failed = false;
-  std::string out;
-  if (c.ruccl_run.empty()) {
-    out = run_own_ranks(args, world, std::chrono::seconds(900), failed);
-  } else {
-    std::string cmd = "timeout 900";
-    for (const std::string& a : args) cmd += " '" + a + "'";
-    out = run_command(cmd + " 2>&1");
-  }
+  const std::string out =
+      run_our_ranks(c.ruccl_run, args, world, std::chrono::seconds(900), failed);
   std::vector<DdpModeTiming> t = parse_ddp_lines(out, traced ? 2 : w.modes.size());
   if (t.empty() || failed) {
     std::fprintf(stderr, "ddp_bench: %s, %d ranks over %s failed:\n%s", w.model.c_str(), world,
