@@ -13,7 +13,7 @@
 // NAME:BATCH sets the batch per rank (default --batch 128): "wide:32" is the wide model with a
 // larger share of communication.
 //
-//   ddp_bench [--models mlp,wide,wide:32] [--worlds 2,4] [--transports tcp,shm,threads]
+//   ddp_bench [--models mlp,wide,wide:32] [--worlds 2,4] [--transports tcp,shm[,threads]]
 //             [--batch 128] [--steps 120] [--warmup 10] [--wide-steps 20] [--wide-warmup 3]
 //             [--rounds 10] [--small-cap-kib 1024] [--peer PATH | --no-peer]
 //             [--peer-cores CORE] [--ruccl-run PATH]
@@ -44,7 +44,7 @@ namespace {
 struct Config {
   std::vector<std::string> models = {"mlp", "wide", "wide:32"};
   std::vector<int> worlds = {2, 4};
-  std::vector<std::string> transports = {"tcp", "shm", "threads"};
+  std::vector<std::string> transports = {"tcp", "shm"};
   std::int64_t batch = 128;
   int steps = 120, warmup = 10, wide_steps = 20, wide_warmup = 3, rounds = 10;
   std::int64_t small_cap = 1 << 20;

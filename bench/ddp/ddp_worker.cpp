@@ -6,7 +6,9 @@
 // times, each turn steps / rounds timed steps after a barrier (`warmup` untimed ones before the
 // first turn of each mode), so that every mode sees the same share of a shared machine's load;
 // a step's time is the maximum over the ranks (an elementwise all_reduce Max of the per-step
-// times at the end); median, p10, p90 over every timed step of every turn.
+// times at the end); median, p10, p90 over every timed step of every turn. Compute-only ranks
+// never wait for each other, so their steps of one index do not happen together: there the
+// figures are the slowest rank's own median, p10 and p90.
 //
 // The communication of the plain step is the time spent in DataParallel::reduce, the minimum
 // over the ranks per step (the rank that arrived last waited for nobody: its time is the
@@ -163,12 +165,24 @@ std::vector<DdpModeTiming> run_ddp_rank(Communicator comm, const DdpWorkload& wo
   }
   std::vector<DdpModeTiming> out(work.modes.size());
   for (std::size_t m = 0; m < work.modes.size(); ++m) {
-    const std::vector<double> step = over_ranks(comm, times[m], ReduceOperation::Max);
     const std::vector<double> exchange = over_ranks(comm, comm_times[m], ReduceOperation::Min);
     DdpModeTiming& t = out[m];
-    t.median_ms = 1e3 * step[step.size() / 2];
-    t.p10_ms = 1e3 * step[step.size() / 10];
-    t.p90_ms = 1e3 * step[step.size() * 9 / 10];
+    std::vector<double> figures;  // median, p10, p90 in ms
+    if (work.modes[m].mode == DdpMode::ComputeOnly) {
+      // The ranks never wait for each other, so step i of one rank and step i of another happen
+      // at different times: the slowest rank's own median, p10 and p90.
+      std::vector<double> own = times[m];
+      std::sort(own.begin(), own.end());
+      figures = {own[own.size() / 2], own[own.size() / 10], own[own.size() * 9 / 10]};
+      figures =
+          comm.all_reduce(Tensor::from_vector(figures), ReduceOperation::Max).to_vector<double>();
+    } else {
+      const std::vector<double> step = over_ranks(comm, times[m], ReduceOperation::Max);
+      figures = {step[step.size() / 2], step[step.size() / 10], step[step.size() * 9 / 10]};
+    }
+    t.median_ms = 1e3 * figures[0];
+    t.p10_ms = 1e3 * figures[1];
+    t.p90_ms = 1e3 * figures[2];
     t.comm_ms = 1e3 * exchange[exchange.size() / 2];
     t.buckets = work.modes[m].mode == DdpMode::Overlapped ? buckets[m] : 0;
     t.last_loss = comm.all_reduce(Tensor::from_vector<double>({losses[m]}), ReduceOperation::Mean)
