@@ -168,7 +168,8 @@ DdpPeerTiming run_peer(const Config& c, const DdpWorkload& w, int world) {
 }
 
 int usage() {
-  std::cerr << "usage: ddp_bench [--models mlp,wide] [--worlds 2,4] [--transports tcp,shm,threads]"
+  std::cerr << "usage: ddp_bench [--models mlp,wide,wide:32 (NAME[:BATCH])] [--worlds 2,4]"
+               " [--transports tcp,shm,threads]"
                " [--batch N] [--steps N] [--warmup N] [--wide-steps N] [--wide-warmup N]"
                " [--rounds N] [--small-cap-kib N] [--peer PATH | --no-peer] [--peer-cores CORE]"
                " [--ruccl-run PATH] [--trace DIR]\n";
