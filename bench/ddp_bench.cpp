@@ -1,255 +1,288 @@
-// ddp_bench: data-parallel training throughput of the MLP 784-512-512-10 (ReLU, cross-entropy,
-// SGD momentum 0.9), batch 128 per rank, on 1 and 2 in-process ranks with token-weighted
-// DataParallel gradients, beside PyTorch DDP over gloo (bench/peers/ddp_mlp_torch.py, the
-// same model, optimizer, data shapes and timing protocol; Debian's python3-torch) measured in the
-// same run.
+// ddp_bench: data-parallel training steps of two MLPs (ReLU, cross-entropy, SGD momentum 0.9,
+// one compute thread per rank) over 2 and 4 ranks -- processes over TCP alone
+// (RUCCL_TCP_SHARED_MEMORY=off), processes through shared memory (the default between processes
+// of one host), and threads of one process -- in four modes: compute-only (no communication:
+// each rank steps with its own gradient), plain (backward, then DataParallel::reduce),
+// overlapped (DataParallel::backward with overlap: buckets reduced while backward runs) with the
+// default bucket caps and with a small cap; beside PyTorch DDP over gloo
+// (bench/peers/ddp_mlp_torch.py: the same model, batch, optimizer and protocol, 1 thread per
+// process, default bucket_cap_mb) measured in the same run.
 //
-//   ddp_bench [--steps 200] [--warmup 20] [--peer PATH | --no-peer] [--peer-cores CORE]
-//   (CORE: the peer's OPENBLAS_CORETYPE; default SkylakeX on an AVX-512 CPU, else OpenBLAS's own)
-//   (the peer script defaults to ddp_mlp_torch.py in bench/peers or $RUCCL_PEERS_DIR)
+// Models: "mlp", the main job's 784-512-512-10 (2.6 MiB of gradients), and "wide",
+// 784-2048-2048-10 (22.2 MiB), the largest whose run fits a few minutes on a 2-core machine;
+// NAME:BATCH sets the batch per rank (default --batch 128): "wide:32" is the wide model with a
+// larger share of communication.
 //
-// Protocol (as the peer's): 16 fixed random batches per rank (x ~ N(0, 1), labels uniform), a
-// step = zero_grad + forward + loss + backward + gradient all-reduce + optimizer step; 20 warm-up
-// steps, then 200 timed steps; a step's time is the maximum over the ranks; median, p10, p90;
-// samples/s = ranks x batch / median.
+//   ddp_bench [--models mlp,wide,wide:32] [--worlds 2,4] [--transports tcp,shm[,threads]]
+//             [--batch 128] [--steps 120] [--warmup 10] [--wide-steps 20] [--wide-warmup 3]
+//             [--rounds 10] [--small-cap-kib 1024] [--peer PATH | --no-peer]
+//             [--peer-cores CORE] [--ruccl-run PATH]
+//   ddp_bench --trace DIR [--models wide] [--worlds 2] [--transports tcp] ...
+//       one short run of the plain and small-cap overlapped modes with
+//       RUCCL_TRACE_FILE=DIR/trace.%r.json
+//       (then tools/merge_traces.py and tools/plot_trace.py; docs/observability.md)
+//
+// The protocol is in bench/ddp/ddp_worker.cpp; the table in bench/ddp/ddp_report.cpp. Our
+// process ranks are this program started with --worker and the variables ruccl-run sets.
 #include <unistd.h>
 
-#include <algorithm>
-#include <array>
-#include <chrono>
-#include <cstdio>
 #include <cstdlib>
-#include <filesystem>
-#include <iomanip>
 #include <iostream>
-#include <map>
-#include <memory>
-#include <sstream>
-#include <string>
 #include <thread>
-#include <vector>
 
-#include "autodiff/nn/activation.h"
-#include "autodiff/nn/linear.h"
-#include "autodiff/nn/loss.h"
-#include "autodiff/nn/sequential.h"
+#include "bench/ddp/ddp_report.h"
 #include "bench/peers_dir.h"
+#include "bench/tcp_bench_support.h"
 #include "collective/in_process_group.h"
-#include "optim/data_parallel.h"
-#include "optim/sgd.h"
 #include "tensor/backend/cpu/cpu_backend.h"
 
 using namespace ruccl;
+using namespace ruccl::bench;
 
 namespace {
 
-struct Case {
-  std::string name;
-  int ranks;
-  std::int64_t batch;  // per rank
-  int threads;         // CPU threads per rank
-  /// How the gradients are reduced: after backward (plain), while backward runs (overlapped,
-  /// DataParallelOptions::overlap with 1 MiB buckets: the MLP's 2.5 MiB in 4 buckets), or not
-  /// at all (compute-only: each rank steps with its own gradient, the floor overlap aims at).
-  enum class Mode { Plain, Overlapped, ComputeOnly } mode = Mode::Plain;
+struct Config {
+  std::vector<std::string> models = {"mlp", "wide", "wide:32"};
+  std::vector<int> worlds = {2, 4};
+  std::vector<std::string> transports = {"tcp", "shm"};
+  std::int64_t batch = 128;
+  int steps = 120, warmup = 10, wide_steps = 20, wide_warmup = 3, rounds = 10;
+  std::int64_t small_cap = 1 << 20;
+  bool peer = true;
+  std::string peer_path, peer_cores = openblas_core(), ruccl_run, trace_dir;
 };
 
-struct Timing {
-  double median_ms = 0, p10_ms = 0, p90_ms = 0, samples_per_second = 0, last_loss = 0;
-};
-
-std::shared_ptr<nn::Sequential> make_mlp() {
-  Generator gen(0);
-  auto model = std::make_shared<nn::Sequential>(std::vector<std::shared_ptr<nn::Module>>{
-      std::make_shared<nn::Linear>(784, 512, gen), std::make_shared<nn::ReLU>(),
-      std::make_shared<nn::Linear>(512, 512, gen), std::make_shared<nn::ReLU>(),
-      std::make_shared<nn::Linear>(512, 10, gen)});
-  model->assign_param_ids(1);
-  return model;
+// A model spec: NAME or NAME:BATCH ("wide:32"), the batch per rank (default --batch).
+DdpWorkload workload(const Config& c, const std::string& spec) {
+  const std::size_t colon = spec.find(':');
+  const std::string model = spec.substr(0, colon);
+  const std::int64_t batch =
+      colon == std::string::npos ? c.batch : std::max(1LL, std::atoll(spec.c_str() + colon + 1));
+  const bool wide = model == "wide";
+  const int steps = wide ? c.wide_steps : c.steps;
+  // Turns of at least 2 steps.
+  return {model,
+          batch,
+          wide ? c.wide_warmup : c.warmup,
+          steps,
+          std::max(1, std::min(c.rounds, steps / 2)),
+          ddp_modes(c.small_cap)};
 }
 
-Timing run_case(const Case& c, int warmup, int steps) {
-  cpu::set_num_threads(c.threads);
-  std::vector<Communicator> comms = InProcessGroup::create(c.ranks);
-  std::vector<std::vector<double>> times(static_cast<std::size_t>(c.ranks));
-  std::vector<double> losses(static_cast<std::size_t>(c.ranks));
+// --worker MODEL BATCH WARMUP STEPS ROUNDS SMALL_CAP SHARED_MEMORY(auto|off) MODES(all|traced)
+int worker(char** argv) {
+  ::setenv("RUCCL_TCP_SHARED_MEMORY", argv[8], 1);
+  cpu::set_num_threads(1);
+  DdpWorkload w{argv[2],
+                std::atoll(argv[3]),
+                std::atoi(argv[4]),
+                std::atoi(argv[5]),
+                std::atoi(argv[6]),
+                ddp_modes(std::atoll(argv[7]))};
+  if (std::string(argv[9]) == "traced") w.modes = {w.modes[1], w.modes[3]};
+  CommunicatorOptions options;
+  options.timeout = std::chrono::seconds(300);
+  Communicator comm = Communicator::from_env(Device::cpu(), options);
+  const std::vector<DdpModeTiming> t = run_ddp_rank(comm, w);
+  if (comm.rank() == 0) {
+    for (std::size_t i = 0; i < t.size(); ++i) std::printf("%s\n", ddp_line(i, t[i]).c_str());
+  }
+  return 0;
+}
+
+std::vector<DdpModeTiming> run_threads(const DdpWorkload& w, int world) {
+  cpu::set_num_threads(1);
+  std::vector<Communicator> comms = InProcessGroup::create(world);
+  std::vector<DdpModeTiming> out;
   std::vector<std::thread> threads;
-  for (int r = 0; r < c.ranks; ++r) {
+  for (int r = 0; r < world; ++r) {
     threads.emplace_back([&, r] {
-      Communicator& comm = comms[static_cast<std::size_t>(r)];
-      auto model = make_mlp();
-      optim::DataParallel dp = optim::DataParallel::initialize(
-          comm, *model, 0,
-          {.overlap = c.mode == Case::Mode::Overlapped, .bucket_cap_bytes = 1 << 20});
-      optim::Sgd sgd({.momentum = 0.9});
-      Generator gen(1000 + r);
-      std::vector<Tensor> xs, ys;
-      for (int i = 0; i < 16; ++i) {
-        xs.push_back(Tensor::randn({c.batch, 784}, gen));
-        std::vector<std::int64_t> labels(static_cast<std::size_t>(c.batch));
-        for (auto& l : labels) l = static_cast<std::int64_t>(gen.next_below(10));
-        ys.push_back(Tensor::from_vector<std::int64_t>(labels));
-      }
-      auto& t = times[static_cast<std::size_t>(r)];
-      for (int i = 0; i < warmup + steps; ++i) {
-        const auto start = std::chrono::steady_clock::now();
-        model->zero_grad();
-        autodiff::Var loss = nn::cross_entropy(model->forward(autodiff::Var(xs[i % 16])),
-                                               ys[i % 16], nn::Reduction::Sum);
-        const auto weight = static_cast<double>(c.batch);
-        optim::GradientsParams g;
-        if (c.mode == Case::Mode::Overlapped) {
-          g = dp.backward(*model, loss, weight, optim::LossReduction::Sum);
-        } else {
-          loss.backward();
-          g = optim::GradientsParams::from_module(*model);
-          if (c.mode == Case::Mode::Plain) {
-            g = dp.reduce(*model, g, weight, optim::LossReduction::Sum);
-          } else {  // the division reduce would do, so the updates have the same size
-            for (const auto& [id, grad] : g.entries()) Tensor(grad).div_(weight);  // shared
-          }
-        }
-        sgd.step(0.01, *model, g);
-        const double dt =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        if (i >= warmup) t.push_back(dt);
-        if (i + 1 == warmup + steps) {
-          losses[static_cast<std::size_t>(r)] =
-              loss.value().item<float>() / static_cast<double>(c.batch);
-        }
-      }
+      auto t = run_ddp_rank(comms[static_cast<std::size_t>(r)], w);
+      if (r == 0) out = std::move(t);
     });
   }
   for (auto& th : threads) th.join();
-  std::vector<double> step(static_cast<std::size_t>(steps), 0.0);
-  for (const auto& t : times) {
-    for (std::size_t i = 0; i < step.size(); ++i) step[i] = std::max(step[i], t[i]);
-  }
-  std::sort(step.begin(), step.end());
-  Timing out;
-  out.median_ms = 1e3 * step[step.size() / 2];
-  out.p10_ms = 1e3 * step[step.size() / 10];
-  out.p90_ms = 1e3 * step[step.size() * 9 / 10];
-  out.samples_per_second = c.ranks * static_cast<double>(c.batch) / (out.median_ms / 1e3);
-  out.last_loss = losses[0];
   return out;
 }
 
-/// The peer's table rows: case name -> (samples/s, median ms), for its first core type.
-std::map<std::string, std::pair<double, double>> run_peer(const std::string& script,
-                                                          const std::string& cores) {
-  std::map<std::string, std::pair<double, double>> rows;
-  const std::string command = "/usr/bin/python3 '" + script + "' --cores " + cores + " 2>&1";
-  std::cout << "# peer: " << command << std::endl;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return rows;
-  char line[512];
-  while (fgets(line, sizeof(line), pipe) != nullptr) {
-    std::cout << "#   " << line;
-    const std::string text = line;
-    // "DDP weak (b128/rank)   SkylakeX      2    128   10.840 ..." : the case name is the
-    // first 22 characters; then core, world, b/rank, med_ms, p10, p90, samples/s, last_loss.
-    if (text.size() < 24 || text[0] == '#' || text.rfind("case", 0) == 0) continue;
-    std::string name = text.substr(0, 22);
-    name.erase(name.find_last_not_of(' ') + 1);
-    std::istringstream rest(text.substr(22));
-    std::string core;
-    int world = 0;
-    int batch = 0;
-    double med = 0, p10 = 0, p90 = 0, sps = 0;
-    if (rest >> core >> world >> batch >> med >> p10 >> p90 >> sps) rows[name] = {sps, med};
+std::vector<DdpModeTiming> run_processes(const Config& c, const DdpWorkload& w, int world,
+                                         const std::string& transport, bool traced) {
+  const std::vector<std::string> args = {std::filesystem::canonical("/proc/self/exe").string(),
+                                         "--worker",
+                                         w.model,
+                                         std::to_string(w.batch),
+                                         std::to_string(w.warmup),
+                                         std::to_string(w.steps),
+                                         std::to_string(w.rounds),
+                                         std::to_string(c.small_cap),
+                                         transport == "shm" ? "auto" : "off",
+                                         traced ? "traced" : "all"};
+  bool failed = false;
+  const std::string out =
+      run_our_ranks(c.ruccl_run, args, world, std::chrono::seconds(900), failed);
+  std::vector<DdpModeTiming> t = parse_ddp_lines(out, traced ? 2 : w.modes.size());
+  if (t.empty() || failed) {
+    std::fprintf(stderr, "ddp_bench: %s, %d ranks over %s failed:\n%s", w.model.c_str(), world,
+                 transport.c_str(), out.c_str());
+    return {};
   }
-  pclose(pipe);
-  return rows;
+  return t;
 }
 
-std::string find_peer(const std::string& given) {
-  const std::filesystem::path script =
-      given.empty() ? std::filesystem::path(ruccl::bench::peers_dir()) / "ddp_mlp_torch.py"
-                    : std::filesystem::path(given);
-  return std::filesystem::exists(script) ? std::filesystem::absolute(script).string() : "";
+DdpPeerTiming run_peer(const Config& c, const DdpWorkload& w, int world) {
+  DdpPeerTiming p;
+  const std::filesystem::path script = c.peer_path.empty()
+                                           ? std::filesystem::path(peers_dir()) / "ddp_mlp_torch.py"
+                                           : std::filesystem::path(c.peer_path);
+  if (!std::filesystem::exists(script)) {
+    p.why = "peer " + script.string() + " not found (--peer PATH or RUCCL_PEERS_DIR)";
+    return p;
+  }
+  if (!command_ok("/usr/bin/python3 -c 'import torch.distributed as d; "
+                  "assert d.is_gloo_available()'")) {
+    p.why = "not installed (python3-torch for /usr/bin/python3)";
+    return p;
+  }
+  // The peer sets OPENBLAS_CORETYPE for its ranks itself (--cores); none is inherited.
+  const std::string cmd = "env -u OPENBLAS_CORETYPE timeout 900 /usr/bin/python3 '" +
+                          script.string() + "' --model " + w.model + " --world " +
+                          std::to_string(world) + " --batch " + std::to_string(w.batch) +
+                          " --warmup " + std::to_string(w.warmup) + " --steps " +
+                          std::to_string(w.steps) + " --cores " + c.peer_cores + " 2>&1";
+  const std::string out = run_command(cmd);
+  std::istringstream lines(out);
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::istringstream f(line);
+    std::string tag;
+    double med = 0, p10 = 0, p90 = 0, sps = 0;
+    if (f >> tag >> med >> p10 >> p90 >> sps && tag == "P") {
+      p.median_ms = med;
+      p.samples_per_second = sps;
+      return p;
+    }
+  }
+  p.why = "failed";
+  std::fprintf(stderr, "ddp_bench: the PyTorch peer failed: %s\n%s", cmd.c_str(), out.c_str());
+  return p;
+}
+
+int usage() {
+  std::cerr << "usage: ddp_bench [--models mlp,wide,wide:32 (NAME[:BATCH])] [--worlds 2,4]"
+               " [--transports tcp,shm,threads]"
+               " [--batch N] [--steps N] [--warmup N] [--wide-steps N] [--wide-warmup N]"
+               " [--rounds N] [--small-cap-kib N] [--peer PATH | --no-peer] [--peer-cores CORE]"
+               " [--ruccl-run PATH] [--trace DIR]\n";
+  return 2;
+}
+
+bool parse(int argc, char** argv, Config& c) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    const bool has = i + 1 < argc;
+    if (a == "--no-peer") {
+      c.peer = false;
+    } else if (!has) {
+      return false;
+    } else if (a == "--models") {
+      c.models = split(argv[++i]);
+    } else if (a == "--worlds") {
+      c.worlds.clear();
+      for (const std::string& w : split(argv[++i])) c.worlds.push_back(std::stoi(w));
+    } else if (a == "--transports") {
+      c.transports = split(argv[++i]);
+    } else if (a == "--batch") {
+      c.batch = std::max(1LL, std::atoll(argv[++i]));
+    } else if (a == "--steps" || a == "--wide-steps") {
+      (a == "--steps" ? c.steps : c.wide_steps) = std::max(2, std::atoi(argv[++i]));
+    } else if (a == "--warmup" || a == "--wide-warmup") {
+      (a == "--warmup" ? c.warmup : c.wide_warmup) = std::max(0, std::atoi(argv[++i]));
+    } else if (a == "--rounds") {
+      c.rounds = std::max(1, std::atoi(argv[++i]));
+    } else if (a == "--small-cap-kib") {
+      c.small_cap = std::max(1LL, std::atoll(argv[++i])) << 10;
+    } else if (a == "--peer") {
+      c.peer_path = argv[++i];
+    } else if (a == "--peer-cores") {
+      c.peer_cores = argv[++i];
+    } else if (a == "--ruccl-run") {
+      c.ruccl_run = argv[++i];
+    } else if (a == "--trace") {
+      c.trace_dir = argv[++i];
+    } else {
+      return false;
+    }
+  }
+  for (const std::string& t : c.transports) {
+    if (t != "tcp" && t != "shm" && t != "threads") return false;
+  }
+  for (const std::string& m : c.models) {
+    const std::string name = m.substr(0, m.find(':'));
+    if (name != "mlp" && name != "wide") return false;
+  }
+  return true;
+}
+
+// --trace DIR: the plain and the small-cap overlapped modes of the first model, world and process
+// transport, a few steps, every rank writing DIR/trace.<rank>.json.
+int trace_run(const Config& c) {
+  std::filesystem::create_directories(c.trace_dir);
+  const std::string pattern = (std::filesystem::absolute(c.trace_dir) / "trace.%r.json").string();
+  ::setenv("RUCCL_TRACE_FILE", pattern.c_str(), 1);
+  std::string transport = "tcp";
+  for (const std::string& t : c.transports) {
+    if (t != "threads") transport = t;
+  }
+  DdpWorkload w = workload(c, c.models.front());
+  w.rounds = 1;
+  const std::vector<DdpModeTiming> t = run_processes(c, w, c.worlds.front(), transport, true);
+  ::unsetenv("RUCCL_TRACE_FILE");
+  if (t.empty()) return 1;
+  std::printf(
+      "# traces of %s, %d processes over %s: %s (plain, then overlapped small;\n"
+      "# %d + %d steps each)\n",
+      w.model.c_str(), c.worlds.front(), transport.c_str(), pattern.c_str(), w.warmup, w.steps);
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    std::printf("# %s: median step %.2f ms\n", w.modes[i == 0 ? 1 : 3].name.c_str(),
+                t[i].median_ms);
+  }
+  return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  int steps = 200;
-  int warmup = 20;
-  bool peer = true;
-  std::string peer_path;
-  std::string peer_cores = ruccl::bench::openblas_core();
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--steps" && i + 1 < argc) {
-      steps = std::max(10, std::atoi(argv[++i]));
-    } else if (a == "--warmup" && i + 1 < argc) {
-      warmup = std::max(0, std::atoi(argv[++i]));
-    } else if (a == "--no-peer") {
-      peer = false;
-    } else if (a == "--peer" && i + 1 < argc) {
-      peer_path = argv[++i];
-    } else if (a == "--peer-cores" && i + 1 < argc) {
-      peer_cores = argv[++i];
-    } else {
-      std::cerr << "usage: ddp_bench [--steps N] [--warmup N] [--peer PATH | --no-peer] "
-                   "[--peer-cores SkylakeX|default]\n";
-      return 2;
+  if (argc == 10 && std::string(argv[1]) == "--worker") return worker(argv);
+  Config c;
+  if (!parse(argc, argv, c) || c.models.empty() || c.worlds.empty()) return usage();
+  if (!c.trace_dir.empty()) return trace_run(c);
+  std::printf("# ruCCL ddp_bench: %u cores; 1 compute thread per rank; small bucket cap %lld KiB\n",
+              std::max(1u, std::thread::hardware_concurrency()),
+              static_cast<long long>(c.small_cap >> 10));
+  DdpResults results;
+  results.modes = ddp_modes(c.small_cap);
+  for (const std::string& model : c.models) {
+    const DdpWorkload w = workload(c, model);
+    std::printf("# %s: batch %lld per rank; per mode %d warm-up + %d timed steps, in %d turns\n",
+                model.c_str(), static_cast<long long>(w.batch), w.warmup, w.steps, w.rounds);
+    for (int world : c.worlds) {
+      for (const std::string& transport : c.transports) {
+        std::vector<DdpModeTiming> t = transport == "threads"
+                                           ? run_threads(w, world)
+                                           : run_processes(c, w, world, transport, false);
+        std::printf("# %s %d ranks %s done\n", model.c_str(), world, transport.c_str());
+        std::fflush(stdout);
+        if (!t.empty()) results.ours[{model, transport, world}] = std::move(t);
+      }
+      if (c.peer) {
+        results.peer[{model, world}] = run_peer(c, w, world);
+      } else {
+        results.peer[{model, world}].why = "--no-peer";
+      }
     }
   }
-  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  std::cout << "# ruCCL ddp_bench: MLP 784-512-512-10, SGD momentum 0.9, DataParallel over "
-               "in-process ranks; "
-            << cores << " cores; " << warmup << " warm-up + " << steps << " timed steps\n";
-  const std::vector<Case> cases = {
-      {"1 rank b128, 1 thread", 1, 128, 1},
-      {"1 rank b128, 2 threads", 1, 128, static_cast<int>(std::min(2u, cores))},
-      {"2 ranks b128/rank", 2, 128, 1},
-      {"2 ranks b64/rank", 2, 64, 1},
-      {"2 ranks b128 overlapped", 2, 128, 1, Case::Mode::Overlapped},
-      {"2 ranks b128 compute-only", 2, 128, 1, Case::Mode::ComputeOnly},
-  };
-  std::vector<Timing> ours;
-  std::cout << std::left << std::setw(26) << "case" << std::right << std::setw(6) << "ranks"
-            << std::setw(7) << "b/rank" << std::setw(9) << "med_ms" << std::setw(9) << "p10"
-            << std::setw(9) << "p90" << std::setw(11) << "samples/s" << std::setw(10) << "last_loss"
-            << "\n";
-  for (const Case& c : cases) {
-    const Timing t = run_case(c, warmup, steps);
-    ours.push_back(t);
-    std::cout << std::left << std::setw(26) << c.name << std::right << std::setw(6) << c.ranks
-              << std::setw(7) << c.batch << std::fixed << std::setprecision(3) << std::setw(9)
-              << t.median_ms << std::setw(9) << t.p10_ms << std::setw(9) << t.p90_ms
-              << std::setprecision(0) << std::setw(11) << t.samples_per_second
-              << std::setprecision(4) << std::setw(10) << t.last_loss << std::endl;
-  }
-  if (!peer) return 0;
-  const std::string script = find_peer(peer_path);
-  if (script.empty()) {
-    std::cout << "# peer ddp_mlp_torch.py not found in " << ruccl::bench::peers_dir()
-              << " (set RUCCL_PEERS_DIR or --peer); no ratio\n";
-    return 0;
-  }
-  const auto rows = run_peer(script, peer_cores);
-  const auto row = [&](const char* name) {
-    const auto it = rows.find(name);
-    return it == rows.end() ? 0.0 : it->second.first;
-  };
-  std::cout << "\n| case | ruCCL samples/s | PyTorch (" << peer_cores
-            << ") samples/s | ratio |\n|---|---:|---:|---:|\n";
-  const std::array<std::pair<std::size_t, const char*>, 3> pairs = {
-      std::pair<std::size_t, const char*>{0, "1proc ref b128"},
-      {2, "DDP weak (b128/rank)"},
-      {3, "DDP strong (b64/rank)"}};
-  for (const auto& [i, name] : pairs) {
-    const double theirs = row(name);
-    std::cout << "| " << cases[i].name << " vs " << name << " | " << std::setprecision(0)
-              << ours[i].samples_per_second << " | " << theirs << " | ";
-    if (theirs > 0) {
-      std::cout << std::setprecision(2) << ours[i].samples_per_second / theirs << "x";
-    } else {
-      std::cout << "n/a";
-    }
-    std::cout << " |\n";
+  for (const std::string& model : c.models) {
+    print_ddp_table(results, model, workload(c, model), c.transports, c.worlds, c.peer_cores);
   }
   return 0;
 }

@@ -1,9 +1,9 @@
 #pragma once
-// Helpers of bench/tcp_collective_bench.cpp: the results table every implementation fills, the
-// parser of the "R <op> <bytes> <iters> <median_us> <min_us>" lines every peer in bench/peers/
-// prints (our own ranks print the same), the peer commands, and starting our own ranks as
-// processes with the variables ruccl-run sets. A header, not a .cpp: bench/CMakeLists.txt makes
-// every bench/*.cpp a program.
+// Helpers of bench/tcp_collective_bench.cpp (starting our ranks: bench/ddp_bench.cpp too): the
+// results table every implementation fills, the parser of the "R <op> <bytes> <iters> <median_us>
+// <min_us>" lines every peer in bench/peers/ prints (our own ranks print the same), the peer
+// commands, and starting our own ranks as processes with the variables ruccl-run sets. A header,
+// not a .cpp: bench/CMakeLists.txt makes every bench/*.cpp a program.
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
@@ -86,6 +86,15 @@ struct Results {
     return n;
   }
 };
+
+/// The items of a comma-separated list ("2,4" -> {"2", "4"}).
+inline std::vector<std::string> split(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream f(text);
+  std::string item;
+  while (std::getline(f, item, ',')) out.push_back(item);
+  return out;
+}
 
 /// Output (stdout and stderr) of a shell command.
 inline std::string run_command(const std::string& cmd) {
@@ -180,6 +189,18 @@ inline std::string run_own_ranks(const std::vector<std::string>& args, int world
   text << in.rdbuf();
   std::filesystem::remove(out_file);
   return text.str();
+}
+
+/// Our ranks: `args` started `world` times by run_own_ranks, or, when `ruccl_run` names the
+/// launcher, as `ruccl_run --nproc-per-node world args...` (its output: every rank's, each line
+/// led by "[rank] "), killed after `limit`.
+inline std::string run_our_ranks(const std::string& ruccl_run, const std::vector<std::string>& args,
+                                 int world, std::chrono::seconds limit, bool& failed) {
+  if (ruccl_run.empty()) return run_own_ranks(args, world, limit, failed);
+  std::string cmd = "timeout " + std::to_string(limit.count()) + " '" + ruccl_run +
+                    "' --nproc-per-node " + std::to_string(world);
+  for (const std::string& a : args) cmd += " '" + a + "'";
+  return run_command(cmd + " 2>&1");
 }
 
 inline std::string size_text(std::size_t bytes) {

@@ -61,14 +61,6 @@ int iters_for(std::size_t bytes, int div) {
   return std::max(3, n / std::max(div, 1));
 }
 
-std::vector<std::string> split(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream f(text);
-  std::string item;
-  while (std::getline(f, item, ',')) out.push_back(item);
-  return out;
-}
-
 std::string join(const std::vector<std::string>& items) {
   std::string out;
   for (const std::string& s : items) out += (out.empty() ? "" : ",") + s;
@@ -166,21 +158,17 @@ std::string sizes_arg(const Config& c) {
 // RUCCL_TCP_SHARED_MEMORY for the ranks (off: every message over TCP).
 void run_ours(const Config& c, int world, const std::string& algorithm, const std::string& impl,
               Results& res, const char* shared_memory = "off") {
-  std::vector<std::string> args;
-  if (!c.ruccl_run.empty()) args = {c.ruccl_run, "--nproc-per-node", std::to_string(world)};
-  for (const std::string& a :
-       {c.self, std::string("--worker"), join(c.ops), sizes_arg(c), std::to_string(c.div),
-        algorithm, std::to_string(c.segment_bytes), std::string(shared_memory)})
-    args.push_back(a);
+  const std::vector<std::string> args = {c.self,
+                                         std::string("--worker"),
+                                         join(c.ops),
+                                         sizes_arg(c),
+                                         std::to_string(c.div),
+                                         algorithm,
+                                         std::to_string(c.segment_bytes),
+                                         std::string(shared_memory)};
   bool failed = false;
-  std::string out;
-  if (c.ruccl_run.empty()) {
-    out = run_own_ranks(args, world, std::chrono::seconds(900), failed);
-  } else {
-    std::string cmd = "timeout 900";
-    for (const std::string& a : args) cmd += " '" + a + "'";
-    out = run_command(cmd + " 2>&1");
-  }
+  const std::string out =
+      run_our_ranks(c.ruccl_run, args, world, std::chrono::seconds(900), failed);
   if (res.parse(impl, world, out) == 0 || failed)
     std::fprintf(stderr, "tcp_collective_bench: our %d ranks (%s) failed:\n%s", world,
                  algorithm.c_str(), out.c_str());
