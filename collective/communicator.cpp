@@ -49,11 +49,10 @@ std::optional<CollectiveError> Communicator::failure() const {
 
 void Communicator::abort(const std::string& reason) {
   if (core_ == nullptr) return;
-  abort(CollectiveError(
-      CollectiveErrorKind::Aborted,
-      str(core_->group_label().empty() ? "" : core_->group_label() + ": ",
-          core_->options().rank_names.name(core_->rank()), " aborted: ", reason),
-      {core_->rank()}));
+  abort(CollectiveError(CollectiveErrorKind::Aborted,
+                        str(core_->group_label().empty() ? "" : core_->group_label() + ": ",
+                            core_->options().rank_names.name(core_->rank()), " aborted: ", reason),
+                        {core_->rank()}));
 }
 
 void Communicator::abort(const CollectiveError& cause) {

@@ -40,8 +40,8 @@ RankNames group_names(const RankNames& parent, const std::vector<int>& members) 
 
 // The group's tag space: bits 48..61, never 0 (the parent's), the same on every member.
 std::uint64_t group_salt(const std::string& parent_label, std::uint64_t split, int color) {
-  const std::uint64_t h =
-      mix64(fnv1a64(parent_label) ^ (split * 0x9E3779B97F4A7C15ULL) ^ static_cast<std::uint32_t>(color));
+  const std::uint64_t h = mix64(fnv1a64(parent_label) ^ (split * 0x9E3779B97F4A7C15ULL) ^
+                                static_cast<std::uint32_t>(color));
   const std::uint64_t salt = (h & 0x3FFFULL) << 48;
   return salt != 0 ? salt : std::uint64_t{1} << 48;
 }
@@ -53,8 +53,7 @@ std::optional<Communicator> Communicator::split(int color, int key, const std::s
   CommunicatorCore& c = core();
   CallOptions labelled = call;
   if (labelled.label == nullptr) labelled.label = "split";
-  const Tensor mine =
-      Tensor::from_vector<std::int64_t>({color, key}, Shape{2}).to(c.device());
+  const Tensor mine = Tensor::from_vector<std::int64_t>({color, key}, Shape{2}).to(c.device());
   const std::vector<std::int64_t> pairs =
       all_gather(mine, labelled).to(Device::cpu()).to_vector<std::int64_t>();
   // The rest reads only the agreed pairs; it runs in its own turn, as the parent's next call.

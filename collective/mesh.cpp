@@ -43,8 +43,8 @@ void validate(const std::vector<std::pair<std::string, int>>& axes, int world) {
     if (product > world) break;  // reported below; no overflow
   }
   if (product != world) {
-    throw invalid(str("Mesh: expected axis sizes whose product is the world size ", world,
-                      ", got ", axes_text(axes)));
+    throw invalid(str("Mesh: expected axis sizes whose product is the world size ", world, ", got ",
+                      axes_text(axes)));
   }
 }
 

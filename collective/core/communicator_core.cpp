@@ -172,7 +172,8 @@ void CommunicatorCore::finish_agree(CallScope& scope) {
   }
   if (auto error = check_agreement(records_, options_.rank_names)) {
     if (!group_.label.empty()) {
-      *error = CollectiveError(error->kind(), str(group_.label, ": ", error->what()), error->ranks());
+      *error =
+          CollectiveError(error->kind(), str(group_.label, ": ", error->what()), error->ranks());
     }
     transport_->fail(*error);
     throw *error;

@@ -10,8 +10,7 @@ namespace ruccl {
 std::unique_ptr<Transport> MpiTransport::split_natively(int color, int key,
                                                         const Deadline& deadline) {
   MPI_Comm sub = MPI_COMM_NULL;
-  mpi::check(MPI_Comm_split(coll_, color < 0 ? MPI_UNDEFINED : color, key, &sub),
-             "MPI_Comm_split");
+  mpi::check(MPI_Comm_split(coll_, color < 0 ? MPI_UNDEFINED : color, key, &sub), "MPI_Comm_split");
   if (sub == MPI_COMM_NULL) return nullptr;
   // The group's ranks named as this group names them (its parent ranks).
   int size = 0;

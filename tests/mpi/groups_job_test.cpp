@@ -17,7 +17,8 @@ using namespace ruccl::testing::mpi_job;
 namespace {
 
 std::vector<std::int64_t> members(Communicator& comm, int parent_rank) {
-  return comm.all_gather(Tensor::from_vector<std::int64_t>({parent_rank})).to_vector<std::int64_t>();
+  return comm.all_gather(Tensor::from_vector<std::int64_t>({parent_rank}))
+      .to_vector<std::int64_t>();
 }
 
 void check_table_here(Communicator& comm, const std::vector<Call>& calls) {
@@ -28,7 +29,8 @@ void check_table_here(Communicator& comm, const std::vector<Call>& calls) {
     INFO("group world " << world << ", rank " << r << ", call " << k << ": " << describe(c));
     const Shape shape = input_shape(c, world);
     const CallValues values = call_values(c, world, shape.numel());
-    const Tensor in = laid_out(values.inputs[static_cast<std::size_t>(r)], shape, c.dtype, c.layout);
+    const Tensor in =
+        laid_out(values.inputs[static_cast<std::size_t>(r)], shape, c.dtype, c.layout);
     const Outputs got = run_call(comm, c, in);
     const Outputs expected = expected_outputs(c, world, r, values);
     REQUIRE(got.size() == expected.size());
@@ -94,9 +96,8 @@ TEST_CASE("a mismatch in an MPI group names the group and its ranks as parent ra
   Communicator comm = world();
   const int r = comm.rank();
   Communicator g = *comm.split(0, -r, "everyone reversed");
-  const CollectiveError e = require_error(CollectiveErrorKind::ShapeMismatch, [&] {
-    g.all_reduce(Tensor::zeros({r == 0 ? 3 : 2}));
-  });
+  const CollectiveError e = require_error(CollectiveErrorKind::ShapeMismatch,
+                                          [&] { g.all_reduce(Tensor::zeros({r == 0 ? 3 : 2})); });
   REQUIRE(contains(e.what(), "group everyone reversed of rank(s) ["));
   REQUIRE(contains(e.what(), "rank 0 has [3]"));
 }

@@ -95,14 +95,15 @@ void GroupTransport::finish_agree(const CallRecord& mine, std::span<CallRecord> 
     }
     const std::uint8_t* bytes = frames_.data() + frame * static_cast<std::size_t>(r);
     const std::size_t length = 4 + (std::size_t{bytes[2]} | (std::size_t{bytes[3]} << 8));
-    std::string why = length > frame ? str("a record of ", length, " bytes in a frame of ", frame)
-                                     : decode_call_record({bytes, length},
-                                                          all[static_cast<std::size_t>(r)]);
+    std::string why = length > frame
+                          ? str("a record of ", length, " bytes in a frame of ", frame)
+                          : decode_call_record({bytes, length}, all[static_cast<std::size_t>(r)]);
     if (!why.empty()) {
-      CollectiveError error(CollectiveErrorKind::CollectiveKindMismatch,
-                            str(label_, ": ", deadline.call_name(), ": expected the call record of ",
-                                "rank ", parent_rank(r), ", got ", why),
-                            {r});
+      CollectiveError error(
+          CollectiveErrorKind::CollectiveKindMismatch,
+          str(label_, ": ", deadline.call_name(), ": expected the call record of ", "rank ",
+              parent_rank(r), ", got ", why),
+          {r});
       parent_.fail(error);
       parent_.withdraw_sends();
       throw error;
@@ -112,7 +113,8 @@ void GroupTransport::finish_agree(const CallRecord& mine, std::span<CallRecord> 
 
 void GroupTransport::isend(int peer, std::uint64_t tag, const void* data, std::size_t nbytes,
                            const Deadline& deadline) {
-  forward([&] { parent_.isend(parent_rank(peer), tag ^ salt_, data, nbytes, on_parent(deadline)); });
+  forward(
+      [&] { parent_.isend(parent_rank(peer), tag ^ salt_, data, nbytes, on_parent(deadline)); });
 }
 
 void GroupTransport::wait_send(int peer, const Deadline& deadline) {
@@ -127,8 +129,8 @@ void GroupTransport::recv_with(int peer, std::uint64_t tag, std::size_t nbytes,
 }
 
 void GroupTransport::recv_all_with(std::span<const int> peers, std::uint64_t tag,
-                                   std::span<const std::size_t> sizes,
-                                   const ConsumeManyFn& consume, const Deadline& deadline) {
+                                   std::span<const std::size_t> sizes, const ConsumeManyFn& consume,
+                                   const Deadline& deadline) {
   const std::vector<int> mapped = parent_ranks(peers);
   forward([&] { parent_.recv_all_with(mapped, tag ^ salt_, sizes, consume, on_parent(deadline)); });
 }

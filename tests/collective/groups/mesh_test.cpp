@@ -22,7 +22,8 @@ struct Layout {
 };
 
 std::vector<std::int64_t> members(Communicator& comm, int parent_rank) {
-  return comm.all_gather(Tensor::from_vector<std::int64_t>({parent_rank})).to_vector<std::int64_t>();
+  return comm.all_gather(Tensor::from_vector<std::int64_t>({parent_rank}))
+      .to_vector<std::int64_t>();
 }
 
 }  // namespace
@@ -96,7 +97,8 @@ TEST_CASE("Mesh refuses shapes and axis names it cannot lay out, naming what it 
   Mesh mesh(c, {{"dp", 1}, {"tp", 1}});
   REQUIRE_THROWS_WITH(mesh.comm("pp"),
                       "Mesh::comm: expected an axis of the mesh (dp, tp), got \"pp\"");
-  REQUIRE_THROWS_WITH(mesh.size("x"), "Mesh::size: expected an axis of the mesh (dp, tp), got \"x\"");
+  REQUIRE_THROWS_WITH(mesh.size("x"),
+                      "Mesh::size: expected an axis of the mesh (dp, tp), got \"x\"");
   REQUIRE(mesh.comm("tp").world_size() == 1);
 }
 

@@ -21,7 +21,8 @@ namespace {
 
 // The parent ranks of `comm`'s group, in its rank order (an all_gather of the parent ranks).
 std::vector<std::int64_t> members(Communicator& comm, int parent_rank) {
-  return comm.all_gather(Tensor::from_vector<std::int64_t>({parent_rank})).to_vector<std::int64_t>();
+  return comm.all_gather(Tensor::from_vector<std::int64_t>({parent_rank}))
+      .to_vector<std::int64_t>();
 }
 
 struct Seen {
@@ -32,17 +33,18 @@ struct Seen {
 
 }  // namespace
 
-TEMPLATE_TEST_CASE("split groups ranks by color, orders them by key then parent rank, and a "
-                   "negative color joins none",
-                   "[collective]", RUCCL_GROUP_FACTORIES) {
+TEMPLATE_TEST_CASE(
+    "split groups ranks by color, orders them by key then parent rank, and a "
+    "negative color joins none",
+    "[collective]", RUCCL_GROUP_FACTORIES) {
   const std::vector<int> colors = {0, 1, 0, 1, 0, -1};
   const std::vector<int> keys = {2, 7, 1, 7, 1, 0};
   auto out = run_group_with(
       TestType::make, 6,
       [&](Communicator& comm) -> std::optional<Seen> {
         const int r = comm.rank();
-        std::optional<Communicator> g = comm.split(colors[static_cast<std::size_t>(r)],
-                                                   keys[static_cast<std::size_t>(r)]);
+        std::optional<Communicator> g =
+            comm.split(colors[static_cast<std::size_t>(r)], keys[static_cast<std::size_t>(r)]);
         // The parent stays usable beside its groups.
         const Tensor sum = comm.all_reduce(Tensor::full({2}, static_cast<double>(r)));
         if (sum.to_vector<double>() != std::vector<double>{15, 15}) {
@@ -75,8 +77,8 @@ TEMPLATE_TEST_CASE("a split of a split is a group of the grandparent's ranks", "
       TestType::make, 8,
       [&](Communicator& comm) {
         const int r = comm.rank();
-        Communicator half = *comm.split(r / 4, r);                   // {0..3}, {4..7}
-        Communicator pair = *half.split(half.rank() % 2, -r);        // by descending rank
+        Communicator half = *comm.split(r / 4, r);                    // {0..3}, {4..7}
+        Communicator pair = *half.split(half.rank() % 2, -r);         // by descending rank
         Communicator single = *pair.split(pair.rank(), 0, "single");  // one rank each
         std::vector<std::int64_t> seen = members(pair, r);
         const Tensor one = single.all_reduce(Tensor::full({3}, 2.0));
@@ -116,9 +118,10 @@ TEMPLATE_TEST_CASE("two disjoint groups run at once: one finishes while the othe
   REQUIRE(out[3].value() < a_done);
 }
 
-TEMPLATE_TEST_CASE("a parent and its groups run each rank's calls in its program order, "
-                   "blocking and asynchronous",
-                   "[collective]", RUCCL_GROUP_FACTORIES) {
+TEMPLATE_TEST_CASE(
+    "a parent and its groups run each rank's calls in its program order, "
+    "blocking and asynchronous",
+    "[collective]", RUCCL_GROUP_FACTORIES) {
   auto out = run_group_with(
       TestType::make, 4,
       [&](Communicator& comm) {
@@ -150,9 +153,10 @@ TEMPLATE_TEST_CASE("a parent and its groups run each rank's calls in its program
   }
 }
 
-TEMPLATE_TEST_CASE("a mismatch in a group names the group and its ranks as parent ranks, and "
-                   "finishes the parent",
-                   "[collective]", RUCCL_GROUP_FACTORIES) {
+TEMPLATE_TEST_CASE(
+    "a mismatch in a group names the group and its ranks as parent ranks, and "
+    "finishes the parent",
+    "[collective]", RUCCL_GROUP_FACTORIES) {
   auto out = run_group_with(
       TestType::make, 4,
       [&](Communicator& comm) {
@@ -181,7 +185,8 @@ TEMPLATE_TEST_CASE("split and Mesh open no socket and no file", "[collective]",
                    RUCCL_GROUP_FACTORIES) {
   auto open_files = [] {
     std::size_t n = 0;
-    for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    for ([[maybe_unused]] const auto& entry :
+         std::filesystem::directory_iterator("/proc/self/fd")) {
       ++n;
     }
     return n;

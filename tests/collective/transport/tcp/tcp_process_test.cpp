@@ -224,6 +224,43 @@ TEST_CASE("tcp rank killed during a large all_reduce fails the others promptly n
   CHECK_FALSE(dev_shm_has(str("ruccl-", job.session())));
 }
 
+TEST_CASE("tcp processes run collectives on the groups of a 2x2 mesh",
+          "[collective][tcp][process]") {
+  Job job(4, {RUCCL_TCP_WORKER, "mesh"});
+  for (int r = 0; r < 4; ++r) {
+    INFO(job.output(r));
+    CHECK(job.wait(r) == 0);
+    CHECK_THAT(job.output(r), Catch::Contains(str("ok rank ", r)));
+  }
+}
+
+TEST_CASE("tcp rank killed inside one group of a mesh fails every other rank promptly",
+          "[collective][tcp][process]") {
+  // Rank 3 dies in the middle of its "tp" group's all_reduces (with rank 2); ranks 0 and 1 loop
+  // in the other "tp" group, which shares no rank with it: they fail through the family's failure.
+  Job job(4, {RUCCL_TCP_WORKER, "mesh-loop", std::to_string(1 << 20)});
+  for (int r = 0; r < 4; ++r) REQUIRE(job.wait_output(r, "started", std::chrono::seconds(60)));
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const long long killed_at = monotonic_ns();
+  ::kill(job.pid(3), SIGKILL);
+  CHECK(job.wait(3) == 128 + SIGKILL);
+  for (const int r : {0, 1, 2}) {
+    CHECK(job.wait(r, std::chrono::seconds(10)) == 3);
+    const std::string out = job.output(r);
+    INFO(out);
+    std::istringstream line(out.substr(out.find("error ")));
+    std::string word, kind;
+    long long at = 0;
+    line >> word >> kind >> at;
+    // PeerLost, or Aborted naming it for a rank that was between two calls when it learnt.
+    CHECK((kind == "PeerLost" || kind == "Aborted"));
+    CHECK_THAT(out, Catch::Contains("rank 3"));
+    const long long ms = (at - killed_at) / 1000000;
+    WARN("rank " << r << " failed " << ms << " ms after the kill");
+    CHECK(ms < kLossBoundMs);
+  }
+}
+
 TEST_CASE("tcp stopped rank is found by its missing heartbeat", "[collective][tcp][process]") {
   Job job(2, {RUCCL_TCP_WORKER, "loop", "4096"}, {"RUCCL_HEARTBEAT_TIMEOUT_MS=400"});
   for (int r = 0; r < 2; ++r) REQUIRE(job.wait_output(r, "started", std::chrono::seconds(60)));
