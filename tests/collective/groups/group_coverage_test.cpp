@@ -16,21 +16,12 @@ using namespace ruccl::testing::coverage;
 
 namespace {
 
-const std::vector<DType> kDTypes = {DType::F16, DType::BF16, DType::F32,
-                                    DType::F64, DType::I32,  DType::I64};
-
-CommunicatorOptions test_options() {
-  CommunicatorOptions o;
-  o.timeout = std::chrono::seconds(60);  // a hang fails the test instead of stalling CI
-  return o;
-}
-
 // Every op and dtype with 0, 1 and 257 elements per rank (odd, and more than a ring's ranks),
 // every valid reduction with 3, and transposed inputs.
 std::vector<Call> table_calls(int group_world) {
   std::vector<Call> calls;
   for (Op op : kAllOpsTable) {
-    for (DType dtype : kDTypes) {
+    for (DType dtype : kReduceDTypes) {
       for (std::int64_t rows : {0, 1, 257}) {
         const int root = static_cast<int>(calls.size()) % group_world;
         calls.push_back({op, dtype, ReduceOperation::Sum, rows, 0, Layout::Contiguous, root});
@@ -57,7 +48,7 @@ TEMPLATE_TEST_CASE("the coverage table runs on every group of 2x2 and 2x3 meshes
   for (const Axes& axes : meshes) {
     for (const auto& axis : axes) {
       run_and_check_on_mesh(TestType::make, axes, axis.first, table_calls(axis.second),
-                            test_options());
+                            short_timeout(std::chrono::seconds(60)));
     }
   }
 }
@@ -72,6 +63,7 @@ TEMPLATE_TEST_CASE("asynchronous calls run on the groups of a 2x3 mesh", "[colle
   }
   const Axes axes = {{"dp", 2}, {"tp", 3}};
   for (const char* axis : {"dp", "tp"}) {
-    run_and_check_on_mesh(TestType::make, axes, axis, calls, test_options(), Mode::Async);
+    run_and_check_on_mesh(TestType::make, axes, axis, calls,
+                          short_timeout(std::chrono::seconds(60)), Mode::Async);
   }
 }

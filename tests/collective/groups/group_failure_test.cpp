@@ -10,9 +10,7 @@
 #include <thread>
 
 #include "collective/mesh.h"
-#include "collective/store/in_memory_store.h"
 #include "collective/transport/in_process/in_process_transport.h"
-#include "collective/transport/process/process_transport.h"
 #include "tests/collective/error_capture.h"
 #include "tests/collective/group_factories.h"
 #include "tests/support/rank_harness.h"
@@ -45,21 +43,10 @@ struct InProcessKillable {
 template <bool kSharedMemory>
 struct TcpKillable {
   static KillableGroup make(int world, CommunicatorOptions options) {
-    auto store = std::make_shared<InMemoryStore>();
-    const SessionId session = random_session_id();
-    std::vector<std::unique_ptr<TcpTransport>> transports(static_cast<std::size_t>(world));
-    std::vector<std::thread> threads;
-    for (int r = 0; r < world; ++r) {
-      threads.emplace_back([&, r] {
-        TcpTransportOptions o;
-        o.listen_host = "127.0.0.1";
-        o.local_ranks = world;
-        if (!kSharedMemory) o.shared_memory = SharedMemory::Off;
-        transports[static_cast<std::size_t>(r)] =
-            TcpTransport::connect(*store, r, world, session, o);
-      });
-    }
-    for (auto& t : threads) t.join();
+    TcpTransportOptions transport;
+    if (!kSharedMemory) transport.shared_memory = SharedMemory::Off;
+    std::vector<std::unique_ptr<TcpTransport>> transports =
+        connect_tcp_loopback_transports(world, transport);
     KillableGroup g;
     std::vector<TcpTransport*> raw;
     for (auto& t : transports) {
