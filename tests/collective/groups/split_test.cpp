@@ -203,3 +203,30 @@ TEMPLATE_TEST_CASE("split and Mesh open no socket and no file", "[collective]",
   for (auto& m : meshes) REQUIRE(m.ok());
   REQUIRE(after == before);
 }
+
+TEMPLATE_TEST_CASE("a group's deadline names the group and the missing rank as a parent rank",
+                   "[collective]", RUCCL_GROUP_FACTORIES) {
+  auto out = run_group_with(
+      TestType::make, 4,
+      [&](Communicator& comm) {
+        const int r = comm.rank();
+        Communicator tp = *comm.split(r / 2, r, "tp");
+        if (r == 3) {  // never calls; stays alive past the others' deadline
+          std::this_thread::sleep_for(std::chrono::milliseconds(600));
+          return;
+        }
+        if (r == 2) {
+          tp.all_reduce(Tensor::ones({4}), ReduceOperation::Sum,
+                        CallOptions().with_timeout(std::chrono::milliseconds(200)));
+        }
+      },
+      short_timeout());
+  REQUIRE(out[0].ok());
+  REQUIRE(out[1].ok());
+  REQUIRE(out[3].ok());
+  INFO(out[2].message());
+  REQUIRE(error_kind(out[2]) == CollectiveErrorKind::Timeout);
+  REQUIRE(contains(out[2].message(), "group tp of rank(s) [2, 3]: "));
+  REQUIRE(contains(out[2].message(), "waiting for a message from rank(s) [3]"));
+  REQUIRE(error_ranks(out[2]) == std::vector<int>{1});  // the group's rank of parent rank 3
+}
