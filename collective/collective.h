@@ -4,6 +4,7 @@
 #include "collective/common/reduce_operation.h"
 #include "collective/communicator.h"
 #include "collective/in_process_group.h"
+#include "collective/mesh.h"
 #include "collective/protocol/call_options.h"
 #include "collective/registered/collective_config.h"
 #include "collective/registered/register_peer.h"

@@ -49,14 +49,18 @@ std::optional<CollectiveError> Communicator::failure() const {
 
 void Communicator::abort(const std::string& reason) {
   if (core_ == nullptr) return;
-  core_->transport().fail(CollectiveError(
-      CollectiveErrorKind::Aborted,
-      str(core_->options().rank_names.name(core_->rank()), " aborted: ", reason), {core_->rank()}));
+  abort(CollectiveError(CollectiveErrorKind::Aborted,
+                        str(core_->group_label().empty() ? "" : core_->group_label() + ": ",
+                            core_->options().rank_names.name(core_->rank()), " aborted: ", reason),
+                        {core_->rank()}));
 }
 
 void Communicator::abort(const CollectiveError& cause) {
-  if (core_ == nullptr) return;
-  core_->transport().fail(cause);
+  // A split group fails its parents too (a view shares their transport: the same failure; a
+  // native group, MPI's, has its own, so its parents' ranks learn of it through theirs).
+  for (CommunicatorCore* c = core_.get(); c != nullptr; c = c->parent().get()) {
+    c->transport().fail(cause);
+  }
 }
 
 std::string Communicator::engine_name() const { return core().engine().name(); }

@@ -139,6 +139,21 @@ class Communicator {
   /// Whether this rank's progress thread runs (a rank that made no *_async call has none).
   bool has_progress_thread() const;
 
+  /// Splits this group into groups (MPI_Comm_split's meaning): a collective of this group, every
+  /// rank passes a `color` and a `key`. The ranks of one color form one group, ranked by key, ties
+  /// by their rank here; a negative color joins no group (std::nullopt). A group is a
+  /// Communicator like any other (split of a split works) that reuses this group's links (no new
+  /// socket, no store round); it has its own call numbers, agreement and deadlines, and shares
+  /// this group's failure: an error or abort in the parent or any of its groups finishes all of
+  /// them. A rank's calls on a parent and its groups run in the order the rank makes them
+  /// (docs/collectives.md, "Groups"). `name` names the group in error messages ("group tp of
+  /// rank(s) [0, 1]: ..."); empty: "split #N color C". Throws like a collective: a mismatch in
+  /// `call`'s words, Timeout, Aborted.
+  ///
+  ///   auto row = comm.split(comm.rank() / 2, comm.rank());   // {0,1} and {2,3} of 4
+  std::optional<Communicator> split(int color, int key, const std::string& name = "",
+                                    const CallOptions& call = {});
+
   /// Makes every pending and later call on every rank of the group fail promptly with
   /// CollectiveErrorKind::Aborted carrying `reason`. Safe from any thread; never throws.
   void abort(const std::string& reason);
@@ -153,6 +168,7 @@ class Communicator {
   std::optional<CollectiveError> failure() const;
 
  private:
+  explicit Communicator(std::shared_ptr<CommunicatorCore> core) : core_(std::move(core)) {}
   std::shared_ptr<CommunicatorCore> core_;
   CommunicatorCore& core() const;
 };

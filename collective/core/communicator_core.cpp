@@ -6,8 +6,12 @@
 namespace ruccl {
 
 CommunicatorCore::CommunicatorCore(std::unique_ptr<Transport> transport, Device device,
-                                   CommunicatorOptions options, const EngineFactory& engine)
-    : transport_(std::move(transport)),
+                                   CommunicatorOptions options, const EngineFactory& engine,
+                                   GroupOf group)
+    : group_(std::move(group)),
+      turns_(group_.parent != nullptr ? group_.parent->turns_ : std::make_shared<RankTurns>()),
+      transport_(std::move(transport)),
+      engine_factory_(engine),
       engine_(engine(*transport_, device, options)),
       rank_(transport_->rank()),
       world_(transport_->world_size()),
@@ -195,6 +199,10 @@ void CommunicatorCore::finish_agree(CallScope& scope) {
     throw;
   }
   if (auto error = check_agreement(records_, options_.rank_names)) {
+    if (!group_.label.empty()) {
+      *error =
+          CollectiveError(error->kind(), str(group_.label, ": ", error->what()), error->ranks());
+    }
     transport_->fail(*error);
     throw *error;
   }

@@ -11,6 +11,7 @@
 
 #include "collective/algorithms/algorithm.h"
 #include "collective/core/progress_thread.h"
+#include "collective/core/rank_turns.h"
 #include "collective/core/work_state.h"
 #include "collective/engine/collective_engine.h"
 #include "collective/protocol/agreement.h"
@@ -29,11 +30,23 @@ struct CallScope {
   FoldWindow window{};        ///< CallOptions::fold_window, once describe_fold_window checked it
 };
 
+class CommunicatorCore;
+
+/// What a group split from a parent (Communicator::split) keeps of it.
+struct GroupOf {
+  /// The parent's core: kept alive (a view's messages travel on its transport); its turns are
+  /// shared (core/rank_turns.h).
+  std::shared_ptr<CommunicatorCore> parent;
+  /// "group tp of rank(s) [0, 1]": prefixed to the group's agreement errors.
+  std::string label;
+};
+
 class CommunicatorCore {
  public:
   /// `engine` makes the group's engine over `transport` (make_algorithm_engine by default).
+  /// `group`: the parent of a group made by split (empty for a group a factory made).
   CommunicatorCore(std::unique_ptr<Transport> transport, Device device, CommunicatorOptions options,
-                   const EngineFactory& engine);
+                   const EngineFactory& engine, GroupOf group = {});
 
   Transport& transport() { return *transport_; }
   CollectiveEngine& engine() { return *engine_; }
@@ -43,6 +56,15 @@ class CommunicatorCore {
   int world_size() const { return world_; }
   Device device() const { return device_; }
   const CommunicatorOptions& options() const { return options_; }
+  /// The factory that made this group's engine (a split group's default).
+  const EngineFactory& engine_factory() const { return engine_factory_; }
+  /// The parent of a split group (null otherwise) and the group's label ("" otherwise).
+  const std::shared_ptr<CommunicatorCore>& parent() const { return group_.parent; }
+  const std::string& group_label() const { return group_.label; }
+  /// The turns of this rank's calls, shared with the parent and every group of the family.
+  RankTurns& turns() { return *turns_; }
+  /// Counts this group's splits (1, 2, ...): every rank makes them in the same order.
+  std::uint64_t next_split() { return ++splits_; }
 
   /// When the caller issued a call: its deadline counts from here (an asynchronous call may wait
   /// in the progress thread's queue first).
@@ -63,6 +85,7 @@ class CommunicatorCore {
   std::shared_ptr<WorkState> start(std::vector<Tensor> inputs, const CallOptions& call,
                                    const char* default_label, Body body) {
     const Issued issued = Deadline::Clock::now();
+    const std::uint32_t ticket = turns_->take();  // program order, across this rank's groups
     auto state = std::make_shared<WorkState>();
     state->deadline =
         Deadline::after(call.timeout.value_or(options_.timeout),
@@ -70,17 +93,20 @@ class CommunicatorCore {
     state->fail_group = [this](const CollectiveError& error) { transport_->fail(error); };
     state->inputs = std::move(inputs);
     std::function<void()> enter = engine_->caller_context();
-    progress_.submit(
-        [state, issued, enter = std::move(enter), body = std::move(body)]() mutable noexcept {
-          std::exception_ptr error;
-          try {
-            if (enter) enter();
-            state->store(body(issued));
-          } catch (...) {
-            error = std::current_exception();
-          }
-          state->complete(std::move(error));
-        });
+    progress_.submit([state, issued, turns = turns_, ticket, enter = std::move(enter),
+                      body = std::move(body)]() mutable noexcept {
+      std::exception_ptr error;
+      {
+        const RankTurn turn(*turns, ticket);
+        try {
+          if (enter) enter();
+          state->store(body(issued));
+        } catch (...) {
+          error = std::current_exception();
+        }
+      }
+      state->complete(std::move(error));
+    });
     return state;
   }
   /// The blocking form: start, then wait. With nothing queued, the call runs on the caller's
@@ -88,7 +114,11 @@ class CommunicatorCore {
   /// behind queued calls it goes through the progress thread, keeping program order.
   template <typename Body>
   auto run(const CallOptions& call, const char* default_label, Body&& body) {
-    if (progress_.idle()) return body(Deadline::Clock::now());
+    if (progress_.idle()) {
+      const Issued issued = Deadline::Clock::now();
+      const RankTurn turn(*turns_, turns_->take());
+      return body(issued);
+    }
     using Result = decltype(body(Deadline::Clock::now()));
     const std::shared_ptr<WorkState> state =
         start({}, call, default_label, [&body](Issued issued) { return body(issued); });
@@ -181,6 +211,7 @@ class CommunicatorCore {
   template <typename Body>
   auto execute_agreed(CallScope& scope, Body&& body) {
     const bool early = scope.record.error_kind == CallRecord::kNone && world_ > 1 &&
+                       transport_->carries_sends_with_agreement() &&
                        engine_->sends_with_agreement(
                            scope.record.kind, static_cast<Algorithm>(scope.record.algorithm));
     if (!early) {
@@ -215,13 +246,17 @@ class CommunicatorCore {
     }
   }
 
+  GroupOf group_;  // first: a parent outlives its group's transport, a view of the parent's
+  std::shared_ptr<RankTurns> turns_;
   std::unique_ptr<Transport> transport_;
+  EngineFactory engine_factory_;
   std::unique_ptr<CollectiveEngine> engine_;
   int rank_;
   int world_;
   Device device_;
   CommunicatorOptions options_;
   std::uint64_t seq_ = 0;
+  std::uint64_t splits_ = 0;
   std::vector<std::uint64_t> p2p_sent_;
   std::vector<std::uint64_t> p2p_received_;
   std::vector<CallRecord> records_;

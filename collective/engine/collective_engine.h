@@ -80,6 +80,17 @@ class CollectiveEngine {
   /// kernels that made its input. Empty (the default): nothing to carry.
   virtual std::function<void()> caller_context() const { return {}; }
 
+  /// The factory of the engine of a group split from this engine's group (Communicator::split),
+  /// called on every rank of the parent, in the same order, after the split's colors and keys
+  /// were agreed (a negative color: this rank joins no group, but a collective split such as
+  /// ncclCommSplit still needs it). Empty (the default): the group's engine comes from the
+  /// factory that made the parent's.
+  virtual EngineFactory split_engine(int color, int key) {
+    (void)color;
+    (void)key;
+    return {};
+  }
+
   virtual Tensor all_reduce(const EngineCall& call, const Tensor& t, ReduceOperation op) = 0;
   /// Root gets the result; other ranks nullopt.
   virtual std::optional<Tensor> reduce(const EngineCall& call, const Tensor& t, int root,

@@ -128,6 +128,12 @@ class MpiTransport final : public Transport {
   bool failed() const noexcept override;
   CollectiveError failure() const override;
 
+  /// Groups are MPI's own: MPI_Comm_split of this group's collective communicator, then a new
+  /// MpiTransport over the result (its own duplicates, notices and failure). Every rank calls it
+  /// right after the split's colors were agreed, so MPI_Comm_split (blocking) meets every rank.
+  bool splits_natively() const override { return true; }
+  std::unique_ptr<Transport> split_natively(int color, int key, const Deadline& deadline) override;
+
   /// The communicator the MPI engine runs its collectives on (this group's own duplicate).
   MPI_Comm collective_comm() const { return coll_; }
   /// Waits until every request of `requests` completed, polling the failure notices against the

@@ -160,6 +160,24 @@ class Transport {
   }
   virtual void end_point_to_point() noexcept {}
 
+  /// Whether a collective may isend between start_agree and finish_agree (its messages then travel
+  /// behind the record). A group's view of its parent's transport (group/group_transport.h)
+  /// exchanges the records in finish_agree, so nothing may go ahead of them there.
+  virtual bool carries_sends_with_agreement() const { return true; }
+
+  /// Groups split from this transport's group (Communicator::split). A transport that makes them
+  /// itself (MPI: MPI_Comm_split) says so; the others get a GroupTransport view, which opens
+  /// nothing. split_natively is called on every rank of this transport, in the same order, after
+  /// the split's colors and keys were agreed: it returns this rank's transport of the group of
+  /// `color` ordered by `key` (then by rank), or nullptr for a negative color.
+  virtual bool splits_natively() const { return false; }
+  virtual std::unique_ptr<Transport> split_natively(int color, int key, const Deadline& deadline) {
+    (void)color;
+    (void)key;
+    (void)deadline;
+    return nullptr;
+  }
+
   /// Starts (and resets) or stops noting which peer this rank waits on longest (WaitStats); off
   /// by default, so waits cost nothing extra. The core turns it on per call while the trace
   /// records. A transport that cannot tell ignores it.

@@ -82,6 +82,34 @@ std::shared_ptr<NcclComm> NcclComm::init_rank(int world, const ncclUniqueId& id,
   return comm;
 }
 
+std::shared_ptr<NcclComm> NcclComm::split(int color, int key, const Deadline& deadline,
+                                          const Transport* control) {
+  DeviceGuard guard(device_.index);
+  ncclConfig_t config = nonblocking_config();
+  ncclComm_t raw = nullptr;
+  const ncclResult_t started =
+      ncclCommSplit(comm_, color < 0 ? NCCL_SPLIT_NOCOLOR : color, key, &raw, &config);
+  if (started != ncclSuccess && started != ncclInProgress) {
+    if (raw != nullptr) (void)ncclCommAbort(raw);
+    throw nccl_collective_error(started, str("ncclCommSplit (color ", color, ", key ", key, ")"),
+                                ncclGetLastError(comm_));
+  }
+  // The split is a collective of this communicator: it completes when every rank called it.
+  const ncclResult_t parent_state = settle("ncclCommSplit", deadline, control);
+  if (parent_state != ncclSuccess) {
+    if (raw != nullptr) (void)ncclCommAbort(raw);
+    throw nccl_collective_error(parent_state, "ncclCommSplit", ncclGetLastError(comm_));
+  }
+  if (raw == nullptr) return nullptr;  // NCCL_SPLIT_NOCOLOR
+  auto group = std::make_shared<NcclComm>(raw, device_);
+  const ncclResult_t state = group->settle("ncclCommSplit", deadline, control);
+  if (state != ncclSuccess) {
+    group->abort();
+    throw nccl_collective_error(state, "ncclCommSplit", ncclGetLastError(raw));
+  }
+  return group;
+}
+
 std::vector<std::shared_ptr<NcclComm>> NcclComm::init_all(const std::vector<Device>& devices,
                                                           const Deadline& deadline) {
   const int n = static_cast<int>(devices.size());

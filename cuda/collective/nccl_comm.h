@@ -30,6 +30,12 @@ class NcclComm {
   static std::vector<std::shared_ptr<NcclComm>> init_all(const std::vector<Device>& devices,
                                                          const Deadline& deadline);
 
+  /// This rank's communicator of the group of `color` (ranked by `key`, then rank) split from
+  /// this one by ncclCommSplit: a collective of this communicator, which every rank calls (a
+  /// negative color passes NCCL_SPLIT_NOCOLOR and returns nullptr). Waits like init_rank.
+  std::shared_ptr<NcclComm> split(int color, int key, const Deadline& deadline,
+                                  const Transport* control);
+
   /// The communicators of one process made together (init_all) finalise together: each one's
   /// destruction starts its ncclCommFinalize, the last one waits for all and destroys them (one
   /// communicator's finalisation may need the others').

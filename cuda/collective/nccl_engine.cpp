@@ -45,6 +45,15 @@ NcclEngine::NcclEngine(Transport& control, Device device, const CommunicatorOpti
   RUCCL_CUDA_CHECK(cudaEventCreateWithFlags(&done_, cudaEventDisableTiming));
 }
 
+EngineFactory NcclEngine::split_engine(int color, int key) {
+  std::shared_ptr<NcclComm> group =
+      comm_->split(color, key, Deadline::after(options_.timeout, "split"), &control_);
+  if (group == nullptr) return {};
+  return [group](Transport& control, Device device, const CommunicatorOptions& options) {
+    return std::make_unique<NcclEngine>(control, device, options, group);
+  };
+}
+
 NcclEngine::~NcclEngine() {
   if (done_ != nullptr) (void)cudaEventDestroy(done_);
 }

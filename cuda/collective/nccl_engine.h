@@ -44,6 +44,9 @@ class NcclEngine final : public CollectiveEngine {
   bool bit_identical() const override { return options_.require_bit_identical; }
   /// The caller's current stream, carried to the progress thread (docs/collectives.md).
   std::function<void()> caller_context() const override { return carry_collective_stream(device_); }
+  /// A group's engine runs on the communicator ncclCommSplit makes of this one (every rank of
+  /// the parent calls it, in order: Communicator::split).
+  EngineFactory split_engine(int color, int key) override;
 
   Tensor all_reduce(const EngineCall& call, const Tensor& t, ReduceOperation op) override;
   std::optional<Tensor> reduce(const EngineCall& call, const Tensor& t, int root,

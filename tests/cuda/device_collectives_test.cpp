@@ -217,6 +217,20 @@ TEST_CASE("the NCCL engine runs a one-GPU group and fails with Aborted after abo
   }
 }
 
+TEST_CASE("an NCCL group splits through ncclCommSplit (one GPU)", "[cuda][nccl]") {
+  require_gpu();
+  std::vector<Communicator> comms = cuda::NcclGroup::create({Device::cuda(0)});
+  std::optional<Communicator> group = comms[0].split(0, 0, "one");
+  REQUIRE(group.has_value());
+  CHECK(group->engine_name() == "nccl");
+  CHECK(group->world_size() == 1);
+  const Tensor t = Tensor::from_vector(input_of(0, 1000), Device::cuda(0));
+  CHECK(same_bits(group->all_reduce(t, ReduceOperation::Sum).to(Device::cpu()).to_vector<float>(),
+                  input_of(0, 1000)));
+  CHECK_FALSE(comms[0].split(-1, 0).has_value());  // NCCL_SPLIT_NOCOLOR
+  CHECK(same_bits(comms[0].all_gather(t).to(Device::cpu()).to_vector<float>(), input_of(0, 1000)));
+}
+
 TEST_CASE("two NCCL ranks on one GPU fail on both ranks promptly instead of hanging",
           "[cuda][nccl]") {
   require_gpu();

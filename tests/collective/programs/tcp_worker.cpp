@@ -7,6 +7,10 @@
 //   tcp_worker loop BYTES         all_reduce BYTES of floats until an error; "started" after the
 //   first tcp_worker mismatch           rank r all_reduces r+1 elements: every rank must see
 //   ShapeMismatch
+//   tcp_worker mesh               4 ranks as a 2x2 Mesh: an all_reduce along "tp" and an
+//                                 all_gather along "dp", checked; "ok rank R"
+//   tcp_worker mesh-loop BYTES    4 ranks as a 2x2 Mesh: all_reduce BYTES along "tp" until an
+//                                 error; "started" after the first
 #include <time.h>
 
 #include <cstdio>
@@ -55,6 +59,32 @@ int run(int argc, char** argv) {
   }
   if (mode == "mismatch") {
     comm.all_reduce(Tensor::ones(Shape{comm.rank() + 1}, DType::F32));
+    return 0;
+  }
+  if (mode == "mesh" || mode == "mesh-loop") {
+    Mesh mesh(comm, {{"dp", 2}, {"tp", 2}});
+    const int r = comm.rank();
+    if (mode == "mesh-loop") {
+      const Tensor in = Tensor::ones(Shape{arg / 4}, DType::F32);
+      for (long long i = 0;; ++i) {
+        mesh.comm("tp").all_reduce(in);
+        if (i == 0) {
+          std::printf("started\n");
+          std::fflush(stdout);
+        }
+      }
+    }
+    const float row = r < 2 ? 1 + 2 : 3 + 4;  // tp groups {0, 1} and {2, 3} of values r + 1
+    const std::vector<float> sum =
+        mesh.comm("tp").all_reduce(Tensor::full(Shape{5}, r + 1.0, DType::F32)).to_vector<float>();
+    const std::vector<float> column =
+        mesh.comm("dp").all_gather(Tensor::full(Shape{1}, r, DType::F32)).to_vector<float>();
+    if (sum != std::vector<float>(5, row) ||
+        column != std::vector<float>{static_cast<float>(r % 2), static_cast<float>(r % 2 + 2)}) {
+      std::printf("wrong values on rank %d\n", r);
+      return 1;
+    }
+    std::printf("ok rank %d\n", r);
     return 0;
   }
   std::fprintf(stderr, "tcp_worker: unknown mode '%s'\n", mode.c_str());

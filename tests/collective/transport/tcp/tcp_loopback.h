@@ -50,24 +50,32 @@ inline std::vector<Communicator> make_tcp_loopback_group(
   return comms;
 }
 
+/// One TcpTransport per rank of a `world`-rank group on loopback (connected concurrently), for
+/// tests that act on a rank's transport itself (sever, cut_link).
+inline std::vector<std::unique_ptr<TcpTransport>> connect_tcp_loopback_transports(
+    int world, TcpTransportOptions options = {}) {
+  auto store = std::make_shared<InMemoryStore>();
+  const SessionId session = random_session_id();
+  options.listen_host = "127.0.0.1";
+  options.local_ranks = world;
+  std::vector<std::unique_ptr<TcpTransport>> transports(static_cast<std::size_t>(world));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < world; ++r) {
+    threads.emplace_back([&, r] {
+      transports[static_cast<std::size_t>(r)] =
+          TcpTransport::connect(*store, r, world, session, options);
+    });
+  }
+  for (auto& t : threads) t.join();
+  return transports;
+}
+
 /// A TCP loopback group whose rank r runs over a FaultInjectingTransport with plans(r): KillRank
 /// severs the rank's connections with no Goodbye (as if its process died), Cut shuts one data
 /// connection down.
 inline std::vector<Communicator> make_tcp_loopback_group_with_faults(
     int world, CommunicatorOptions options, const std::function<FaultPlan(int rank)>& plans) {
-  auto store = std::make_shared<InMemoryStore>();
-  const SessionId session = random_session_id();
-  std::vector<std::unique_ptr<TcpTransport>> transports(static_cast<std::size_t>(world));
-  std::vector<std::thread> threads;
-  for (int r = 0; r < world; ++r) {
-    threads.emplace_back([&, r] {
-      TcpTransportOptions o;
-      o.listen_host = "127.0.0.1";
-      o.local_ranks = world;
-      transports[static_cast<std::size_t>(r)] = TcpTransport::connect(*store, r, world, session, o);
-    });
-  }
-  for (auto& t : threads) t.join();
+  std::vector<std::unique_ptr<TcpTransport>> transports = connect_tcp_loopback_transports(world);
   std::vector<Communicator> comms;
   for (int r = 0; r < world; ++r) {
     TcpTransport* tcp = transports[static_cast<std::size_t>(r)].get();

@@ -2,7 +2,8 @@
 // variables), joined by Communicator::from_env (rank 0 serves the store). A rank killed with
 // SIGKILL during a large all_reduce fails every other rank promptly with PeerLost naming it; a
 // stopped rank (SIGSTOP: no FIN, no reset) is found by its missing heartbeat; a mismatch is
-// reported by every process.
+// reported by every process. Four processes as a 2x2 Mesh run collectives on its groups, and a
+// rank killed inside one group fails the ranks of the other groups too.
 #include <catch2/catch.hpp>
 
 #include <fcntl.h>
@@ -12,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <sstream>
@@ -142,6 +144,30 @@ constexpr long long kLossBoundMs = 1000;  // sanitizers slow every rank several 
 constexpr long long kLossBoundMs = 100;  // the target for one machine
 #endif
 
+// Kills rank `victim` of `job` (every rank inside its loop of calls), then checks that each of
+// `others` exits with an error of one of `kinds` naming it, within kLossBoundMs of the kill.
+void kill_and_expect_loss(Job& job, int victim, std::initializer_list<int> others,
+                          std::initializer_list<std::string> kinds) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // well inside a call
+  const long long killed_at = monotonic_ns();
+  ::kill(job.pid(victim), SIGKILL);
+  CHECK(job.wait(victim) == 128 + SIGKILL);
+  for (const int r : others) {
+    CHECK(job.wait(r, std::chrono::seconds(10)) == 3);
+    const std::string out = job.output(r);
+    INFO(out);
+    std::istringstream line(out.substr(out.find("error ")));
+    std::string word, kind;
+    long long at = 0;
+    line >> word >> kind >> at;
+    CHECK(std::find(kinds.begin(), kinds.end(), kind) != kinds.end());
+    CHECK_THAT(out, Catch::Contains(str("rank ", victim)));
+    const long long ms = (at - killed_at) / 1000000;
+    WARN("rank " << r << " failed " << ms << " ms after the kill");
+    CHECK(ms < kLossBoundMs);
+  }
+}
+
 TEST_CASE("tcp processes all_reduce through from_env", "[collective][tcp][process]") {
   Job job(3, {RUCCL_TCP_WORKER, "sum", "300000"});
   for (int r = 0; r < 3; ++r) {
@@ -202,26 +228,29 @@ TEST_CASE("tcp rank killed during a large all_reduce fails the others promptly n
           "[collective][tcp][process]") {
   Job job(3, {RUCCL_TCP_WORKER, "loop", std::to_string(16 << 20)});
   for (int r = 0; r < 3; ++r) REQUIRE(job.wait_output(r, "started", std::chrono::seconds(60)));
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // well inside a call
-  const long long killed_at = monotonic_ns();
-  ::kill(job.pid(1), SIGKILL);
-  CHECK(job.wait(1) == 128 + SIGKILL);
-  for (const int r : {0, 2}) {
-    CHECK(job.wait(r, std::chrono::seconds(10)) == 3);
-    const std::string out = job.output(r);
-    INFO(out);
-    std::istringstream line(out.substr(out.find("error ")));
-    std::string word, kind;
-    long long at = 0;
-    line >> word >> kind >> at;
-    CHECK(kind == "PeerLost");
-    CHECK_THAT(out, Catch::Contains("rank 1"));
-    const long long ms = (at - killed_at) / 1000000;
-    WARN("rank " << r << " failed " << ms << " ms after the kill");
-    CHECK(ms < kLossBoundMs);
-  }
+  kill_and_expect_loss(job, 1, {0, 2}, {"PeerLost"});
   // The killed rank's segments were unlinked when the group connected: nothing is left behind.
   CHECK_FALSE(dev_shm_has(str("ruccl-", job.session())));
+}
+
+TEST_CASE("tcp processes run collectives on the groups of a 2x2 mesh",
+          "[collective][tcp][process]") {
+  Job job(4, {RUCCL_TCP_WORKER, "mesh"});
+  for (int r = 0; r < 4; ++r) {
+    INFO(job.output(r));
+    CHECK(job.wait(r) == 0);
+    CHECK_THAT(job.output(r), Catch::Contains(str("ok rank ", r)));
+  }
+}
+
+TEST_CASE("tcp rank killed inside one group of a mesh fails every other rank promptly",
+          "[collective][tcp][process]") {
+  // Rank 3 dies in the middle of its "tp" group's all_reduces (with rank 2); ranks 0 and 1 loop
+  // in the other "tp" group, which shares no rank with it: they fail through the family's failure.
+  Job job(4, {RUCCL_TCP_WORKER, "mesh-loop", std::to_string(1 << 20)});
+  for (int r = 0; r < 4; ++r) REQUIRE(job.wait_output(r, "started", std::chrono::seconds(60)));
+  // PeerLost, or Aborted naming it for a rank that was between two calls when it learnt.
+  kill_and_expect_loss(job, 3, {0, 1, 2}, {"PeerLost", "Aborted"});
 }
 
 TEST_CASE("tcp stopped rank is found by its missing heartbeat", "[collective][tcp][process]") {
