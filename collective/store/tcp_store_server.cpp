@@ -11,10 +11,12 @@
 #include <chrono>
 #include <list>
 #include <map>
+#include <optional>
 #include <thread>
 #include <vector>
 
 #include "collective/common/collective_error.h"
+#include "collective/net/peer_auth.h"
 #include "collective/net/socket_detail.h"
 #include "collective/store/store_protocol.h"
 
@@ -31,8 +33,22 @@ constexpr std::size_t kMinGrowBytes = std::size_t{64} << 10;
 // A client whose unread replies exceed this is not read from until it drains them.
 constexpr std::size_t kMaxUnsentBytes = kMaxStoreValueBytes + (std::size_t{1} << 20);
 
+// How long a connection may take to authenticate (with a secret) or send its first request
+// (without): a silent connection is closed after this, so it holds neither a descriptor nor a
+// slot for long.
+constexpr auto kHandshakeTimeout = std::chrono::seconds(5);
+
+/// Where a connection is in its authentication (net/peer_auth.h; only with a secret).
+enum class AuthStage : std::uint8_t { Challenge, Proof, Done };
+
 struct Client {
   net::Socket sock;
+  std::string peer;                   // "127.0.0.1:40112", for refusals and write-once errors
+  AuthStage stage = AuthStage::Done;  // Challenge first when the server has a secret
+  bool greeted = false;               // authenticated (with a secret) or one request decoded
+  Clock::time_point greet_by;         // closed when not greeted by then
+  net::AuthBinding binding;           // with a secret: the client's proven claims
+  std::array<std::uint8_t, 32> dialer_nonce{}, acceptor_nonce{};
   std::vector<std::uint8_t> in;  // the request being read: [0, filled) has come
   std::size_t filled = 0;
   std::size_t need = kStoreRequestHeaderBytes;  // the header, then header + body
@@ -53,6 +69,7 @@ struct Parked {
 
 struct TcpStoreServer::State {
   SessionId session{};
+  std::optional<JobSecret> secret;
   net::Socket listener;
   int wake_fd = -1;
   std::atomic<bool> stop{false};
@@ -63,6 +80,7 @@ struct TcpStoreServer::State {
   std::map<std::uint64_t, Client> clients;
   std::uint64_t next_client = 1;
   std::map<std::string, StoreValue, std::less<>> values;
+  std::map<std::string, std::string, std::less<>> writers;  // write-once keys: who wrote each
   std::list<Parked> parked;
   Clock::time_point accept_paused_until{};
 
@@ -76,6 +94,14 @@ struct TcpStoreServer::State {
     c.dead = true;
     refused.fetch_add(1, std::memory_order_relaxed);
   }
+  /// One authentication message of `c` has come (in c.in): answers or checks it.
+  void authenticate(Client& c);
+  /// Closes the connections not greeted by `now`.
+  void close_silent(Clock::time_point now);
+  /// When the next connection not yet greeted runs out of time, if any.
+  std::optional<Clock::time_point> first_greet_by() const;
+  /// "the writer" of a request of `client`: its address and, with a secret, its proven rank.
+  std::string writer(std::uint64_t client) const;
   bool has_all(const std::vector<std::string>& keys) const {
     return std::all_of(keys.begin(), keys.end(),
                        [&](const std::string& k) { return values.find(k) != values.end(); });
@@ -85,9 +111,10 @@ struct TcpStoreServer::State {
 };
 
 TcpStoreServer::TcpStoreServer(const std::string& host, std::uint16_t port,
-                               const SessionId& session)
+                               const SessionId& session, std::optional<JobSecret> secret)
     : state_(std::make_unique<State>()) {
   state_->session = session;
+  state_->secret = std::move(secret);
   state_->listener = net::listen_tcp(host, port);
   net::set_nonblocking(state_->listener, true);
   endpoint_ = net::local_endpoint(state_->listener);
@@ -139,6 +166,11 @@ void TcpStoreServer::State::run() {
       ids.push_back(id);
     }
     int timeout = poll_timeout_ms(now);
+    if (const auto greet = first_greet_by()) {
+      const auto ms = std::chrono::ceil<std::chrono::milliseconds>(*greet - now).count();
+      const int until = static_cast<int>(std::clamp<std::int64_t>(ms, 0, 1 << 30));
+      timeout = timeout < 0 ? until : std::min(timeout, until);
+    }
     if (!accepting) timeout = timeout < 0 ? 50 : std::min(timeout, 50);
     const int rc = ::poll(fds.data(), fds.size(), timeout);
     if (rc < 0 && errno != EINTR) break;  // cannot happen with valid descriptors
@@ -152,6 +184,7 @@ void TcpStoreServer::State::run() {
       if (!it->second.dead && (ev & POLLOUT)) flush(it->second);
     }
     answer_parked(Clock::now());
+    close_silent(Clock::now());
     for (auto it = clients.begin(); it != clients.end();) {
       if (!it->second.dead) {
         ++it;
@@ -185,7 +218,17 @@ void TcpStoreServer::State::accept_all() {
     }
     Client& c = clients[next_client++];
     c.sock = net::Socket(fd);
-    c.in.resize(kStoreRequestHeaderBytes);
+    try {
+      c.peer = net::peer_endpoint(c.sock).to_string();
+    } catch (const CollectiveError&) {
+      c.peer = "an unknown address";
+    }
+    c.greet_by = Clock::now() + kHandshakeTimeout;
+    if (secret) {
+      c.stage = AuthStage::Challenge;
+      c.need = net::kAuthMessageBytes;
+    }
+    c.in.resize(c.need);
   }
 }
 
@@ -201,6 +244,11 @@ void TcpStoreServer::State::read_from(Client& c, std::uint64_t id) {
     const std::size_t want = std::min(c.in.size() - c.filled, budget);
     const ssize_t got = ::recv(c.sock.fd(), c.in.data() + c.filled, want, MSG_DONTWAIT);
     if (got == 0 || (got < 0 && errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK)) {
+      if (c.stage != AuthStage::Done) {  // left mid-authentication: it did not prove the secret
+        net::count_auth_refusal(str("store client ", c.peer, " claiming rank ", c.binding.from_rank,
+                                    ": closed during authentication"));
+        refuse(c);
+      }
       c.dead = true;  // EOF or reset: the client left
       return;
     }
@@ -210,7 +258,21 @@ void TcpStoreServer::State::read_from(Client& c, std::uint64_t id) {
     }
     c.filled += static_cast<std::size_t>(got);
     budget -= static_cast<std::size_t>(got);
+    if (c.stage == AuthStage::Challenge && c.filled >= net::kAuthMagic.size() &&
+        !std::equal(net::kAuthMagic.begin(), net::kAuthMagic.end(), c.in.begin())) {
+      // Not an authentication message (a client without the secret): no need to wait for more.
+      net::count_auth_refusal(str("store client ", c.peer, ": no job secret (bad magic)"));
+      refuse(c);
+      return;
+    }
     if (c.filled < c.need) continue;
+    if (c.stage != AuthStage::Done) {
+      authenticate(c);
+      c.filled = 0;
+      c.need = c.stage == AuthStage::Done ? kStoreRequestHeaderBytes : net::kAuthMessageBytes;
+      c.in.resize(c.need);
+      continue;
+    }
     if (c.need == kStoreRequestHeaderBytes) {
       StoreRequestHeader header;
       if (!decode_store_request_header(c.in, header).empty() || header.session != session) {
@@ -225,6 +287,7 @@ void TcpStoreServer::State::read_from(Client& c, std::uint64_t id) {
       refuse(c);
       return;
     }
+    c.greeted = true;
     c.filled = 0;
     c.need = kStoreRequestHeaderBytes;
     if (c.in.capacity() > kMinGrowBytes) std::vector<std::uint8_t>().swap(c.in);
@@ -271,6 +334,19 @@ void TcpStoreServer::State::handle(std::uint64_t client, StoreRequest& r) {
                        static_cast<std::uint8_t>(kStoreProtocolVersion >> 8)});
       return;
     case StoreOp::Set:
+      if (store_key_is_write_once(r.key)) {
+        const auto it = values.find(r.key);
+        if (it != values.end() && it->second != r.value) {
+          const std::string what =
+              str("store key \"", r.key,
+                  "\" is written once per attempt (it carries an address or "
+                  "identity): first set by ",
+                  writers[r.key], ", a second write refused from ", writer(client));
+          reply(client, rid, StoreStatus::InvalidArgument, StoreValue(what.begin(), what.end()));
+          return;
+        }
+        if (it == values.end()) writers[r.key] = writer(client);
+      }
       values.insert_or_assign(std::move(r.key), std::move(r.value));
       reply(client, rid, StoreStatus::Ok, {});
       return;
@@ -327,6 +403,69 @@ void TcpStoreServer::State::handle(std::uint64_t client, StoreRequest& r) {
       reply(client, rid, StoreStatus::Ok, bool_value(has_all(r.keys)));
       return;
   }
+}
+
+void TcpStoreServer::State::authenticate(Client& c) {
+  net::AuthMessage m;
+  std::string why = net::decode_auth_message(std::span(c.in.data(), net::kAuthMessageBytes), m);
+  if (why.empty() && c.stage == AuthStage::Challenge) {
+    if (m.type != net::AuthMessageType::Challenge || m.purpose != net::AuthPurpose::Store) {
+      why = "not a store challenge";
+    } else {
+      c.binding = net::AuthBinding{m.purpose, m.from_rank, m.to_rank, session};
+      c.dialer_nonce = m.nonce;
+      c.acceptor_nonce = net::auth_nonce();
+      net::AuthMessage response = m;
+      response.type = net::AuthMessageType::Response;
+      response.nonce = c.acceptor_nonce;
+      response.mac = net::auth_mac(*secret, true, c.binding, c.dialer_nonce, c.acceptor_nonce);
+      const auto bytes = net::encode_auth_message(response);
+      c.out.insert(c.out.end(), bytes.begin(), bytes.end());
+      flush(c);
+      c.stage = AuthStage::Proof;
+      return;
+    }
+  } else if (why.empty()) {
+    const Mac expected = net::auth_mac(*secret, false, c.binding, c.dialer_nonce, c.acceptor_nonce);
+    if (m.type != net::AuthMessageType::Proof || !job_secrets_equal(expected, m.mac)) {
+      why = "wrong MAC (it does not hold the secret)";
+    } else {
+      c.stage = AuthStage::Done;
+      c.greeted = true;
+      return;
+    }
+  }
+  net::count_auth_refusal(
+      str("store client ", c.peer, " claiming rank ", c.binding.from_rank, ": ", why));
+  refuse(c);
+}
+
+void TcpStoreServer::State::close_silent(Clock::time_point now) {
+  for (auto& [id, c] : clients) {
+    if (c.greeted || c.dead || c.greet_by > now) continue;
+    if (secret) {
+      net::count_auth_refusal(str("store client ", c.peer, ": no authentication within ",
+                                  kHandshakeTimeout.count(), " s"));
+    }
+    refuse(c);
+  }
+}
+
+std::optional<Clock::time_point> TcpStoreServer::State::first_greet_by() const {
+  std::optional<Clock::time_point> first;
+  for (const auto& [id, c] : clients) {
+    if (c.greeted || c.dead) continue;
+    first = first ? std::min(*first, c.greet_by) : c.greet_by;
+  }
+  return first;
+}
+
+std::string TcpStoreServer::State::writer(std::uint64_t client) const {
+  const auto it = clients.find(client);
+  if (it == clients.end()) return "a client now gone";
+  const Client& c = it->second;
+  if (secret && c.binding.from_rank >= 0) return str(c.peer, " (rank ", c.binding.from_rank, ")");
+  return c.peer;
 }
 
 void TcpStoreServer::State::answer_parked(Clock::time_point now) {

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "tests/ruccl_run/child_process.h"
+#include "tests/ruccl_run/secret_file.h"
 
 using namespace ruccl::testing;
 using namespace std::chrono_literals;
@@ -79,12 +80,15 @@ TEST_CASE("ruccl-run gives each rank its ranks, the job's address and one sessio
 
 TEST_CASE("Two ruccl-run nodes on one machine number their ranks node by node", "[launch]") {
   const std::string id = "0123456789abcdef0123456789abcdef";
+  const SecretFile secret(0600);
   std::vector<std::unique_ptr<ChildProcess>> nodes;
   for (int node = 0; node < 2; ++node) {
     nodes.push_back(std::make_unique<ChildProcess>(
         ruccl_run({"--nproc-per-node", "2", "--nnodes", "2", "--node-rank", std::to_string(node),
-                   "--master-addr", "127.0.0.1", "--master-port", "29999", "--session-id", id},
-                  {"read-env"})));
+                   "--master-addr", "127.0.0.1", "--master-port", "29999", "--secret-file",
+                   secret.path()},
+                  {"read-env"}),
+        std::vector<std::string>{"RUCCL_SESSION_ID=" + id}));
   }
   for (int node = 0; node < 2; ++node) {
     ChildProcess& n = *nodes[static_cast<std::size_t>(node)];
@@ -311,7 +315,7 @@ TEST_CASE("Bad ruccl-run arguments print a usage message naming the argument and
       {{"--nproc-per-node", "2", "--grace-period", "-1", kProbe},
        "--grace-period: expected seconds in [0, 86400]"},
       {{"--nproc-per-node", "2", "--session-id", "abc", kProbe},
-       "--session-id: expected 32 hex digits"},
+       "--session-id: refused: a session id on the command line is in every process listing"},
       {{"--nproc-per-node", "2", "--nnodes", "2", "--node-rank", "2", kProbe},
        "--node-rank: expected an integer in [0, --nnodes=2), got 2"},
       {{"--nproc-per-node", "2", "--nnodes", "2", "--master-addr", "h", kProbe},
@@ -319,8 +323,8 @@ TEST_CASE("Bad ruccl-run arguments print a usage message naming the argument and
       {{"--nproc-per-node", "2", "--nnodes", "2", "--node-rank", "1", kProbe},
        "--master-addr: expected node 0's address"},
       {{"--nproc-per-node", "2", "--nnodes", "2", "--node-rank", "1", "--master-addr", "h", kProbe},
-       "--session-id: expected the session id every node shares with --nnodes 2, got nothing: run "
-       "`ruccl-run --new-session-id`"},
+       "RUCCL_SESSION_ID: expected the session id every node shares with --nnodes 2, got nothing: "
+       "run `ruccl-run --new-session-id`"},
   };
   for (const auto& [args, message] : cases) {
     std::vector<std::string> argv{kRun};

@@ -11,6 +11,7 @@
 #include <algorithm>
 
 #include "collective/common/crc32c.h"
+#include "collective/net/peer_auth.h"
 #include "collective/transport/tcp/tcp_frame_payloads.h"
 #include "collective/transport/tcp/tcp_mesh.h"
 
@@ -69,6 +70,17 @@ std::string read_hello(const net::Socket& socket, const SessionId& session, int 
   return "";
 }
 
+net::AuthPurpose auth_purpose(TcpChannel channel) {
+  return channel == TcpChannel::Data ? net::AuthPurpose::MeshData : net::AuthPurpose::MeshControl;
+}
+
+/// "; 2 connections failed authentication, the last: 127.0.0.1:4001 claiming rank 1: ..." or "".
+std::string refusals_text(const std::vector<std::string>& refused) {
+  if (refused.empty()) return "";
+  return str("; ", refused.size(),
+             " connection(s) failed authentication, the last: ", refused.back());
+}
+
 CollectiveError connect_error(CollectiveErrorKind kind, const TcpTransportOptions& options,
                               int rank, const std::string& what, std::vector<int> ranks = {}) {
   return CollectiveError(kind, str("TcpTransport::connect: ", options.names.name(rank), ": ", what),
@@ -117,6 +129,18 @@ TcpMesh connect_tcp_mesh(Store& store, int rank, int world_size, const SessionId
     const net::Endpoint endpoint = net::parse_endpoint(text);
     for (const TcpChannel channel : {TcpChannel::Control, TcpChannel::Data}) {
       net::Socket socket = net::connect_tcp(endpoint, deadline);
+      if (options.secret) {
+        try {
+          net::authenticate_dialer(socket, *options.secret,
+                                   {auth_purpose(channel), rank, p, session}, deadline);
+        } catch (const CollectiveError& e) {
+          if (e.kind() != CollectiveErrorKind::PeerLost) throw;
+          throw connect_error(CollectiveErrorKind::PeerLost, options, rank,
+                              str("the listener at ", endpoint.to_string(), " is not ",
+                                  options.names.name(p), " of this job: ", e.what()),
+                              {p});
+        }
+      }
       send_hello(socket, session, rank, world_size, channel, deadline);
       HelloPayload hello{};
       const std::string why = read_hello(socket, session, world_size, deadline, hello);
@@ -131,7 +155,9 @@ TcpMesh connect_tcp_mesh(Store& store, int rank, int world_size, const SessionId
     }
   }
 
-  // Accept every higher rank's two connections; strangers are closed without a word.
+  // Accept every higher rank's two connections; strangers are closed without a word (and, with a
+  // secret, those that fail authentication are counted and named in a timeout).
+  std::vector<std::string> refused;
   std::size_t expected = 2 * (world - 1 - static_cast<std::size_t>(rank));
   while (expected > 0) {
     net::Socket socket;
@@ -147,7 +173,7 @@ TcpMesh connect_tcp_mesh(Store& store, int rank, int world_size, const SessionId
       }
       throw connect_error(CollectiveErrorKind::Timeout, options, rank,
                           str(options.names.list(absent), " never connected within ",
-                              options.connect_timeout.count(), " ms"),
+                              options.connect_timeout.count(), " ms", refusals_text(refused)),
                           absent);
     }
     // A stranger gets a short deadline of its own, so it cannot hold the rank.
@@ -155,10 +181,27 @@ TcpMesh connect_tcp_mesh(Store& store, int rank, int world_size, const SessionId
         std::min(std::chrono::milliseconds(5000), options.connect_timeout), "Hello");
     HelloPayload hello{};
     std::string why;
+    net::AuthBinding proven;
+    if (options.secret) {
+      static constexpr net::AuthPurpose kMesh[] = {net::AuthPurpose::MeshControl,
+                                                   net::AuthPurpose::MeshData};
+      why = net::authenticate_acceptor(socket, *options.secret, kMesh, rank, session,
+                                       hello_deadline, proven);
+    }
     try {
-      why = read_hello(socket, session, world_size, hello_deadline, hello);
+      if (why.empty()) why = read_hello(socket, session, world_size, hello_deadline, hello);
     } catch (const CollectiveError& e) {
       why = e.what();
+    }
+    if (why.empty() && options.secret &&
+        (hello.rank != proven.from_rank || auth_purpose(hello.channel) != proven.purpose)) {
+      why = str("its Hello (rank ", hello.rank, ") is not what it proved (rank ", proven.from_rank,
+                ")");
+    }
+    if (options.secret && !why.empty()) {
+      const std::string what = str(socket.peer(), " claiming rank ", proven.from_rank, ": ", why);
+      net::count_auth_refusal(what);
+      refused.push_back(what);
     }
     const int p = hello.rank;
     if (why.empty() && (p <= rank || p >= world_size)) why = str("rank ", p, " out of range");
