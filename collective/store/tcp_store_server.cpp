@@ -218,6 +218,7 @@ void TcpStoreServer::State::accept_all() {
     }
     Client& c = clients[next_client++];
     c.sock = net::Socket(fd);
+    net::set_nodelay(c.sock);  // replies (and the handshake's answer) leave at once
     try {
       c.peer = net::peer_endpoint(c.sock).to_string();
     } catch (const CollectiveError&) {

@@ -129,6 +129,9 @@ TcpMesh connect_tcp_mesh(Store& store, int rank, int world_size, const SessionId
     const net::Endpoint endpoint = net::parse_endpoint(text);
     for (const TcpChannel channel : {TcpChannel::Control, TcpChannel::Data}) {
       net::Socket socket = net::connect_tcp(endpoint, deadline);
+      // Before the handshake: its small messages each way would otherwise wait for a delayed
+      // ACK (Nagle), 40 ms per connection.
+      net::set_nodelay(socket);
       if (options.secret) {
         try {
           net::authenticate_dialer(socket, *options.secret,
@@ -163,6 +166,7 @@ TcpMesh connect_tcp_mesh(Store& store, int rank, int world_size, const SessionId
     net::Socket socket;
     try {
       socket = net::accept_tcp(listener, deadline);
+      net::set_nodelay(socket);
     } catch (const CollectiveError& e) {
       if (e.kind() != CollectiveErrorKind::Timeout) throw;
       std::vector<int> absent;
