@@ -1,3 +1,6 @@
+// TcpStoreServer's poll loop: accepting, reading requests as their bytes come, writing replies as
+// clients drain them, closing silent connections. The requests themselves:
+// tcp_store_server_requests.cpp.
 #include "collective/store/tcp_store_server.h"
 
 #include <poll.h>
@@ -19,101 +22,16 @@
 #include "collective/net/peer_auth.h"
 #include "collective/net/socket_detail.h"
 #include "collective/store/store_protocol.h"
+#include "collective/store/tcp_store_server_state.h"
 
 namespace ruccl {
 
-namespace {
-
-using Clock = std::chrono::steady_clock;
-
-// Bytes one client may read per poll round before the others get theirs (fairness).
-constexpr std::size_t kReadBudgetBytes = std::size_t{4} << 20;
-// A request buffer grows by at least this much as bytes arrive.
-constexpr std::size_t kMinGrowBytes = std::size_t{64} << 10;
-// A client whose unread replies exceed this is not read from until it drains them.
-constexpr std::size_t kMaxUnsentBytes = kMaxStoreValueBytes + (std::size_t{1} << 20);
-
-// How long a connection may take to authenticate (with a secret) or send its first request
-// (without): a silent connection is closed after this, so it holds neither a descriptor nor a
-// slot for long.
-constexpr auto kHandshakeTimeout = std::chrono::seconds(5);
-
-/// Where a connection is in its authentication (net/peer_auth.h; only with a secret).
-enum class AuthStage : std::uint8_t { Challenge, Proof, Done };
-
-struct Client {
-  net::Socket sock;
-  std::string peer;                   // "127.0.0.1:40112", for refusals and write-once errors
-  AuthStage stage = AuthStage::Done;  // Challenge first when the server has a secret
-  bool greeted = false;               // authenticated (with a secret) or one request decoded
-  Clock::time_point greet_by;         // closed when not greeted by then
-  net::AuthBinding binding;           // with a secret: the client's proven claims
-  std::array<std::uint8_t, 32> dialer_nonce{}, acceptor_nonce{};
-  std::vector<std::uint8_t> in;  // the request being read: [0, filled) has come
-  std::size_t filled = 0;
-  std::size_t need = kStoreRequestHeaderBytes;  // the header, then header + body
-  std::vector<std::uint8_t> out;                // replies not yet sent: [sent, size)
-  std::size_t sent = 0;
-  bool dead = false;
-};
-
-struct Parked {
-  std::uint64_t client = 0;
-  std::uint64_t request_id = 0;
-  StoreOp op = StoreOp::Get;
-  std::vector<std::string> keys;
-  Clock::time_point deadline;
-};
-
-}  // namespace
-
-struct TcpStoreServer::State {
-  SessionId session{};
-  std::optional<JobSecret> secret;
-  net::Socket listener;
-  int wake_fd = -1;
-  std::atomic<bool> stop{false};
-  std::atomic<std::uint64_t> refused{0};
-  std::thread thread;
-
-  // Owned by the serving thread.
-  std::map<std::uint64_t, Client> clients;
-  std::uint64_t next_client = 1;
-  std::map<std::string, StoreValue, std::less<>> values;
-  std::map<std::string, std::string, std::less<>> writers;  // write-once keys: who wrote each
-  std::list<Parked> parked;
-  Clock::time_point accept_paused_until{};
-
-  void run();
-  void accept_all();
-  void read_from(Client& c, std::uint64_t id);
-  void flush(Client& c);
-  void handle(std::uint64_t client, StoreRequest& request);
-  void reply(std::uint64_t client, std::uint64_t request_id, StoreStatus status, StoreValue value);
-  void refuse(Client& c) {
-    c.dead = true;
-    refused.fetch_add(1, std::memory_order_relaxed);
-  }
-  /// One authentication message of `c` has come (in c.in): answers or checks it.
-  void authenticate(Client& c);
-  /// Closes the connections not greeted by `now`.
-  void close_silent(Clock::time_point now);
-  /// When the next connection not yet greeted runs out of time, if any.
-  std::optional<Clock::time_point> first_greet_by() const;
-  /// "the writer" of a request of `client`: its address and, with a secret, its proven rank.
-  std::string writer(std::uint64_t client) const;
-  bool has_all(const std::vector<std::string>& keys) const {
-    return std::all_of(keys.begin(), keys.end(),
-                       [&](const std::string& k) { return values.find(k) != values.end(); });
-  }
-  void answer_parked(Clock::time_point now);
-  int poll_timeout_ms(Clock::time_point now) const;
-};
-
 TcpStoreServer::TcpStoreServer(const std::string& host, std::uint16_t port,
-                               const SessionId& session, std::optional<JobSecret> secret)
+                               const SessionId& session, std::optional<JobSecret> secret,
+                               TcpStoreLimits limits)
     : state_(std::make_unique<State>()) {
   state_->session = session;
+  state_->limits = limits;
   state_->secret = std::move(secret);
   state_->listener = net::listen_tcp(host, port);
   net::set_nonblocking(state_->listener, true);
@@ -218,13 +136,16 @@ void TcpStoreServer::State::accept_all() {
     }
     Client& c = clients[next_client++];
     c.sock = net::Socket(fd);
+    c.greet_by = Clock::now() + kHandshakeTimeout;
     net::set_nodelay(c.sock);  // replies (and the handshake's answer) leave at once
     try {
-      c.peer = net::peer_endpoint(c.sock).to_string();
+      const net::Endpoint from = net::peer_endpoint(c.sock);
+      c.peer = from.to_string();
+      c.host = from.host;
     } catch (const CollectiveError&) {
       c.peer = "an unknown address";
     }
-    c.greet_by = Clock::now() + kHandshakeTimeout;
+    evict_stale_handshakes(c.host);  // descriptors stay bounded; a real client still comes in
     if (secret) {
       c.stage = AuthStage::Challenge;
       c.need = net::kAuthMessageBytes;
@@ -313,134 +234,6 @@ void TcpStoreServer::State::flush(Client& c) {
   if (c.out.capacity() > kMinGrowBytes) std::vector<std::uint8_t>().swap(c.out);
 }
 
-void TcpStoreServer::State::reply(std::uint64_t client, std::uint64_t request_id,
-                                  StoreStatus status, StoreValue value) {
-  auto it = clients.find(client);
-  if (it == clients.end() || it->second.dead) return;
-  StoreReply r;
-  r.header.status = status;
-  r.header.request_id = request_id;
-  r.value = std::move(value);
-  encode_store_reply(r, it->second.out);
-  flush(it->second);
-}
-
-void TcpStoreServer::State::handle(std::uint64_t client, StoreRequest& r) {
-  const std::uint64_t rid = r.header.request_id;
-  const auto bool_value = [](bool b) { return StoreValue{static_cast<std::uint8_t>(b ? 1 : 0)}; };
-  switch (r.header.op) {
-    case StoreOp::Hello:
-      reply(client, rid, StoreStatus::Ok,
-            StoreValue{static_cast<std::uint8_t>(kStoreProtocolVersion & 0xFF),
-                       static_cast<std::uint8_t>(kStoreProtocolVersion >> 8)});
-      return;
-    case StoreOp::Set:
-      if (store_key_is_write_once(r.key)) {
-        const auto it = values.find(r.key);
-        if (it != values.end() && it->second != r.value) {
-          const std::string what =
-              str("store key \"", r.key,
-                  "\" is written once per attempt (it carries an address or "
-                  "identity): first set by ",
-                  writers[r.key], ", a second write refused from ", writer(client));
-          reply(client, rid, StoreStatus::InvalidArgument, StoreValue(what.begin(), what.end()));
-          return;
-        }
-        if (it == values.end()) writers[r.key] = writer(client);
-      }
-      values.insert_or_assign(std::move(r.key), std::move(r.value));
-      reply(client, rid, StoreStatus::Ok, {});
-      return;
-    case StoreOp::Get:
-    case StoreOp::Wait: {
-      Parked p{client,
-               rid,
-               r.header.op,
-               {},
-               Clock::now() + std::chrono::milliseconds(r.header.timeout_ms)};
-      if (r.header.op == StoreOp::Get)
-        p.keys.push_back(std::move(r.key));
-      else
-        p.keys = std::move(r.keys);
-      parked.push_back(std::move(p));
-      return;  // answered by answer_parked, now if the keys are here
-    }
-    case StoreOp::Add: {
-      auto it = values.find(r.key);
-      try {
-        const std::int64_t sum = store_detail::add_to_text(
-            "TcpStoreServer", r.key,
-            it == values.end() ? std::span<const std::uint8_t>() : std::span(it->second), r.delta);
-        const std::string text = std::to_string(sum);
-        values.insert_or_assign(std::move(r.key), StoreValue(text.begin(), text.end()));
-        StoreValue v(8);
-        for (int i = 0; i < 8; ++i)
-          v[i] = static_cast<std::uint8_t>(static_cast<std::uint64_t>(sum) >> (8 * i));
-        reply(client, rid, StoreStatus::Ok, std::move(v));
-      } catch (const CollectiveError& e) {
-        const std::string what = e.what();
-        reply(client, rid, StoreStatus::InvalidArgument, StoreValue(what.begin(), what.end()));
-      }
-      return;
-    }
-    case StoreOp::CompareSet: {
-      auto it = values.find(r.key);
-      if (it == values.end()) {
-        if (!r.expected.empty()) {
-          reply(client, rid, StoreStatus::Ok, std::move(r.expected));
-          return;
-        }
-        it = values.emplace(std::move(r.key), std::move(r.value)).first;
-      } else if (it->second == r.expected) {
-        it->second = std::move(r.value);
-      }
-      reply(client, rid, StoreStatus::Ok, it->second);
-      return;
-    }
-    case StoreOp::Remove:
-      reply(client, rid, StoreStatus::Ok, bool_value(values.erase(r.key) > 0));
-      return;
-    case StoreOp::Check:
-      reply(client, rid, StoreStatus::Ok, bool_value(has_all(r.keys)));
-      return;
-  }
-}
-
-void TcpStoreServer::State::authenticate(Client& c) {
-  net::AuthMessage m;
-  std::string why = net::decode_auth_message(std::span(c.in.data(), net::kAuthMessageBytes), m);
-  if (why.empty() && c.stage == AuthStage::Challenge) {
-    if (m.type != net::AuthMessageType::Challenge || m.purpose != net::AuthPurpose::Store) {
-      why = "not a store challenge";
-    } else {
-      c.binding = net::AuthBinding{m.purpose, m.from_rank, m.to_rank, session};
-      c.dialer_nonce = m.nonce;
-      c.acceptor_nonce = net::auth_nonce();
-      net::AuthMessage response = m;
-      response.type = net::AuthMessageType::Response;
-      response.nonce = c.acceptor_nonce;
-      response.mac = net::auth_mac(*secret, true, c.binding, c.dialer_nonce, c.acceptor_nonce);
-      const auto bytes = net::encode_auth_message(response);
-      c.out.insert(c.out.end(), bytes.begin(), bytes.end());
-      flush(c);
-      c.stage = AuthStage::Proof;
-      return;
-    }
-  } else if (why.empty()) {
-    const Mac expected = net::auth_mac(*secret, false, c.binding, c.dialer_nonce, c.acceptor_nonce);
-    if (m.type != net::AuthMessageType::Proof || !job_secrets_equal(expected, m.mac)) {
-      why = "wrong MAC (it does not hold the secret)";
-    } else {
-      c.stage = AuthStage::Done;
-      c.greeted = true;
-      return;
-    }
-  }
-  net::count_auth_refusal(
-      str("store client ", c.peer, " claiming rank ", c.binding.from_rank, ": ", why));
-  refuse(c);
-}
-
 void TcpStoreServer::State::close_silent(Clock::time_point now) {
   for (auto& [id, c] : clients) {
     if (c.greeted || c.dead || c.greet_by > now) continue;
@@ -452,6 +245,25 @@ void TcpStoreServer::State::close_silent(Clock::time_point now) {
   }
 }
 
+void TcpStoreServer::State::evict_stale_handshakes(const std::string& host) {
+  // Only connections that stayed in their handshake a while count: a job whose many ranks on one
+  // host connect at once is accepted in one burst, before any of them had a chance to speak.
+  const Clock::time_point stale = Clock::now() + kHandshakeTimeout - kPendingGrace;
+  Client* oldest = nullptr;
+  std::size_t pending = 0;
+  for (auto& [id, c] : clients) {
+    if (c.greeted || c.dead || c.greet_by > stale || c.host.empty() || c.host != host) continue;
+    ++pending;
+    if (oldest == nullptr || c.greet_by < oldest->greet_by) oldest = &c;
+  }
+  if (pending < limits.pending_per_address || oldest == nullptr) return;
+  if (secret) {
+    net::count_auth_refusal(str("store client ", oldest->peer, ": evicted, one of ", pending,
+                                " connections from its address silent in their handshake"));
+  }
+  refuse(*oldest);
+}
+
 std::optional<Clock::time_point> TcpStoreServer::State::first_greet_by() const {
   std::optional<Clock::time_point> first;
   for (const auto& [id, c] : clients) {
@@ -459,36 +271,6 @@ std::optional<Clock::time_point> TcpStoreServer::State::first_greet_by() const {
     first = first ? std::min(*first, c.greet_by) : c.greet_by;
   }
   return first;
-}
-
-std::string TcpStoreServer::State::writer(std::uint64_t client) const {
-  const auto it = clients.find(client);
-  if (it == clients.end()) return "a client now gone";
-  const Client& c = it->second;
-  if (secret && c.binding.from_rank >= 0) return str(c.peer, " (rank ", c.binding.from_rank, ")");
-  return c.peer;
-}
-
-void TcpStoreServer::State::answer_parked(Clock::time_point now) {
-  for (auto it = parked.begin(); it != parked.end();) {
-    const Parked& p = *it;
-    if (has_all(p.keys)) {
-      StoreValue v;
-      if (p.op == StoreOp::Get) v = values.find(p.keys.front())->second;
-      reply(p.client, p.request_id, StoreStatus::Ok, std::move(v));
-    } else if (p.deadline <= now) {
-      std::vector<std::string> missing;
-      for (const std::string& k : p.keys)
-        if (values.find(k) == values.end()) missing.push_back(k);
-      StoreValue list;
-      encode_store_key_list(missing, list);
-      reply(p.client, p.request_id, StoreStatus::Timeout, std::move(list));
-    } else {
-      ++it;
-      continue;
-    }
-    it = parked.erase(it);
-  }
 }
 
 }  // namespace ruccl
