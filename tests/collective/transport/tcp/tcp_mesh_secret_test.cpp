@@ -196,3 +196,26 @@ TEST_CASE("a squatted bell name fails the shared-memory set-up on every rank wit
     CHECK(contains(e, "its abstract socket name is already bound by another process"));
   }
 }
+
+TEST_CASE("silent connections to a rank's listener do not hold up the group",
+          "[collective][tcp][security]") {
+  for (const bool with_secret : {true, false}) {
+    INFO("secret " << with_secret);
+    InMemoryStore store;
+    const SessionId session = random_session_id();
+    const TcpTransportOptions options =
+        loopback(with_secret ? std::optional<JobSecret>(random_job_secret()) : std::nullopt, 2);
+    std::vector<std::unique_ptr<TcpTransport>> ranks(2);
+    std::thread rank0([&] { ranks[0] = TcpTransport::connect(store, 0, 2, session, options); });
+    const net::Endpoint at =
+        net::parse_endpoint(store.get_string("ruccl/tcp/addr/0", Deadline::after(10s)));
+    std::vector<net::Socket> silent;
+    for (int i = 0; i < 20; ++i) silent.push_back(net::connect_tcp(at, Deadline::after(5s)));
+    const auto start = std::chrono::steady_clock::now();
+    ranks[1] = TcpTransport::connect(store, 1, 2, session, options);
+    rank0.join();
+    // Before, each silent stranger held the listener for 5 s in turn: 100 s here.
+    CHECK(std::chrono::steady_clock::now() - start < 3s);
+    CHECK(ranks[0] != nullptr);
+  }
+}
