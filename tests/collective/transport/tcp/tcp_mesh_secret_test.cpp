@@ -1,11 +1,16 @@
 // The mesh of a group with a job secret (docs/security.md): the same results as without, an
 // impostor refused and named while the group connects (or in the timeout when the real rank never
-// comes), a squatted listener that learns nothing but a challenge, one-way shared-memory names,
-// and a squatted bell name failing the set-up on every rank with a message.
+// comes), a squatted listener that learns nothing but a challenge, one-way shared-memory names, a
+// squatted bell or segment name failing the set-up on every rank with a message, and silent
+// connections that hold nothing.
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstddef>
@@ -217,5 +222,42 @@ TEST_CASE("silent connections to a rank's listener do not hold up the group",
     // Before, each silent stranger held the listener for 5 s in turn: 100 s here.
     CHECK(std::chrono::steady_clock::now() - start < 3s);
     CHECK(ranks[0] != nullptr);
+  }
+}
+
+TEST_CASE("a segment name taken by another user fails the set-up on every rank, naming the uid",
+          "[collective][shm][security]") {
+  if (::geteuid() != 0) {
+    WARN("not root: cannot play another user here (the test needs to set its uid)");
+    return;
+  }
+  const SessionId session = random_session_id();
+  const std::string name = str("/ruccl-", shared_memory_group_name(session, {}), "-0-1");
+  const pid_t child = ::fork();
+  if (child == 0) {  // the other user: nobody
+    if (::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(2);
+    const int fd = ::shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL, 0666);
+    ::_exit(fd >= 0 ? 0 : 3);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) == 0);
+  InMemoryStore store;
+  std::vector<std::string> errors(2);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        TcpTransport::connect(store, r, 2, session, loopback(std::nullopt, 2));
+      } catch (const CollectiveError& e) {
+        errors[static_cast<std::size_t>(r)] = e.what();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  ::shm_unlink(name.c_str());
+  for (const std::string& e : errors) {
+    CHECK(contains(e, "shared-memory segment " + name + ": the name is taken by uid 65534"));
   }
 }
