@@ -62,6 +62,24 @@ void impostor(InMemoryStore& store) {
   }
 }
 
+/// Connects a 2-rank group without a secret (one thread per rank); each rank's error, "" if none.
+std::vector<std::string> connect_errors(const SessionId& session) {
+  InMemoryStore store;
+  std::vector<std::string> errors(2);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        TcpTransport::connect(store, r, 2, session, loopback(std::nullopt, 2));
+      } catch (const CollectiveError& e) {
+        errors[static_cast<std::size_t>(r)] = e.what();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  return errors;
+}
+
 }  // namespace
 
 TEST_CASE("a group with a secret computes what one without does, through TCP and shared memory",
@@ -184,19 +202,7 @@ TEST_CASE("a squatted bell name fails the shared-memory set-up on every rank wit
   std::copy(name.begin(), name.end(), address.sun_path + 1);
   REQUIRE(::bind(squat.fd(), reinterpret_cast<const sockaddr*>(&address),
                  static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size())) == 0);
-  InMemoryStore store;
-  std::vector<std::string> errors(2);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < 2; ++r) {
-    threads.emplace_back([&, r] {
-      try {
-        TcpTransport::connect(store, r, 2, session, loopback(std::nullopt, 2));
-      } catch (const CollectiveError& e) {
-        errors[static_cast<std::size_t>(r)] = e.what();
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
+  const std::vector<std::string> errors = connect_errors(session);
   for (const std::string& e : errors) {
     CHECK(contains(e, "its abstract socket name is already bound by another process"));
   }
@@ -243,19 +249,7 @@ TEST_CASE("a segment name taken by another user fails the set-up on every rank, 
   REQUIRE(::waitpid(child, &status, 0) == child);
   REQUIRE(WIFEXITED(status));
   REQUIRE(WEXITSTATUS(status) == 0);
-  InMemoryStore store;
-  std::vector<std::string> errors(2);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < 2; ++r) {
-    threads.emplace_back([&, r] {
-      try {
-        TcpTransport::connect(store, r, 2, session, loopback(std::nullopt, 2));
-      } catch (const CollectiveError& e) {
-        errors[static_cast<std::size_t>(r)] = e.what();
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
+  const std::vector<std::string> errors = connect_errors(session);
   ::shm_unlink(name.c_str());
   for (const std::string& e : errors) {
     CHECK(contains(e, "shared-memory segment " + name + ": the name is taken by uid 65534"));
