@@ -194,3 +194,43 @@ TEST_CASE("A job with a secret computes what one without does, and different sec
   CHECK_THAT(mixed[1].err,
              Catch::Contains("failed authentication") && Catch::Contains("RUCCL_JOB_SECRET"));
 }
+
+TEST_CASE("An outsider process without the job's secret is refused and the job goes on",
+          "[launch][security]") {
+  const SecretFile secret(0600);
+  const SecretFile wrong(0600);
+  const std::string port = std::to_string(free_port());
+  const std::string go = secret.folder() + "/go";
+  ChildProcess job({kRun, "--nproc-per-node", "2", "--master-port", port, "--secret-file",
+                    secret.path(), kProbe, "join", "wait-file", go, "leave"},
+                   {"RUCCL_SESSION_ID=" + kSession});
+  const bool joined = job.read_until(
+      [](const std::string& out, const std::string&) {
+        return out.find("[0] joined") != std::string::npos &&
+               out.find("[1] joined") != std::string::npos;
+      },
+      30s);
+  INFO(job.err());
+  REQUIRE(joined);
+  // Another process that knows everything but the secret (even the session id) tries to join
+  // as rank 1, without a secret and with a wrong one.
+  const std::vector<std::string> outsider = {
+      "RUCCL_RANK=1", "RUCCL_WORLD_SIZE=2", "RUCCL_MASTER_PORT=" + port,
+      "RUCCL_SESSION_ID=" + kSession, "RUCCL_CONNECT_TIMEOUT_MS=3000"};
+  const Finished without = run_to_end({kProbe, "join"}, 20s, outsider);
+  CHECK(without.exit_code == 8);
+  CHECK_THAT(without.err,
+             Catch::Contains("closed the connection") && Catch::Contains("it wants a job secret"));
+  std::vector<std::string> with_wrong = outsider;
+  with_wrong.push_back("RUCCL_JOB_SECRET=" + wrong.hex());
+  const Finished impostor = run_to_end({kProbe, "join"}, 20s, with_wrong);
+  CHECK(impostor.exit_code == 8);
+  CHECK_THAT(impostor.err, Catch::Contains("failed authentication: wrong MAC"));
+  CHECK(lower(impostor.err).find(wrong.hex()) == std::string::npos);
+
+  std::ofstream(go) << "go\n";
+  REQUIRE(job.wait(30s));
+  CHECK(job.exit_code() == 0);
+  CHECK(lines_starting(job.out(), "[0] joined sum=3,1").size() == 1);
+  CHECK(lines_starting(job.out(), "[1] joined sum=3,1").size() == 1);
+}
