@@ -4,7 +4,7 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
-#include <openssl/rand.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -31,11 +31,21 @@ std::string octal_mode(mode_t mode) {
 
 }  // namespace
 
+void fill_random(std::span<std::uint8_t> out, const char* who) {
+  std::size_t got = 0;
+  while (got < out.size()) {
+    const ssize_t n = ::getrandom(out.data() + got, out.size() - got, 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      secret_error(str(who, ": getrandom failed: ", std::strerror(errno)));
+    }
+    got += static_cast<std::size_t>(n);
+  }
+}
+
 JobSecret random_job_secret() {
   JobSecret secret;
-  if (RAND_bytes(secret.bytes.data(), static_cast<int>(secret.bytes.size())) != 1) {
-    secret_error("random_job_secret: OpenSSL's RAND_bytes failed");
-  }
+  fill_random(secret.bytes, "random_job_secret");
   return secret;
 }
 

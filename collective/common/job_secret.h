@@ -34,8 +34,12 @@ struct JobSecret {
 /// An HMAC-SHA256 value.
 using Mac = std::array<std::uint8_t, 32>;
 
-/// 32 bytes from OpenSSL's RAND_bytes (the kernel's random source behind it). Throws
-/// CollectiveError(InvalidConfig) when it fails.
+/// Fills `out` from the kernel's random source (getrandom, the CSPRNG OpenSSL seeds from too:
+/// OpenSSL's own RAND_bytes costs 2-10 ms to set up in every process, measured, which a job
+/// would pay at start-up). Throws CollectiveError(InvalidConfig) "<who>: getrandom failed: ...".
+void fill_random(std::span<std::uint8_t> out, const char* who);
+
+/// 32 random bytes (fill_random).
 JobSecret random_job_secret();
 
 /// 64 lower-case hex digits (for the environment of a child, never for a message).

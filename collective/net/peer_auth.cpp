@@ -1,7 +1,5 @@
 #include "collective/net/peer_auth.h"
 
-#include <openssl/rand.h>
-
 #include <algorithm>
 #include <cstring>
 #include <mutex>
@@ -63,10 +61,7 @@ Mac auth_mac(const JobSecret& secret, bool acceptor, const AuthBinding& b,
 
 std::array<std::uint8_t, 32> auth_nonce() {
   std::array<std::uint8_t, 32> nonce{};
-  if (RAND_bytes(nonce.data(), static_cast<int>(nonce.size())) != 1) {
-    throw CollectiveError(CollectiveErrorKind::InvalidConfig,
-                          "auth_nonce: OpenSSL's RAND_bytes failed");
-  }
+  fill_random(nonce, "auth_nonce");
   return nonce;
 }
 

@@ -40,7 +40,7 @@ Mac auth_mac(const JobSecret& secret, bool acceptor, const AuthBinding& binding,
              std::span<const std::uint8_t, 32> dialer_nonce,
              std::span<const std::uint8_t, 32> acceptor_nonce);
 
-/// 32 fresh random bytes (OpenSSL).
+/// 32 fresh random bytes (fill_random: the kernel's CSPRNG).
 std::array<std::uint8_t, 32> auth_nonce();
 
 /// The dialer's side over a blocking `socket`: Challenge, check the Response, Proof, by
