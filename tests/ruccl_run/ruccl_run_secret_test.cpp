@@ -88,6 +88,16 @@ std::vector<Finished> two_ranks_by_hand(const std::vector<std::vector<std::strin
   return out;
 }
 
+/// Whether both ranks of `job` printed their "joined" line within 30 s.
+bool both_joined(ChildProcess& job) {
+  return job.read_until(
+      [](const std::string& out, const std::string&) {
+        return out.find("[0] joined") != std::string::npos &&
+               out.find("[1] joined") != std::string::npos;
+      },
+      30s);
+}
+
 }  // namespace
 
 TEST_CASE("A job under ruccl-run shows its secret and session id in no name others can see",
@@ -97,12 +107,7 @@ TEST_CASE("A job under ruccl-run shows its secret and session id in no name othe
   ChildProcess job({kRun, "--nproc-per-node", "2", "--secret-file", secret.path(), kProbe, "pid",
                     "join", "wait-file", go, "leave"},
                    {"RUCCL_SESSION_ID=" + kSession, "RUCCL_REQUIRE_SECRET=1"});
-  const bool joined = job.read_until(
-      [](const std::string& out, const std::string&) {
-        return out.find("[0] joined") != std::string::npos &&
-               out.find("[1] joined") != std::string::npos;
-      },
-      30s);
+  const bool joined = both_joined(job);
   INFO(job.err());
   REQUIRE(joined);
   std::vector<std::string> pids = {std::to_string(job.pid())};
@@ -204,12 +209,7 @@ TEST_CASE("An outsider process without the job's secret is refused and the job g
   ChildProcess job({kRun, "--nproc-per-node", "2", "--master-port", port, "--secret-file",
                     secret.path(), kProbe, "join", "wait-file", go, "leave"},
                    {"RUCCL_SESSION_ID=" + kSession});
-  const bool joined = job.read_until(
-      [](const std::string& out, const std::string&) {
-        return out.find("[0] joined") != std::string::npos &&
-               out.find("[1] joined") != std::string::npos;
-      },
-      30s);
+  const bool joined = both_joined(job);
   INFO(job.err());
   REQUIRE(joined);
   // Another process that knows everything but the secret (even the session id) tries to join
