@@ -78,7 +78,8 @@ TEST_CASE("ruccl-run gives each rank its ranks, the job's address and one sessio
   }
 }
 
-TEST_CASE("Two ruccl-run nodes on one machine number their ranks node by node", "[launch]") {
+TEST_CASE("Two ruccl-run nodes on one machine number their ranks node by node and form one job",
+          "[launch]") {
   const std::string id = "0123456789abcdef0123456789abcdef";
   const SecretFile secret(0600);
   std::vector<std::unique_ptr<ChildProcess>> nodes;
@@ -87,7 +88,7 @@ TEST_CASE("Two ruccl-run nodes on one machine number their ranks node by node", 
         ruccl_run({"--nproc-per-node", "2", "--nnodes", "2", "--node-rank", std::to_string(node),
                    "--master-addr", "127.0.0.1", "--master-port", "29999", "--secret-file",
                    secret.path()},
-                  {"read-env"}),
+                  {"read-env", "join", "leave"}),
         std::vector<std::string>{"RUCCL_SESSION_ID=" + id}));
   }
   for (int node = 0; node < 2; ++node) {
@@ -104,6 +105,8 @@ TEST_CASE("Two ruccl-run nodes on one machine number their ranks node by node", 
       CHECK(f.at("world") == "4");
       CHECK(f.at("port") == "29999");
       CHECK(f.at("session") == id);
+      // One job of four ranks across the two launchers, sharing the secret file: 1+2+3+4.
+      CHECK(lines_starting(n.out(), "[" + std::to_string(rank) + "] joined sum=10,2").size() == 1);
     }
   }
 }
