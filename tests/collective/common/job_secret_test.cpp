@@ -57,7 +57,8 @@ TEST_CASE("a job secret parses from 64 hex digits, and a bad one is refused with
       {kHex + "00", "got 66 characters"},
       {wrong, "got a non-hex character at position 40"},
       {std::string(64, '0'), "got all zeros"}};
-  for (const auto& [text, why] : cases) {
+  for (const auto& [bad, why] : cases) {
+    const std::string text = bad;  // a lambda may not capture a structured binding (clang 14)
     const CollectiveError e = error_of([&] { parse_job_secret(text, "RUCCL_JOB_SECRET"); });
     CHECK(e.kind() == CollectiveErrorKind::InvalidConfig);
     CHECK(contains(e.what(), "RUCCL_JOB_SECRET: expected 64 hex digits (a 256-bit job secret"));

@@ -33,7 +33,8 @@ struct Outcome {
 Outcome handshake(const JobSecret& dialer_secret, const JobSecret& acceptor_secret,
                   const AuthBinding& claim, AuthPurpose expected = AuthPurpose::MeshData,
                   std::int32_t acceptor_rank = 0) {
-  auto [d, a] = connected_pair();
+  auto [d, a_] = connected_pair();
+  net::Socket a = std::move(a_);  // a lambda may not capture a structured binding (clang 14)
   Outcome out;
   std::thread acceptor([&, a = std::move(a)] {
     const AuthPurpose purposes[] = {expected};
@@ -125,7 +126,8 @@ TEST_CASE("a recorded proof is refused on a new connection: the acceptor's nonce
   challenge.nonce = auth_nonce();
   AuthMessage response;
   {
-    auto [d, a] = connected_pair();
+    auto [d, a_] = connected_pair();
+    net::Socket a = std::move(a_);
     std::thread acceptor([&, a = std::move(a)] {
       AuthBinding proven;
       const AuthPurpose purposes[] = {AuthPurpose::MeshControl};
@@ -145,7 +147,8 @@ TEST_CASE("a recorded proof is refused on a new connection: the acceptor's nonce
     write_all(d, p.data(), p.size(), Deadline::after(5s));
     acceptor.join();
     // Replayed by someone without the secret on a new connection: the same bytes, twice.
-    auto [d2, a2] = connected_pair();
+    auto [d2, a2_] = connected_pair();
+    net::Socket a2 = std::move(a2_);
     std::string why;
     std::thread replayed([&, a2 = std::move(a2)] {
       AuthBinding proven;
