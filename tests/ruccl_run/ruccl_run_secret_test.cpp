@@ -74,7 +74,7 @@ std::vector<Finished> two_ranks_by_hand(const std::vector<std::vector<std::strin
     std::vector<std::string> env = {"RANK=" + std::to_string(r),       "WORLD_SIZE=2",
                                     "LOCAL_RANK=" + std::to_string(r), "LOCAL_WORLD_SIZE=2",
                                     "MASTER_ADDR=127.0.0.1",           "MASTER_PORT=" + port,
-                                    "RUCCL_CONNECT_TIMEOUT_MS=3000"};
+                                    "RUCCL_CONNECT_TIMEOUT_MS=1500"};
     env.insert(env.end(), extra[static_cast<std::size_t>(r)].begin(),
                extra[static_cast<std::size_t>(r)].end());
     ranks.push_back(
@@ -216,7 +216,7 @@ TEST_CASE("An outsider process without the job's secret is refused and the job g
   // as rank 1, without a secret and with a wrong one.
   const std::vector<std::string> outsider = {
       "RUCCL_RANK=1", "RUCCL_WORLD_SIZE=2", "RUCCL_MASTER_PORT=" + port,
-      "RUCCL_SESSION_ID=" + kSession, "RUCCL_CONNECT_TIMEOUT_MS=3000"};
+      "RUCCL_SESSION_ID=" + kSession, "RUCCL_CONNECT_TIMEOUT_MS=1500"};
   const Finished without = run_to_end({kProbe, "join"}, 20s, outsider);
   CHECK(without.exit_code == 8);
   CHECK_THAT(without.err,
