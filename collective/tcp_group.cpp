@@ -36,8 +36,15 @@ Communicator TcpGroup::connect(std::shared_ptr<Store> store, int rank, int world
 
 Communicator TcpGroup::from_env(Device device, CommunicatorOptions options,
                                 TcpTransportOptions transport, const StoreEngineFactory& engine) {
+  if (!transport.secret) transport.secret = job_secret_from_env();  // RUCCL_REQUIRE_SECRET first
   const LaunchEnv job = read_launch_env();
   const EnvReader env;
+  if (const auto integrity = env.get("RUCCL_INTEGRITY"); integrity && *integrity != "off") {
+    env.fail_value("RUCCL_INTEGRITY",
+                   "off (the MAC mode of docs/security.md is not implemented yet: frames carry "
+                   "CRC-32C, not a MAC)",
+                   integrity);
+  }
   if (const auto ms = env.milliseconds("RUCCL_HEARTBEAT_INTERVAL_MS")) {
     transport.control.heartbeat_interval = *ms;
   }
@@ -70,7 +77,8 @@ Communicator TcpGroup::from_env(Device device, CommunicatorOptions options,
   const net::Endpoint master{job.master_addr, job.master_port};
   std::shared_ptr<Store> store =
       make_tcp_store(master, session, job.rank == 0,
-                     Deadline::after(transport.connect_timeout, "Communicator::from_env"));
+                     Deadline::after(transport.connect_timeout, "Communicator::from_env"),
+                     transport.secret, job.rank);
   Communicator comm = connect(std::move(store), job.rank, job.world_size, session, device,
                               std::move(options), std::move(transport), engine);
   comm.barrier(CallOptions().with_label("Communicator::from_env"));

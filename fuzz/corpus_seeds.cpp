@@ -3,17 +3,19 @@
 // plus what a 60 s run found worth keeping, minimised with -merge=1.
 //
 //   fuzz_corpus_seeds fuzz/corpus      (writes corpus/frame_header/seed-*,
-//   corpus/call_record/seed-*, corpus/p2p_header/seed-*)
+//   corpus/call_record/seed-*, corpus/p2p_header/seed-*, corpus/peer_auth/seed-*)
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "collective/common/collective_error.h"
 #include "collective/common/crc32c.h"
+#include "collective/net/peer_auth_codec.h"
 #include "collective/protocol/call_record_codec.h"
 #include "collective/protocol/p2p_header.h"
 #include "collective/transport/tcp/tcp_frame.h"
@@ -134,5 +136,29 @@ int main(int argc, char** argv) {
   write(p2p / "seed-matrix", header(DType::F32, Shape{3, 4}));
   write(p2p / "seed-eight-dims", header(DType::Bool, Shape{1, 2, 3, 4, 5, 6, 7, 8}));
   write(p2p / "seed-empty", header(DType::I64, Shape{0, 5}));
+
+  const fs::path auth = root / "peer_auth";
+  net::AuthMessage challenge;
+  challenge.type = net::AuthMessageType::Challenge;
+  challenge.purpose = net::AuthPurpose::MeshData;
+  challenge.from_rank = 3;
+  challenge.to_rank = 1;
+  for (std::size_t i = 0; i < challenge.nonce.size(); ++i) {
+    challenge.nonce[i] = static_cast<std::uint8_t>(i * 11 + 5);
+  }
+  net::AuthMessage response = challenge;
+  response.type = net::AuthMessageType::Response;
+  for (std::size_t i = 0; i < response.mac.size(); ++i) {
+    response.mac[i] = static_cast<std::uint8_t>(255 - i * 7);
+  }
+  net::AuthMessage store = challenge;
+  store.purpose = net::AuthPurpose::Store;
+  store.to_rank = -1;
+  for (const auto& [name, m] :
+       {std::pair{"seed-challenge", challenge}, std::pair{"seed-response", response},
+        std::pair{"seed-store", store}}) {
+    const auto bytes = net::encode_auth_message(m);
+    write(auth / name, std::vector<std::uint8_t>(bytes.begin(), bytes.end()));
+  }
   return 0;
 }

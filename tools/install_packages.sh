@@ -6,7 +6,7 @@ set -euo pipefail
 
 packages=(
   cmake ninja-build g++ ccache git  # build (git: tools/check_file_sizes.sh lists tracked files)
-  libeigen3-dev libcereal-dev zlib1g-dev  # libraries
+  libeigen3-dev libcereal-dev zlib1g-dev libssl-dev  # libraries (libssl-dev: libcrypto's HMAC)
   catch2  # tests
   dataset-fashion-mnist  # real data for the training demo (/usr/share/datasets/fashion-mnist)
   fortunes fortunes-min  # real text for examples/train_char_lm (/usr/share/games/fortunes)

@@ -1,28 +1,15 @@
 #include "collective/common/session_id.h"
 
-#include <sys/random.h>
-
-#include <cerrno>
-#include <cstring>
-
 #include "collective/common/collective_error.h"
 #include "collective/common/env.h"
 #include "collective/common/hash.h"
+#include "collective/common/job_secret.h"
 
 namespace ruccl {
 
 SessionId random_session_id() {
   SessionId id{};
-  std::size_t got = 0;
-  while (got < id.size()) {
-    const ssize_t n = getrandom(id.data() + got, id.size() - got, 0);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw CollectiveError(CollectiveErrorKind::InvalidConfig,
-                            str("random_session_id: getrandom failed: ", std::strerror(errno)));
-    }
-    got += static_cast<std::size_t>(n);
-  }
+  fill_random(id, "random_session_id");
   return id;
 }
 

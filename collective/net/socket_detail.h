@@ -2,21 +2,26 @@
 // Internals shared by the socket helpers and the store server (not part of the public API).
 #include <sys/socket.h>
 
+#include <cerrno>
 #include <chrono>
 #include <climits>
 #include <cstring>
 #include <string>
 
+#include "collective/net/descriptor_usage.h"
 #include "collective/net/socket.h"
 #include "tensor/core/error.h"
 
 namespace ruccl::net::detail {
 
-/// "Connection refused (errno 111)".
+/// "Connection refused (errno 111)"; for EMFILE and ENFILE also what holds the descriptors
+/// (descriptor_usage.h): running out of them is said as such.
 inline std::string errno_text(int err) {
   char buf[128];
   // GNU strerror_r returns the message (maybe not in buf); thread-safe unlike strerror.
   const char* text = strerror_r(err, buf, sizeof buf);
+  if (err == EMFILE || err == ENFILE)
+    return str(text, " (errno ", err, "): ", descriptor_usage(err));
   return str(text, " (errno ", err, ")");
 }
 

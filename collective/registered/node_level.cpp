@@ -74,7 +74,7 @@ std::shared_ptr<Store> node_store(const CollectiveConfig& config, const Deadline
   store.reset();
   try {
     store = make_tcp_store(at, session_id_from_seed("ruccl-session:" + *config.global_address),
-                           serve, deadline);
+                           serve, deadline, job_secret_from_env());
   } catch (const CollectiveError& e) {
     throw CollectiveError(
         e.kind(),
@@ -216,6 +216,7 @@ std::shared_ptr<NodeLevel> NodeLevel::connect(const CollectiveConfig& config,
   TcpTransportOptions transport;
   transport.listen_host = *config.node_address;
   transport.listen_port = *config.data_service_port;
+  transport.secret = job_secret_from_env();  // RUCCL_JOB_SECRET: the same on every node
   transport.store_prefix = level->prefix_ + "tcp";
   transport.connect_timeout = config.timeout;
   level->global_ = TcpGroup::connect(

@@ -263,4 +263,15 @@ std::string decode_store_reply(std::span<const std::uint8_t> b, StoreReply& r) {
   return {};
 }
 
+bool store_key_is_write_once(std::string_view key) {
+  const std::size_t last = key.rfind('/');
+  if (last == std::string_view::npos || last + 1 == key.size()) return false;
+  for (const char c : key.substr(last + 1)) {
+    if (c < '0' || c > '9') return false;
+  }
+  const std::string_view head = key.substr(0, last);
+  const std::string_view kind = head.substr(head.rfind('/') + 1);
+  return kind == "addr" || kind == "host";
+}
+
 }  // namespace ruccl

@@ -35,6 +35,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "collective/store/store.h"
@@ -102,6 +103,11 @@ struct StoreReply {
   StoreReplyHeader header;
   StoreValue value;
 };
+
+/// Whether the TCP store accepts `key` once per attempt (a second, different value is refused):
+/// the keys that carry a rank's address or host identity, "<prefix>/addr/<rank>" and
+/// "<prefix>/host/<rank>".
+bool store_key_is_write_once(std::string_view key);
 
 /// Appends the encoding of `request` (lengths taken from its fields) to `out`.
 void encode_store_request(const StoreRequest& request, std::vector<std::uint8_t>& out);

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "collective/common/collective_error.h"
+#include "collective/net/peer_auth.h"
 #include "collective/store/tcp_store_server.h"
 
 namespace ruccl {
@@ -27,10 +28,24 @@ std::chrono::milliseconds time_left(const Deadline& d) {
 }  // namespace
 
 TcpStore::TcpStore(net::Endpoint server, const SessionId& session, const Deadline& connect_deadline,
-                   std::chrono::milliseconds request_timeout)
+                   std::chrono::milliseconds request_timeout,
+                   const std::optional<JobSecret>& secret, int rank)
     : server_(std::move(server)), session_(session), request_timeout_(request_timeout) {
   sock_ = net::connect_tcp(server_, connect_deadline);
   net::set_nodelay(sock_);
+  if (secret) {
+    const Deadline by =
+        Deadline::after(std::max<std::chrono::milliseconds>(time_left(connect_deadline), 1000ms),
+                        connect_deadline.label());
+    try {
+      net::authenticate_dialer(sock_, *secret, {net::AuthPurpose::Store, rank, -1, session}, by);
+    } catch (const CollectiveError& e) {
+      if (e.kind() != CollectiveErrorKind::PeerLost) throw;
+      throw CollectiveError(CollectiveErrorKind::InvalidConfig,
+                            str("the store at ", server_.to_string(), ": ", e.what(),
+                                " (every rank needs the same RUCCL_JOB_SECRET)"));
+    }
+  }
   reader_ = std::thread([this] { read_replies(); });
   try {
     StoreRequest hello;
@@ -54,7 +69,9 @@ TcpStore::TcpStore(net::Endpoint server, const SessionId& session, const Deadlin
       throw CollectiveError(
           CollectiveErrorKind::InvalidConfig,
           str("the store at ", server_.to_string(),
-              " closed the connection: wrong session id or not a ruccl store (", e.what(), ")"));
+              " closed the connection: wrong session id or not a ruccl store, or it wants a "
+              "job secret (RUCCL_JOB_SECRET set on its side only) (",
+              e.what(), ")"));
     throw;
   }
 }
@@ -250,12 +267,14 @@ namespace {
 // Rank 0's store: the server and a client of it, destroyed client first.
 class ServedTcpStore final : public Store {
  public:
-  ServedTcpStore(const net::Endpoint& at, const SessionId& session, const Deadline& deadline)
-      : server_(std::make_unique<TcpStoreServer>(at.host, at.port, session)) {
+  ServedTcpStore(const net::Endpoint& at, const SessionId& session, const Deadline& deadline,
+                 const std::optional<JobSecret>& secret, int rank)
+      : server_(std::make_unique<TcpStoreServer>(at.host, at.port, session, secret)) {
     net::Endpoint to = server_->endpoint();
     if (to.host == "0.0.0.0") to.host = "127.0.0.1";  // a wildcard listener: talk over loopback
     if (to.host == "::") to.host = "::1";
-    client_ = std::make_unique<TcpStore>(to, session, deadline);
+    client_ =
+        std::make_unique<TcpStore>(to, session, deadline, std::chrono::seconds(300), secret, rank);
   }
   std::string describe() const override {
     return str("TcpStore served at ", server_->endpoint().to_string());
@@ -289,9 +308,13 @@ class ServedTcpStore final : public Store {
 }  // namespace
 
 std::unique_ptr<Store> make_tcp_store(const net::Endpoint& at, const SessionId& session,
-                                      bool is_server, const Deadline& connect_deadline) {
-  if (is_server) return std::make_unique<ServedTcpStore>(at, session, connect_deadline);
-  return std::make_unique<TcpStore>(at, session, connect_deadline);
+                                      bool is_server, const Deadline& connect_deadline,
+                                      const std::optional<JobSecret>& secret, int rank) {
+  if (is_server) {
+    return std::make_unique<ServedTcpStore>(at, session, connect_deadline, secret, rank);
+  }
+  return std::make_unique<TcpStore>(at, session, connect_deadline, std::chrono::seconds(300),
+                                    secret, rank);
 }
 
 }  // namespace ruccl

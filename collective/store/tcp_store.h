@@ -16,9 +16,11 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
+#include "collective/common/job_secret.h"
 #include "collective/net/socket.h"
 #include "collective/store/store.h"
 #include "collective/store/store_protocol.h"
@@ -33,8 +35,12 @@ class TcpStore final : public Store {
   /// proves `session` with a Hello. Timeout when nobody answers in time; InvalidConfig when the
   /// server closes the connection (wrong session id or not a ruccl store). `request_timeout`
   /// bounds every request that does not wait for keys (set, add, ...).
+  /// With `secret`, the connection first authenticates both ways (net/peer_auth.h; `rank` is the
+  /// rank this client proves it is, -1 for none): a server without the same secret is
+  /// InvalidConfig "... failed authentication ...".
   TcpStore(net::Endpoint server, const SessionId& session, const Deadline& connect_deadline,
-           std::chrono::milliseconds request_timeout = std::chrono::seconds(300));
+           std::chrono::milliseconds request_timeout = std::chrono::seconds(300),
+           const std::optional<JobSecret>& secret = std::nullopt, int rank = -1);
   ~TcpStore() override;
   TcpStore(const TcpStore&) = delete;
   TcpStore& operator=(const TcpStore&) = delete;
@@ -84,7 +90,11 @@ class TcpStore final : public Store {
 /// The job's store over TCP. `is_server` (rank 0): also serves it on at.host:at.port (the
 /// returned store owns the server, which lives until it is destroyed: destroy rank 0's store
 /// last). Every rank, the server's included, talks to it through a TcpStore client.
+/// With `secret`, the server admits only clients that prove it, and every client proves it as
+/// rank `rank`.
 std::unique_ptr<Store> make_tcp_store(const net::Endpoint& at, const SessionId& session,
-                                      bool is_server, const Deadline& connect_deadline);
+                                      bool is_server, const Deadline& connect_deadline,
+                                      const std::optional<JobSecret>& secret = std::nullopt,
+                                      int rank = -1);
 
 }  // namespace ruccl

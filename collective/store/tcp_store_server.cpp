@@ -1,3 +1,6 @@
+// TcpStoreServer's poll loop: accepting, reading requests as their bytes come, writing replies as
+// clients drain them, closing silent connections. The requests themselves:
+// tcp_store_server_requests.cpp.
 #include "collective/store/tcp_store_server.h"
 
 #include <poll.h>
@@ -11,83 +14,25 @@
 #include <chrono>
 #include <list>
 #include <map>
+#include <optional>
 #include <thread>
 #include <vector>
 
 #include "collective/common/collective_error.h"
+#include "collective/net/peer_auth.h"
 #include "collective/net/socket_detail.h"
 #include "collective/store/store_protocol.h"
+#include "collective/store/tcp_store_server_state.h"
 
 namespace ruccl {
 
-namespace {
-
-using Clock = std::chrono::steady_clock;
-
-// Bytes one client may read per poll round before the others get theirs (fairness).
-constexpr std::size_t kReadBudgetBytes = std::size_t{4} << 20;
-// A request buffer grows by at least this much as bytes arrive.
-constexpr std::size_t kMinGrowBytes = std::size_t{64} << 10;
-// A client whose unread replies exceed this is not read from until it drains them.
-constexpr std::size_t kMaxUnsentBytes = kMaxStoreValueBytes + (std::size_t{1} << 20);
-
-struct Client {
-  net::Socket sock;
-  std::vector<std::uint8_t> in;  // the request being read: [0, filled) has come
-  std::size_t filled = 0;
-  std::size_t need = kStoreRequestHeaderBytes;  // the header, then header + body
-  std::vector<std::uint8_t> out;                // replies not yet sent: [sent, size)
-  std::size_t sent = 0;
-  bool dead = false;
-};
-
-struct Parked {
-  std::uint64_t client = 0;
-  std::uint64_t request_id = 0;
-  StoreOp op = StoreOp::Get;
-  std::vector<std::string> keys;
-  Clock::time_point deadline;
-};
-
-}  // namespace
-
-struct TcpStoreServer::State {
-  SessionId session{};
-  net::Socket listener;
-  int wake_fd = -1;
-  std::atomic<bool> stop{false};
-  std::atomic<std::uint64_t> refused{0};
-  std::thread thread;
-
-  // Owned by the serving thread.
-  std::map<std::uint64_t, Client> clients;
-  std::uint64_t next_client = 1;
-  std::map<std::string, StoreValue, std::less<>> values;
-  std::list<Parked> parked;
-  Clock::time_point accept_paused_until{};
-
-  void run();
-  void accept_all();
-  void read_from(Client& c, std::uint64_t id);
-  void flush(Client& c);
-  void handle(std::uint64_t client, StoreRequest& request);
-  void reply(std::uint64_t client, std::uint64_t request_id, StoreStatus status, StoreValue value);
-  void refuse(Client& c) {
-    c.dead = true;
-    refused.fetch_add(1, std::memory_order_relaxed);
-  }
-  bool has_all(const std::vector<std::string>& keys) const {
-    return std::all_of(keys.begin(), keys.end(),
-                       [&](const std::string& k) { return values.find(k) != values.end(); });
-  }
-  void answer_parked(Clock::time_point now);
-  int poll_timeout_ms(Clock::time_point now) const;
-};
-
 TcpStoreServer::TcpStoreServer(const std::string& host, std::uint16_t port,
-                               const SessionId& session)
+                               const SessionId& session, std::optional<JobSecret> secret,
+                               TcpStoreLimits limits)
     : state_(std::make_unique<State>()) {
   state_->session = session;
+  state_->limits = limits;
+  state_->secret = std::move(secret);
   state_->listener = net::listen_tcp(host, port);
   net::set_nonblocking(state_->listener, true);
   endpoint_ = net::local_endpoint(state_->listener);
@@ -139,6 +84,11 @@ void TcpStoreServer::State::run() {
       ids.push_back(id);
     }
     int timeout = poll_timeout_ms(now);
+    if (const auto greet = first_greet_by()) {
+      const auto ms = std::chrono::ceil<std::chrono::milliseconds>(*greet - now).count();
+      const int until = static_cast<int>(std::clamp<std::int64_t>(ms, 0, 1 << 30));
+      timeout = timeout < 0 ? until : std::min(timeout, until);
+    }
     if (!accepting) timeout = timeout < 0 ? 50 : std::min(timeout, 50);
     const int rc = ::poll(fds.data(), fds.size(), timeout);
     if (rc < 0 && errno != EINTR) break;  // cannot happen with valid descriptors
@@ -152,6 +102,7 @@ void TcpStoreServer::State::run() {
       if (!it->second.dead && (ev & POLLOUT)) flush(it->second);
     }
     answer_parked(Clock::now());
+    close_silent(Clock::now());
     for (auto it = clients.begin(); it != clients.end();) {
       if (!it->second.dead) {
         ++it;
@@ -185,7 +136,21 @@ void TcpStoreServer::State::accept_all() {
     }
     Client& c = clients[next_client++];
     c.sock = net::Socket(fd);
-    c.in.resize(kStoreRequestHeaderBytes);
+    c.greet_by = Clock::now() + kHandshakeTimeout;
+    net::set_nodelay(c.sock);  // replies (and the handshake's answer) leave at once
+    try {
+      const net::Endpoint from = net::peer_endpoint(c.sock);
+      c.peer = from.to_string();
+      c.host = from.host;
+    } catch (const CollectiveError&) {
+      c.peer = "an unknown address";
+    }
+    evict_stale_handshakes(c.host);  // descriptors stay bounded; a real client still comes in
+    if (secret) {
+      c.stage = AuthStage::Challenge;
+      c.need = net::kAuthMessageBytes;
+    }
+    c.in.resize(c.need);
   }
 }
 
@@ -201,6 +166,11 @@ void TcpStoreServer::State::read_from(Client& c, std::uint64_t id) {
     const std::size_t want = std::min(c.in.size() - c.filled, budget);
     const ssize_t got = ::recv(c.sock.fd(), c.in.data() + c.filled, want, MSG_DONTWAIT);
     if (got == 0 || (got < 0 && errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK)) {
+      if (c.stage != AuthStage::Done) {  // left mid-authentication: it did not prove the secret
+        net::count_auth_refusal(str("store client ", c.peer, " claiming rank ", c.binding.from_rank,
+                                    ": closed during authentication"));
+        refuse(c);
+      }
       c.dead = true;  // EOF or reset: the client left
       return;
     }
@@ -210,7 +180,21 @@ void TcpStoreServer::State::read_from(Client& c, std::uint64_t id) {
     }
     c.filled += static_cast<std::size_t>(got);
     budget -= static_cast<std::size_t>(got);
+    if (c.stage == AuthStage::Challenge && c.filled >= net::kAuthMagic.size() &&
+        !std::equal(net::kAuthMagic.begin(), net::kAuthMagic.end(), c.in.begin())) {
+      // Not an authentication message (a client without the secret): no need to wait for more.
+      net::count_auth_refusal(str("store client ", c.peer, ": no job secret (bad magic)"));
+      refuse(c);
+      return;
+    }
     if (c.filled < c.need) continue;
+    if (c.stage != AuthStage::Done) {
+      authenticate(c);
+      c.filled = 0;
+      c.need = c.stage == AuthStage::Done ? kStoreRequestHeaderBytes : net::kAuthMessageBytes;
+      c.in.resize(c.need);
+      continue;
+    }
     if (c.need == kStoreRequestHeaderBytes) {
       StoreRequestHeader header;
       if (!decode_store_request_header(c.in, header).empty() || header.session != session) {
@@ -225,6 +209,7 @@ void TcpStoreServer::State::read_from(Client& c, std::uint64_t id) {
       refuse(c);
       return;
     }
+    c.greeted = true;
     c.filled = 0;
     c.need = kStoreRequestHeaderBytes;
     if (c.in.capacity() > kMinGrowBytes) std::vector<std::uint8_t>().swap(c.in);
@@ -249,106 +234,43 @@ void TcpStoreServer::State::flush(Client& c) {
   if (c.out.capacity() > kMinGrowBytes) std::vector<std::uint8_t>().swap(c.out);
 }
 
-void TcpStoreServer::State::reply(std::uint64_t client, std::uint64_t request_id,
-                                  StoreStatus status, StoreValue value) {
-  auto it = clients.find(client);
-  if (it == clients.end() || it->second.dead) return;
-  StoreReply r;
-  r.header.status = status;
-  r.header.request_id = request_id;
-  r.value = std::move(value);
-  encode_store_reply(r, it->second.out);
-  flush(it->second);
-}
-
-void TcpStoreServer::State::handle(std::uint64_t client, StoreRequest& r) {
-  const std::uint64_t rid = r.header.request_id;
-  const auto bool_value = [](bool b) { return StoreValue{static_cast<std::uint8_t>(b ? 1 : 0)}; };
-  switch (r.header.op) {
-    case StoreOp::Hello:
-      reply(client, rid, StoreStatus::Ok,
-            StoreValue{static_cast<std::uint8_t>(kStoreProtocolVersion & 0xFF),
-                       static_cast<std::uint8_t>(kStoreProtocolVersion >> 8)});
-      return;
-    case StoreOp::Set:
-      values.insert_or_assign(std::move(r.key), std::move(r.value));
-      reply(client, rid, StoreStatus::Ok, {});
-      return;
-    case StoreOp::Get:
-    case StoreOp::Wait: {
-      Parked p{client,
-               rid,
-               r.header.op,
-               {},
-               Clock::now() + std::chrono::milliseconds(r.header.timeout_ms)};
-      if (r.header.op == StoreOp::Get)
-        p.keys.push_back(std::move(r.key));
-      else
-        p.keys = std::move(r.keys);
-      parked.push_back(std::move(p));
-      return;  // answered by answer_parked, now if the keys are here
+void TcpStoreServer::State::close_silent(Clock::time_point now) {
+  for (auto& [id, c] : clients) {
+    if (c.greeted || c.dead || c.greet_by > now) continue;
+    if (secret) {
+      net::count_auth_refusal(str("store client ", c.peer, ": no authentication within ",
+                                  kHandshakeTimeout.count(), " s"));
     }
-    case StoreOp::Add: {
-      auto it = values.find(r.key);
-      try {
-        const std::int64_t sum = store_detail::add_to_text(
-            "TcpStoreServer", r.key,
-            it == values.end() ? std::span<const std::uint8_t>() : std::span(it->second), r.delta);
-        const std::string text = std::to_string(sum);
-        values.insert_or_assign(std::move(r.key), StoreValue(text.begin(), text.end()));
-        StoreValue v(8);
-        for (int i = 0; i < 8; ++i)
-          v[i] = static_cast<std::uint8_t>(static_cast<std::uint64_t>(sum) >> (8 * i));
-        reply(client, rid, StoreStatus::Ok, std::move(v));
-      } catch (const CollectiveError& e) {
-        const std::string what = e.what();
-        reply(client, rid, StoreStatus::InvalidArgument, StoreValue(what.begin(), what.end()));
-      }
-      return;
-    }
-    case StoreOp::CompareSet: {
-      auto it = values.find(r.key);
-      if (it == values.end()) {
-        if (!r.expected.empty()) {
-          reply(client, rid, StoreStatus::Ok, std::move(r.expected));
-          return;
-        }
-        it = values.emplace(std::move(r.key), std::move(r.value)).first;
-      } else if (it->second == r.expected) {
-        it->second = std::move(r.value);
-      }
-      reply(client, rid, StoreStatus::Ok, it->second);
-      return;
-    }
-    case StoreOp::Remove:
-      reply(client, rid, StoreStatus::Ok, bool_value(values.erase(r.key) > 0));
-      return;
-    case StoreOp::Check:
-      reply(client, rid, StoreStatus::Ok, bool_value(has_all(r.keys)));
-      return;
+    refuse(c);
   }
 }
 
-void TcpStoreServer::State::answer_parked(Clock::time_point now) {
-  for (auto it = parked.begin(); it != parked.end();) {
-    const Parked& p = *it;
-    if (has_all(p.keys)) {
-      StoreValue v;
-      if (p.op == StoreOp::Get) v = values.find(p.keys.front())->second;
-      reply(p.client, p.request_id, StoreStatus::Ok, std::move(v));
-    } else if (p.deadline <= now) {
-      std::vector<std::string> missing;
-      for (const std::string& k : p.keys)
-        if (values.find(k) == values.end()) missing.push_back(k);
-      StoreValue list;
-      encode_store_key_list(missing, list);
-      reply(p.client, p.request_id, StoreStatus::Timeout, std::move(list));
-    } else {
-      ++it;
-      continue;
-    }
-    it = parked.erase(it);
+void TcpStoreServer::State::evict_stale_handshakes(const std::string& host) {
+  // Only connections that stayed in their handshake a while count: a job whose many ranks on one
+  // host connect at once is accepted in one burst, before any of them had a chance to speak.
+  const Clock::time_point stale = Clock::now() + kHandshakeTimeout - kPendingGrace;
+  Client* oldest = nullptr;
+  std::size_t pending = 0;
+  for (auto& [id, c] : clients) {
+    if (c.greeted || c.dead || c.greet_by > stale || c.host.empty() || c.host != host) continue;
+    ++pending;
+    if (oldest == nullptr || c.greet_by < oldest->greet_by) oldest = &c;
   }
+  if (pending < limits.pending_per_address || oldest == nullptr) return;
+  if (secret) {
+    net::count_auth_refusal(str("store client ", oldest->peer, ": evicted, one of ", pending,
+                                " connections from its address silent in their handshake"));
+  }
+  refuse(*oldest);
+}
+
+std::optional<Clock::time_point> TcpStoreServer::State::first_greet_by() const {
+  std::optional<Clock::time_point> first;
+  for (const auto& [id, c] : clients) {
+    if (c.greeted || c.dead) continue;
+    first = first ? std::min(*first, c.greet_by) : c.greet_by;
+  }
+  return first;
 }
 
 }  // namespace ruccl

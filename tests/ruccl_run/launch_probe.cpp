@@ -10,11 +10,17 @@
 //   trap SIGNUM CODE     on SIGNUM print "got SIGNUM" and exit with CODE
 //   touch PATH / wait-file PATH   create PATH / wait (up to 30 s) until PATH exists
 //   if-rank R / if-restart N   run the next action only on rank R / in restart N
+//   join                 Communicator::from_env(), then an all_reduce of [rank + 1, 0.5]: prints
+//                        "joined sum=A,B" (or "join-error <message>" on stderr, exit 8); the
+//                        communicator stays up for the actions that follow
+//   leave                ends it (every rank must leave)
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
+#include <sstream>
 #include <string>
 #include <thread>
 
@@ -22,6 +28,7 @@
 #include <unistd.h>
 
 #include "collective/common/collective_error.h"
+#include "collective/communicator.h"
 #include "collective/launch/launch_env.h"
 
 namespace {
@@ -42,7 +49,8 @@ int env_int(const char* name) {
 
 volatile sig_atomic_t trap_code = 0;
 char trap_line[64];
-int trapped = 0;  // the signal `trap` set, or 0
+int trapped = 0;                            // the signal `trap` set, or 0
+std::optional<ruccl::Communicator> joined;  // `join`'s, until `leave`
 
 void on_trap(int) {
   (void)!::write(1, trap_line, std::strlen(trap_line));
@@ -112,6 +120,22 @@ int main(int argc, char** argv) {
         put(2, std::string("launch-error ") + e.what() + "\n");
         return 9;
       }
+    } else if (action == "join") {
+      if (!run) continue;
+      try {
+        joined.emplace(ruccl::Communicator::from_env());
+        const ruccl::Tensor t =
+            ruccl::Tensor::from_vector<double>({joined->rank() + 1.0, 0.5}, ruccl::Shape{2});
+        const auto v = joined->all_reduce(t, ruccl::ReduceOperation::Sum).to_vector<double>();
+        std::ostringstream line;
+        line << "joined sum=" << v[0] << "," << v[1] << "\n";
+        put(1, line.str());
+      } catch (const ruccl::Error& e) {
+        put(2, std::string("join-error ") + e.what() + "\n");
+        return 8;
+      }
+    } else if (action == "leave") {
+      if (run) joined.reset();
     } else if (action == "print" || action == "eprint" || action == "partial") {
       const std::string text = arg();
       if (run) put(action == "eprint" ? 2 : 1, action == "partial" ? text : text + "\n");

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "tests/ruccl_run/child_process.h"
+#include "tests/ruccl_run/secret_file.h"
 
 using namespace ruccl::testing;
 using namespace std::chrono_literals;
@@ -77,14 +78,18 @@ TEST_CASE("ruccl-run gives each rank its ranks, the job's address and one sessio
   }
 }
 
-TEST_CASE("Two ruccl-run nodes on one machine number their ranks node by node", "[launch]") {
+TEST_CASE("Two ruccl-run nodes on one machine number their ranks node by node and form one job",
+          "[launch]") {
   const std::string id = "0123456789abcdef0123456789abcdef";
+  const SecretFile secret(0600);
   std::vector<std::unique_ptr<ChildProcess>> nodes;
   for (int node = 0; node < 2; ++node) {
     nodes.push_back(std::make_unique<ChildProcess>(
         ruccl_run({"--nproc-per-node", "2", "--nnodes", "2", "--node-rank", std::to_string(node),
-                   "--master-addr", "127.0.0.1", "--master-port", "29999", "--session-id", id},
-                  {"read-env"})));
+                   "--master-addr", "127.0.0.1", "--master-port", "29999", "--secret-file",
+                   secret.path()},
+                  {"read-env", "join", "leave"}),
+        std::vector<std::string>{"RUCCL_SESSION_ID=" + id}));
   }
   for (int node = 0; node < 2; ++node) {
     ChildProcess& n = *nodes[static_cast<std::size_t>(node)];
@@ -100,6 +105,8 @@ TEST_CASE("Two ruccl-run nodes on one machine number their ranks node by node", 
       CHECK(f.at("world") == "4");
       CHECK(f.at("port") == "29999");
       CHECK(f.at("session") == id);
+      // One job of four ranks across the two launchers, sharing the secret file: 1+2+3+4.
+      CHECK(lines_starting(n.out(), "[" + std::to_string(rank) + "] joined sum=10,2").size() == 1);
     }
   }
 }
@@ -311,7 +318,7 @@ TEST_CASE("Bad ruccl-run arguments print a usage message naming the argument and
       {{"--nproc-per-node", "2", "--grace-period", "-1", kProbe},
        "--grace-period: expected seconds in [0, 86400]"},
       {{"--nproc-per-node", "2", "--session-id", "abc", kProbe},
-       "--session-id: expected 32 hex digits"},
+       "--session-id: refused: a session id on the command line is in every process listing"},
       {{"--nproc-per-node", "2", "--nnodes", "2", "--node-rank", "2", kProbe},
        "--node-rank: expected an integer in [0, --nnodes=2), got 2"},
       {{"--nproc-per-node", "2", "--nnodes", "2", "--master-addr", "h", kProbe},
@@ -319,8 +326,8 @@ TEST_CASE("Bad ruccl-run arguments print a usage message naming the argument and
       {{"--nproc-per-node", "2", "--nnodes", "2", "--node-rank", "1", kProbe},
        "--master-addr: expected node 0's address"},
       {{"--nproc-per-node", "2", "--nnodes", "2", "--node-rank", "1", "--master-addr", "h", kProbe},
-       "--session-id: expected the session id every node shares with --nnodes 2, got nothing: run "
-       "`ruccl-run --new-session-id`"},
+       "RUCCL_SESSION_ID: expected the session id every node shares with --nnodes 2, got nothing: "
+       "run `ruccl-run --new-session-id`"},
   };
   for (const auto& [args, message] : cases) {
     std::vector<std::string> argv{kRun};

@@ -82,8 +82,9 @@ void drain(Stream& s, bool final, std::optional<Stream>& slot) {
 
 class Attempt {
  public:
-  Attempt(const LauncherOptions& o, int restart, const SessionId& session, int sigfd)
-      : o_(o), restart_(restart), session_(session), sigfd_(sigfd) {}
+  Attempt(const LauncherOptions& o, int restart, const SessionId& session, const JobSecret& secret,
+          int sigfd)
+      : o_(o), restart_(restart), session_(session), secret_(secret), sigfd_(sigfd) {}
 
   struct Result {
     std::optional<int> failed_rank;  // the first rank that failed, when one did
@@ -115,6 +116,7 @@ class Attempt {
         {"RUCCL_MASTER_ADDR", addr},
         {"RUCCL_MASTER_PORT", std::to_string(o_.master_port)},
         {"RUCCL_SESSION_ID", session_id_to_hex(session_)},
+        {"RUCCL_JOB_SECRET", job_secret_to_hex(secret_)},  // the environment only
         {"RUCCL_RESTART_COUNT", std::to_string(restart_)},
         {"RANK", std::to_string(rank)},
         {"WORLD_SIZE", std::to_string(world)},
@@ -300,6 +302,7 @@ class Attempt {
   const LauncherOptions& o_;
   int restart_;
   SessionId session_;
+  JobSecret secret_;
   int sigfd_;
   std::vector<Rank> ranks_;
   std::optional<Clock::time_point> kill_at_;
@@ -325,7 +328,9 @@ int run_job(const LauncherOptions& options) {
   for (int restart = 0;; ++restart) {
     // One node: a fresh id per attempt, so that nothing of an earlier attempt can join this one.
     const SessionId session = options.session_id ? *options.session_id : random_session_id();
-    const Attempt::Result result = Attempt(options, restart, session, sigfd).run();
+    // The same for the secret: one the user gave (every node shares it), else a fresh one.
+    const JobSecret secret = options.secret ? *options.secret : random_job_secret();
+    const Attempt::Result result = Attempt(options, restart, session, secret, sigfd).run();
     if (result.stop_signal != 0) {
       ::close(sigfd);
       std::signal(result.stop_signal, SIG_DFL);

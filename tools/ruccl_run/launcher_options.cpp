@@ -44,11 +44,21 @@ SessionId parse_id(const std::string& what, const std::string& value) {
   }
 }
 
+// The secret's messages name the file or variable and what was wrong, never the text.
+template <typename Read>
+JobSecret read_secret(Read&& read) {
+  try {
+    return read();
+  } catch (const CollectiveError& e) {
+    throw UsageError(e.what());
+  }
+}
+
 }  // namespace
 
 std::string usage_text() {
   return "usage: ruccl-run --nproc-per-node N [--nnodes M --node-rank K --master-addr A]\n"
-         "                 [--master-port P] [--max-restarts R] [--session-id HEX]\n"
+         "                 [--master-port P] [--max-restarts R] [--secret-file F]\n"
          "                 [--grace-period S] [--] PROGRAM [ARGS...]\n"
          "       ruccl-run --new-session-id\n"
          "Starts N ranks of PROGRAM on this node (global rank = K * N + local rank) with\n"
@@ -59,22 +69,27 @@ std::string usage_text() {
          "up to R times (RUCCL_RESTART_COUNT = 1, 2, ...).\n"
          "  --nproc-per-node N  ranks on this node, 1..1024 (required)\n"
          "  --nnodes M          nodes of the job (default 1); with M > 1 every node runs\n"
-         "                      ruccl-run with --node-rank, --master-addr and the same "
-         "--session-id\n"
+         "                      ruccl-run with --node-rank, --master-addr, the same\n"
+         "                      RUCCL_SESSION_ID and the same --secret-file\n"
          "  --node-rank K       this node's index in [0, M)\n"
          "  --master-addr A     node 0's address, where rank 0 serves the rendezvous store\n"
          "                      (default 127.0.0.1 on one node)\n"
          "  --master-port P     its port (default: a free port on one node, 29500 on several)\n"
          "  --max-restarts R    restarts of the whole job after a failure (default 0)\n"
-         "  --session-id HEX    the job's session id, 32 hex digits (default RUCCL_SESSION_ID, or\n"
-         "                      a random one per attempt on one node)\n"
+         "  --secret-file F     the job secret, 64 hex digits in a file only you can read (mode\n"
+         "                      0600; e.g. (umask 077; openssl rand -hex 32 > F)); default\n"
+         "                      RUCCL_JOB_SECRET, or a random one per attempt on one node. The\n"
+         "                      ranks get it in RUCCL_JOB_SECRET (docs/security.md)\n"
+         "  The session id comes from RUCCL_SESSION_ID (never the command line: ps shows it),\n"
+         "  or is random per attempt on one node.\n"
          "  --grace-period S    seconds between SIGTERM and SIGKILL when ending ranks (default "
          "10)\n"
          "  --new-session-id    print a fresh random session id and exit\n";
 }
 
 LauncherOptions parse_launcher_options(int argc, char** argv,
-                                       const std::optional<std::string>& env_session_id) {
+                                       const std::optional<std::string>& env_session_id,
+                                       const std::optional<std::string>& env_secret) {
   LauncherOptions o;
   bool have_nproc = false, have_node_rank = false;
   int i = 1;
@@ -104,9 +119,15 @@ LauncherOptions parse_launcher_options(int argc, char** argv,
       o.new_session_id = true;
       continue;
     }
+    if (name == "--session-id") {
+      throw UsageError(
+          "--session-id: refused: a session id on the command line is in every process listing "
+          "(ps, /proc/<pid>/cmdline); set RUCCL_SESSION_ID in ruccl-run's environment instead, "
+          "and give the job a secret with --secret-file F (docs/security.md)");
+    }
     static const char* const kValued[] = {"--nproc-per-node", "--nnodes",      "--node-rank",
                                           "--master-addr",    "--master-port", "--max-restarts",
-                                          "--session-id",     "--grace-period"};
+                                          "--secret-file",    "--grace-period"};
     bool known = false;
     for (const char* k : kValued) known = known || name == k;
     if (!known) throw UsageError(str("unknown option ", name));
@@ -130,8 +151,9 @@ LauncherOptions parse_launcher_options(int argc, char** argv,
       o.master_port = parse_int(name, *value, 1, 65535);
     } else if (name == "--max-restarts") {
       o.max_restarts = parse_int(name, *value, 0, 1000000);
-    } else if (name == "--session-id") {
-      o.session_id = parse_id("--session-id", *value);
+    } else if (name == "--secret-file") {
+      const std::string path = *value;
+      o.secret = read_secret([&] { return read_job_secret_file(path); });
     } else {
       o.grace_period_s = parse_seconds(name, *value);
     }
@@ -152,7 +174,10 @@ LauncherOptions parse_launcher_options(int argc, char** argv,
     throw UsageError(str("--nnodes x --nproc-per-node: expected at most ", kMaxLaunchWorldSize,
                          " ranks, got ", static_cast<long long>(o.nnodes) * o.nproc_per_node));
   }
-  if (!o.session_id && env_session_id) o.session_id = parse_id("RUCCL_SESSION_ID", *env_session_id);
+  if (env_session_id) o.session_id = parse_id("RUCCL_SESSION_ID", *env_session_id);
+  if (!o.secret && env_secret) {
+    o.secret = read_secret([&] { return parse_job_secret(*env_secret, "RUCCL_JOB_SECRET"); });
+  }
   if (o.nnodes > 1) {
     if (!have_node_rank)
       throw UsageError(str("--node-rank: expected this node's index in [0, ", o.nnodes,
@@ -163,10 +188,16 @@ LauncherOptions parse_launcher_options(int argc, char** argv,
               "with --nnodes ",
               o.nnodes, ", got nothing"));
     if (!o.session_id) {
+      throw UsageError(str(
+          "RUCCL_SESSION_ID: expected the session id every node shares with --nnodes ", o.nnodes,
+          ", got nothing: run `ruccl-run --new-session-id` once and set its output as "
+          "RUCCL_SESSION_ID in ruccl-run's environment on every node"));
+    }
+    if (!o.secret) {
       throw UsageError(
-          str("--session-id: expected the session id every node shares with --nnodes ", o.nnodes,
-              ", got nothing: run `ruccl-run --new-session-id` once and pass its output with "
-              "--session-id (or RUCCL_SESSION_ID) on every node"));
+          str("--secret-file: expected the job secret every node shares with --nnodes ", o.nnodes,
+              ", got nothing: write one with (umask 077; openssl rand -hex 32 > F), copy F to "
+              "every node and pass --secret-file F on each (or set RUCCL_JOB_SECRET)"));
     }
   }
   return o;

@@ -39,7 +39,8 @@ int main(int argc, char** argv) {
   using namespace ruccl::run;
   try {
     LauncherOptions options =
-        parse_launcher_options(argc, argv, ruccl::process_env()("RUCCL_SESSION_ID"));
+        parse_launcher_options(argc, argv, ruccl::process_env()("RUCCL_SESSION_ID"),
+                               ruccl::process_env()("RUCCL_JOB_SECRET"));
     if (options.help) {
       std::cout << usage_text();
       return 0;

@@ -139,6 +139,14 @@ LocalBell::LocalBell(std::string group, int rank) : group_(std::move(group)) {
   socklen_t length = 0;
   const sockaddr_un address = bell_address(group_, rank, length);
   if (::bind(fd, reinterpret_cast<const sockaddr*>(&address), length) != 0) {
+    if (errno == EADDRINUSE) {
+      throw ShmNameTaken(CollectiveErrorKind::InvalidConfig,
+                         str("LocalBell of rank ", rank,
+                             ": its abstract socket name is already bound by another process "
+                             "(another group with the same session and store prefix, or someone "
+                             "who learnt the names; with RUCCL_JOB_SECRET they derive from the "
+                             "secret)"));
+    }
     throw CollectiveError(CollectiveErrorKind::InvalidConfig,
                           str("LocalBell of rank ", rank, ": ", errno_text("bind")));
   }
@@ -183,7 +191,19 @@ std::unique_ptr<ShmChannel> ShmChannel::create(const std::string& name, const Se
   const std::uint32_t slots = slot_count(ring_bytes);
   const std::size_t bytes = segment_bytes(slots);
   const int fd = ::shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0) throw shm_error(name, errno_text("shm_open"));
+  if (fd < 0) {
+    const std::string why = errno_text("shm_open");
+    struct stat taken {};
+    if (errno == EEXIST && ::stat(str("/dev/shm", name).c_str(), &taken) == 0 &&
+        taken.st_uid != ::geteuid()) {
+      throw ShmNameTaken(
+          CollectiveErrorKind::InvalidConfig,
+          str("shared-memory segment ", name, ": the name is taken by uid ", taken.st_uid,
+              " (another user of this host who learnt the job's "
+              "names; with RUCCL_JOB_SECRET they derive from the secret)"));
+    }
+    throw shm_error(name, why);
+  }
   // Reserve every page now: tmpfs would otherwise fail a full /dev/shm as SIGBUS on first touch.
   if (const int e = ::posix_fallocate(fd, 0, static_cast<off_t>(bytes)); e != 0) {
     ::close(fd);
@@ -218,6 +238,12 @@ std::unique_ptr<ShmChannel> ShmChannel::open(const std::string& name, const Sess
   const int fd = ::shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0);
   if (fd < 0) throw shm_error(name, errno_text("shm_open"));
   struct stat info {};
+  if (::fstat(fd, &info) == 0 && (info.st_uid != ::geteuid() || (info.st_mode & 077) != 0)) {
+    ::close(fd);
+    throw shm_error(name, str("expected a segment of this user (uid ", ::geteuid(),
+                              ") that only it may open, got one of uid ", info.st_uid,
+                              (info.st_mode & 077) != 0 ? " open to group or others" : ""));
+  }
   if (::fstat(fd, &info) != 0 || static_cast<std::size_t>(info.st_size) != bytes) {
     ::close(fd);
     throw shm_error(name, str("expected ", bytes, " bytes (", slots, " slots of ", kPieceBytes,

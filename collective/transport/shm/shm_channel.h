@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "collective/common/collective_error.h"
 #include "collective/net/socket.h"
 #include "collective/transport/tcp/tcp_frame.h"
 
@@ -38,12 +39,21 @@ namespace ruccl {
 /// the rank shares memory with nobody).
 std::string shared_memory_host_identity();
 
+/// A name of the shared-memory set-up (the bell's socket, a segment) that is already taken by
+/// someone else: the set-up fails with this on every rank, never falls back silently.
+class ShmNameTaken : public CollectiveError {
+ public:
+  using CollectiveError::CollectiveError;
+};
+
 /// A rank's wake-up: an abstract-namespace Unix datagram socket named for the group and the rank.
 /// A peer that published into a ring whose other side sleeps sends it one byte; the sleeper
 /// polls the descriptor beside its TCP sockets.
 class LocalBell {
  public:
-  /// Binds "\0ruccl-<group>-<rank>". InvalidConfig with the system's reason when it cannot.
+  /// Binds "\0ruccl-<group>-<rank>". ShmNameTaken when another process holds the name;
+  /// InvalidConfig with the system's reason when it cannot otherwise. The bell carries no data:
+  /// a datagram from anyone else is at most a spurious wake-up (the rings are checked again).
   LocalBell(std::string group, int rank);
   int fd() const { return socket_.fd(); }
   /// Wakes `peer`'s bell (best effort: a full queue already holds a wake-up; a gone peer is
@@ -73,11 +83,12 @@ class ShmChannel {
   /// The segment of ranks `rank` < `peer`, created by the lower rank: `ring_bytes` per direction
   /// (rounded down to whole kPieceBytes slots, at least 2), reserved with posix_fallocate so a
   /// full /dev/shm fails here (not as SIGBUS later). InvalidConfig naming the segment and the
-  /// system's reason.
+  /// system's reason; ShmNameTaken when the name exists and belongs to another user.
   static std::unique_ptr<ShmChannel> create(const std::string& name, const SessionId& session,
                                             int rank, int peer, std::size_t ring_bytes);
   /// The higher rank's side of the segment `create` made; checks its size and header (magic,
-  /// version, slots, session, ranks). InvalidConfig naming what differs.
+  /// version, slots, session, ranks) and that it is this user's with mode 0600. InvalidConfig
+  /// naming what differs.
   static std::unique_ptr<ShmChannel> open(const std::string& name, const SessionId& session,
                                           int rank, int peer, std::size_t ring_bytes);
   /// Removes the segment's name (both sides keep their mapping). Never throws.

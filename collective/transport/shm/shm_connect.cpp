@@ -3,21 +3,15 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "collective/common/crc32c.h"
-
 namespace ruccl {
 
 namespace {
 
 constexpr const char* kReady = "ready";
 
-/// Names this group apart from others of the same session (a store may serve several groups).
-std::string group_name(const SessionId& session, const TcpTransportOptions& options) {
-  char prefix[9];
-  std::snprintf(prefix, sizeof(prefix), "%08x",
-                crc32c(options.store_prefix.data(), options.store_prefix.size()));
-  return str(session_id_to_hex(session), "-", prefix);
-}
+/// What a rank publishes as its host identity when a name of its set-up is taken: its peers
+/// fail with the message that follows, as it does.
+constexpr std::string_view kTaken = "taken: ";
 
 std::string pair_key(const TcpTransportOptions& options, int low, int high, const char* what) {
   return str(options.store_prefix, "/shm/", low, "-", high, "/", what);
@@ -38,7 +32,22 @@ std::string await(Store& store, const std::string& key, int peer,
   }
 }
 
+/// Throws on a peer's "taken: " outcome or identity: the whole group fails the set-up.
+void fail_if_taken(const std::string& outcome, int peer, const TcpTransportOptions& options,
+                   int rank) {
+  if (outcome.rfind(kTaken, 0) != 0) return;
+  throw CollectiveError(
+      CollectiveErrorKind::InvalidConfig,
+      str("TcpTransport::connect: ", options.names.name(rank), ": ", options.names.name(peer),
+          " could not set up shared memory: ", outcome.substr(kTaken.size())),
+      {peer});
+}
+
 }  // namespace
+
+std::string shared_memory_group_name(const SessionId& session, const TcpTransportOptions& options) {
+  return derived_name(options.secret, session, str("shm ", options.store_prefix));
+}
 
 std::unique_ptr<PeerPath> SharedMemoryPaths::path_to(int peer, TcpLink& quiet,
                                                      const RankNames& names) {
@@ -51,7 +60,7 @@ SharedMemoryPaths connect_shared_memory(Store& store, int rank, int world_size,
                                         const SessionId& session,
                                         const TcpTransportOptions& options, bool enabled,
                                         const Deadline& deadline) {
-  const std::string group = group_name(session, options);
+  const std::string group = shared_memory_group_name(session, options);
   SharedMemoryPaths peers;
   peers.rank_ = rank;
   peers.channels_.resize(static_cast<std::size_t>(world_size));
@@ -60,6 +69,9 @@ SharedMemoryPaths connect_shared_memory(Store& store, int rank, int world_size,
     try {
       peers.bell_ = std::make_shared<LocalBell>(group, rank);
       identity = shared_memory_host_identity();
+    } catch (const ShmNameTaken& e) {
+      store.set(str(options.store_prefix, "/host/", rank), str(kTaken, e.what()));
+      throw;
     } catch (const CollectiveError&) {
       identity.clear();
     }
@@ -70,6 +82,7 @@ SharedMemoryPaths connect_shared_memory(Store& store, int rank, int world_size,
     if (p == rank || identity.empty()) continue;
     const std::string theirs =
         await(store, str(options.store_prefix, "/host/", p), p, options, rank, deadline);
+    fail_if_taken(theirs, p, options, rank);
     local[static_cast<std::size_t>(p)] = theirs == identity;
   }
   // The rings of this host's L ranks (L(L-1), every rank computing the same from the same
@@ -89,6 +102,8 @@ SharedMemoryPaths connect_shared_memory(Store& store, int rank, int world_size,
     try {
       peers.channels_[static_cast<std::size_t>(peer)] = make();
       return kReady;
+    } catch (const ShmNameTaken& e) {
+      return str(kTaken, e.what());
     } catch (const CollectiveError& e) {
       return e.what();
     }
@@ -99,12 +114,14 @@ SharedMemoryPaths connect_shared_memory(Store& store, int rank, int world_size,
     const std::string outcome =
         attach(q, [&] { return ShmChannel::create(segment(rank, q), session, rank, q, ring); });
     store.set(pair_key(options, rank, q, "created"), outcome);
+    fail_if_taken(outcome, rank, options, rank);
   }
   // 2. Open the segments every lower local rank created (each waits only on step 1).
   for (int p = 0; p < rank; ++p) {
     if (!local[static_cast<std::size_t>(p)]) continue;
     std::string outcome =
         await(store, pair_key(options, p, rank, "created"), p, options, rank, deadline);
+    fail_if_taken(outcome, p, options, rank);
     if (outcome == kReady) {
       outcome =
           attach(p, [&] { return ShmChannel::open(segment(p, rank), session, rank, p, ring); });

@@ -4,7 +4,9 @@
 // same identity shares a segment, created by the lower rank, opened by the higher, then
 // unlinked (a job that dies leaves nothing in /dev/shm once both sides had it open). A pair whose
 // segment cannot be made or opened (a full /dev/shm, a sandbox) keeps sending over TCP; both
-// sides learn the outcome through the store, so they always agree on the path.
+// sides learn the outcome through the store, so they always agree on the path. A name already
+// taken by someone else (the bell's, or a segment of another user) fails the set-up on every
+// rank with a message instead (ShmNameTaken).
 #include <memory>
 #include <vector>
 
@@ -14,6 +16,12 @@
 #include "collective/transport/tcp/tcp_options.h"
 
 namespace ruccl {
+
+/// The name of this group's bell sockets and segments ("\0ruccl-<name>-<rank>",
+/// "/ruccl-<name>-<low>-<high>"): 32 hex digits derived one-way (common/job_secret.h,
+/// derived_name) from the secret when options.secret is set, else from the session id, and the
+/// store prefix. Reveals neither the secret nor the session id.
+std::string shared_memory_group_name(const SessionId& session, const TcpTransportOptions& options);
 
 /// The shared-memory side of one rank's group: a channel per peer it shares memory with.
 class SharedMemoryPaths {

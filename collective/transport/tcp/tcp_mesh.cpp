@@ -6,11 +6,16 @@
 // lower ranks and accepting after dialling cannot deadlock: rank r's dials are answered by ranks
 // that have finished their own (by induction from rank 0, which only accepts), and the listen
 // backlog holds the connections of higher ranks until r accepts them.
+#include <poll.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <algorithm>
 
 #include "collective/common/crc32c.h"
+#include "collective/net/peer_auth.h"
+#include "collective/net/socket_detail.h"
 #include "collective/transport/tcp/tcp_frame_payloads.h"
 #include "collective/transport/tcp/tcp_mesh.h"
 
@@ -69,10 +74,64 @@ std::string read_hello(const net::Socket& socket, const SessionId& session, int 
   return "";
 }
 
+// How long an accepted connection may stay silent before it is closed, and how long each step
+// of the handshake of one that spoke may take (a real rank answers in microseconds).
+constexpr std::chrono::milliseconds kSilentTimeout{5000};
+constexpr std::chrono::milliseconds kStepTimeout{2000};
+constexpr std::chrono::milliseconds kNoWait{0};
+
+net::AuthPurpose auth_purpose(TcpChannel channel) {
+  return channel == TcpChannel::Data ? net::AuthPurpose::MeshData : net::AuthPurpose::MeshControl;
+}
+
+/// "; 2 connections failed authentication, the last: 127.0.0.1:4001 claiming rank 1: ..." or "".
+std::string refusals_text(const std::vector<std::string>& refused) {
+  if (refused.empty()) return "";
+  return str("; ", refused.size(),
+             " connection(s) failed authentication, the last: ", refused.back());
+}
+
 CollectiveError connect_error(CollectiveErrorKind kind, const TcpTransportOptions& options,
                               int rank, const std::string& what, std::vector<int> ranks = {}) {
   return CollectiveError(kind, str("TcpTransport::connect: ", options.names.name(rank), ": ", what),
                          std::move(ranks));
+}
+
+/// The acceptor's side of one connection that spoke: authentication (with a secret), then its
+/// Hello, each step bounded by kStepTimeout. True when it is a rank of this group this rank still
+/// waits for (`hello` says which); otherwise calls refuse(socket, claimed rank, why) and the
+/// caller drops the connection without a word.
+template <typename Refuse>
+bool accept_handshake(const net::Socket& socket, const SessionId& session, int world_size, int rank,
+                      const TcpTransportOptions& options,
+                      const std::vector<std::optional<TcpLink>>& data,
+                      const std::vector<std::optional<TcpLink>>& control, HelloPayload& hello,
+                      Refuse&& refuse) {
+  const Deadline step = Deadline::after(std::min(kStepTimeout, options.connect_timeout), "Hello");
+  std::string why;
+  net::AuthBinding proven;
+  if (options.secret) {
+    static constexpr net::AuthPurpose kMesh[] = {net::AuthPurpose::MeshControl,
+                                                 net::AuthPurpose::MeshData};
+    why = net::authenticate_acceptor(socket, *options.secret, kMesh, rank, session, step, proven);
+  }
+  try {
+    if (why.empty()) why = read_hello(socket, session, world_size, step, hello);
+  } catch (const CollectiveError& e) {
+    why = e.what();
+  }
+  if (why.empty() && options.secret &&
+      (hello.rank != proven.from_rank || auth_purpose(hello.channel) != proven.purpose)) {
+    why = str("its Hello (rank ", hello.rank, ") is not what it proved (rank ", proven.from_rank,
+              ")");
+  }
+  if (!why.empty()) {
+    refuse(socket, proven.from_rank, why);
+    return false;
+  }
+  const int p = hello.rank;
+  if (p <= rank || p >= world_size) return false;  // a member in the wrong place: no reply
+  return !(hello.channel == TcpChannel::Data ? data : control)[static_cast<std::size_t>(p)];
 }
 
 }  // namespace
@@ -117,6 +176,21 @@ TcpMesh connect_tcp_mesh(Store& store, int rank, int world_size, const SessionId
     const net::Endpoint endpoint = net::parse_endpoint(text);
     for (const TcpChannel channel : {TcpChannel::Control, TcpChannel::Data}) {
       net::Socket socket = net::connect_tcp(endpoint, deadline);
+      // Before the handshake: its small messages each way would otherwise wait for a delayed
+      // ACK (Nagle), 40 ms per connection.
+      net::set_nodelay(socket);
+      if (options.secret) {
+        try {
+          net::authenticate_dialer(socket, *options.secret,
+                                   {auth_purpose(channel), rank, p, session}, deadline);
+        } catch (const CollectiveError& e) {
+          if (e.kind() != CollectiveErrorKind::PeerLost) throw;
+          throw connect_error(CollectiveErrorKind::PeerLost, options, rank,
+                              str("the listener at ", endpoint.to_string(), " is not ",
+                                  options.names.name(p), " of this job: ", e.what()),
+                              {p});
+        }
+      }
       send_hello(socket, session, rank, world_size, channel, deadline);
       HelloPayload hello{};
       const std::string why = read_hello(socket, session, world_size, deadline, hello);
@@ -131,14 +205,62 @@ TcpMesh connect_tcp_mesh(Store& store, int rank, int world_size, const SessionId
     }
   }
 
-  // Accept every higher rank's two connections; strangers are closed without a word.
+  // Accept every higher rank's two connections. Accepted connections wait in `waiting` until they
+  // speak, so silent ones hold nothing (each is closed 5 s after it came); one that speaks gets
+  // its handshake at once, each step bounded by kStepTimeout. Strangers are closed without a word
+  // (and, with a secret, those that fail authentication are counted and named in a timeout).
+  struct Waiting {
+    net::Socket socket;
+    Deadline by;
+  };
+  std::vector<Waiting> waiting;
+  std::vector<std::string> refused;
+  std::vector<pollfd> fds;
+  const auto refuse = [&](const net::Socket& socket, std::int32_t claimed, const std::string& why) {
+    if (!options.secret) return;
+    const std::string what = str(socket.peer(), " claiming rank ", claimed, ": ", why);
+    net::count_auth_refusal(what);
+    refused.push_back(what);
+  };
   std::size_t expected = 2 * (world - 1 - static_cast<std::size_t>(rank));
   while (expected > 0) {
-    net::Socket socket;
-    try {
-      socket = net::accept_tcp(listener, deadline);
-    } catch (const CollectiveError& e) {
-      if (e.kind() != CollectiveErrorKind::Timeout) throw;
+    fds.assign(1, pollfd{listener.fd(), POLLIN, 0});
+    Deadline next = deadline;
+    for (const Waiting& w : waiting) {
+      fds.push_back(pollfd{w.socket.fd(), POLLIN, 0});
+      if (w.by.at() < next.at()) next = w.by;
+    }
+    if (::poll(fds.data(), fds.size(), net::detail::poll_timeout_ms(next)) < 0 && errno != EINTR) {
+      throw connect_error(CollectiveErrorKind::InvalidConfig, options, rank,
+                          str("poll: ", net::detail::errno_text(errno)));
+    }
+    for (std::size_t i = waiting.size(); i-- > 0;) {
+      if (fds[i + 1].revents == 0 && !waiting[i].by.expired()) continue;
+      net::Socket socket = std::move(waiting[i].socket);
+      const bool spoke = fds[i + 1].revents != 0;
+      waiting.erase(waiting.begin() + static_cast<std::ptrdiff_t>(i));
+      if (!spoke) {
+        refuse(socket, -1, "said nothing within 5000 ms");
+        continue;
+      }
+      HelloPayload hello{};
+      if (accept_handshake(socket, session, world_size, rank, options, data, control, hello,
+                           refuse)) {
+        send_hello(socket, session, rank, world_size, hello.channel, deadline);
+        keep(hello.rank, hello.channel, std::move(socket));
+        --expected;
+      }
+    }
+    if ((fds[0].revents & POLLIN) != 0) {
+      try {  // now, or not at all: one that went away before accept is simply gone
+        net::Socket socket = net::accept_tcp(listener, Deadline::after(kNoWait));
+        net::set_nodelay(socket);
+        waiting.push_back(Waiting{std::move(socket), Deadline::after(kSilentTimeout, "Hello")});
+      } catch (const CollectiveError& e) {
+        if (e.kind() != CollectiveErrorKind::Timeout) throw;
+      }
+    }
+    if (expected > 0 && deadline.expired()) {
       std::vector<int> absent;
       for (int p = rank + 1; p < world_size; ++p) {
         if (!data[static_cast<std::size_t>(p)] || !control[static_cast<std::size_t>(p)]) {
@@ -147,29 +269,9 @@ TcpMesh connect_tcp_mesh(Store& store, int rank, int world_size, const SessionId
       }
       throw connect_error(CollectiveErrorKind::Timeout, options, rank,
                           str(options.names.list(absent), " never connected within ",
-                              options.connect_timeout.count(), " ms"),
+                              options.connect_timeout.count(), " ms", refusals_text(refused)),
                           absent);
     }
-    // A stranger gets a short deadline of its own, so it cannot hold the rank.
-    const Deadline hello_deadline = Deadline::after(
-        std::min(std::chrono::milliseconds(5000), options.connect_timeout), "Hello");
-    HelloPayload hello{};
-    std::string why;
-    try {
-      why = read_hello(socket, session, world_size, hello_deadline, hello);
-    } catch (const CollectiveError& e) {
-      why = e.what();
-    }
-    const int p = hello.rank;
-    if (why.empty() && (p <= rank || p >= world_size)) why = str("rank ", p, " out of range");
-    if (why.empty() &&
-        (hello.channel == TcpChannel::Data ? data : control)[static_cast<std::size_t>(p)]) {
-      why = str("a second connection from rank ", p);
-    }
-    if (!why.empty()) continue;  // closed by the destructor of `socket`, no reply
-    send_hello(socket, session, rank, world_size, hello.channel, deadline);
-    keep(p, hello.channel, std::move(socket));
-    --expected;
   }
   return TcpMesh{std::move(data), std::move(control)};
 }

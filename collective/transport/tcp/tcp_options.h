@@ -7,8 +7,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
+#include "collective/common/job_secret.h"
 #include "collective/common/rank_names.h"
 #include "collective/transport/fault/fault_plan.h"
 
@@ -89,6 +91,10 @@ struct TcpTransportOptions {
   std::size_t shared_memory_budget_bytes = std::size_t{512} << 20;
   /// How error messages name the ranks.
   RankNames names;
+  /// The job secret (RUCCL_JOB_SECRET for from_env; docs/security.md): with it, every mesh
+  /// connection authenticates both ways before its Hello (net/peer_auth.h), and the
+  /// shared-memory names derive from it. Every rank must hold the same, or none.
+  std::optional<JobSecret> secret;
   /// Tests: faults this rank injects on the wire, below the framing (fault/wire_fault_path.h,
   /// decorating every TCP path of this rank; fault_plan.h; message k =
   /// this rank's k-th isend to that peer, call k = its k-th agree()). Delay, Drop (frames never

@@ -13,11 +13,11 @@
 #include <thread>
 
 #include "collective/collective.h"
-#include "collective/common/crc32c.h"
 #include "collective/store/in_memory_store.h"
 #include "collective/transport/fault/fault_injecting_transport.h"
 #include "collective/transport/in_process/in_process_transport.h"
 #include "collective/transport/process/process_transport.h"
+#include "collective/transport/shm/shm_connect.h"
 #include "tests/collective/collective_test_support.h"
 
 namespace ruccl {
@@ -46,14 +46,11 @@ std::vector<std::unique_ptr<TcpTransport>> connect_group(
   return out;
 }
 
-/// The name of the segment ranks `low` and `high` of `session` would create (shm_connect.cpp:
-/// "/ruccl-<session>-<crc of the store prefix>-<low>-<high>"), made first so theirs fails.
+/// The name of the segment ranks `low` and `high` of `session` would create (shm_connect.h:
+/// "/ruccl-<group name>-<low>-<high>"), made first so theirs fails.
 std::string take_segment(const SessionId& session, int low, int high) {
-  const std::string prefix = TcpTransportOptions{}.store_prefix;
-  char crc[9];
-  std::snprintf(crc, sizeof(crc), "%08x", crc32c(prefix.data(), prefix.size()));
   const std::string name =
-      str("/ruccl-", session_id_to_hex(session), "-", crc, "-", low, "-", high);
+      str("/ruccl-", shared_memory_group_name(session, TcpTransportOptions{}), "-", low, "-", high);
   const int fd = ::shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
   REQUIRE(fd >= 0);
   ::close(fd);

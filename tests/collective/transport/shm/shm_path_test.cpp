@@ -15,10 +15,10 @@
 #include <tuple>
 
 #include "collective/collective.h"
-#include "collective/common/crc32c.h"
 #include "collective/store/in_memory_store.h"
 #include "collective/transport/process/process_transport.h"
 #include "collective/transport/shm/shm_channel.h"
+#include "collective/transport/shm/shm_connect.h"
 #include "tests/collective/collective_test_support.h"
 #include "tests/collective/transport/shm/dev_shm.h"
 #include "tests/collective/transport/tcp/tcp_loopback.h"
@@ -224,7 +224,8 @@ TEST_CASE("tcp ranks of one host share memory unless told not to, and leave noth
       if (p != r) CHECK(shared[static_cast<std::size_t>(r)]->shares_memory_with(p));
     }
   }
-  CHECK_FALSE(dev_shm_has(str("ruccl-", session_id_to_hex(session))));  // unlinked once open
+  CHECK_FALSE(dev_shm_has(str("ruccl-", shared_memory_group_name(session, {}))));  // unlinked
+  CHECK_FALSE(dev_shm_has(session_id_to_hex(session)));  // names never show the session id
 
   TcpTransportOptions off;
   off.shared_memory = SharedMemory::Off;
@@ -272,11 +273,9 @@ TEST_CASE("tcp pair whose segment cannot be made falls back to TCP on both sides
           "[collective][tcp][shm]") {
   const SessionId session = random_session_id();
   TcpTransportOptions options;
-  // Take the name of the segment of ranks 0 and 2 first: its creation fails.
-  char prefix[9];
-  std::snprintf(prefix, sizeof(prefix), "%08x",
-                crc32c(options.store_prefix.data(), options.store_prefix.size()));
-  const std::string taken = str("/ruccl-", session_id_to_hex(session), "-", prefix, "-0-2");
+  // Take the name of the segment of ranks 0 and 2 first (as this user: a leftover, not a
+  // stranger's): its creation fails.
+  const std::string taken = str("/ruccl-", shared_memory_group_name(session, options), "-0-2");
   const int fd = ::shm_open(taken.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
   REQUIRE(fd >= 0);
   ::close(fd);
