@@ -99,6 +99,14 @@ void elemt_typed(const Tensor& x, const Tensor& scale, const Tensor& shift, cons
   const T* sc = scale.data<T>();
   const T* sh = shift.data<T>();
   T* dst = out.data<T>();
+  if (l.s == 1) {  // [N, C]: one row per image, the channels contiguous (layer_norm's affine)
+    parallel_for(l.n, threads_for(l.n * l.c), [&](std::int64_t n) {
+      const T* in = src + n * l.c;
+      T* o = dst + n * l.c;
+      for (std::int64_t c = 0; c < l.c; ++c) o[c] = in[c] * sc[c] + sh[c];
+    });
+    return;
+  }
   for_each_plane(l, [&](std::int64_t n, std::int64_t c) {
     const std::int64_t offset = (n * l.c + c) * l.s;
     const T* in = src + offset;
