@@ -1,7 +1,7 @@
 // autodiff::layer_norm, the fused op behind nn::LayerNorm: float64 gradchecks over one and two
 // normalised dims, with and without the affine parameters, on a non-contiguous input; the
 // composite's values and gradients (F32); its errors. PyTorch's values: golden_test's
-// embedding -> layer_norm case and the attention block's goldens (they run through this op).
+// Embedding + LayerNorm cases, F64 and F32 (nn::LayerNorm runs on this op).
 #include <catch2/catch.hpp>
 
 #include <string>
