@@ -6,11 +6,12 @@
 //   exp_f32: Cody-Waite range reduction x = n ln2 + r, |r| <= ln2 / 2, a degree-6 polynomial for
 //     e^r (Sleef's expf_u10 coefficients), then the scaling by 2^n in two steps so that results in
 //     the subnormal range round once. Within 1 ulp of the correctly rounded result over every
-//     float (tests/tensor/vector_math_test.cpp measures it against double exp); x > 88.72... is
-//     +inf, x < -103.97... is +0, NaN stays NaN.
+//     7th float bit pattern (a one-off sweep; tests/tensor/vector_math_test.cpp checks a dense
+//     range and a stride over all patterns against double exp); x > 88.72... is +inf,
+//     x < -103.97... is +0, NaN stays NaN.
 //   erf_f32: Eigen's rational approximation (generic_fast_erf_float: x P(x^2) / Q(x^2), the input
-//     clamped to [-4, 4], where erf is +-1 in float): within 6 ulp (the worst near x = 3.26,
-//     where erf is 0.999997: 4e-7 absolute).
+//     clamped to [-4, 4], where erf is +-1 in float): within 6 ulp over every 61st float bit
+//     pattern (the worst near x = 3.26, where erf is 0.999997: 4e-7 absolute).
 #include <bit>
 #include <cmath>
 #include <cstdint>
