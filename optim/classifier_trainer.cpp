@@ -17,6 +17,7 @@
 #include "optim/checkpoint/checkpoint_series.h"
 #include "optim/checkpoint/training_record.h"
 #include "optim/data_parallel.h"
+#include "optim/lr_scheduler.h"
 #include "optim/sgd.h"
 #include "tensor/backend/cpu/cpu_backend.h"
 #include "tensor/ops/elementwise.h"
@@ -228,7 +229,10 @@ TrainResult train_rank(Communicator& comm, const LabelledImages& train, const La
               : dp.reduce(*model, grads, static_cast<double>(hi - lo), LossReduction::Sum);
       {
         const TraceSpan phase(comm.trace(), "optimizer");
-        opt->step(options.lr, *model, mean);
+        const double lr = options.cosine_lr
+                              ? CosineAnnealingLr(options.lr, batches * options.epochs).lr_at(steps)
+                              : options.lr;
+        opt->step(lr, *model, mean);
       }
       step_span.reset();
       ++steps;

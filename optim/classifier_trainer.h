@@ -32,6 +32,8 @@ struct TrainOptions {
   int epochs = 10;                          ///< train until this many epochs are done
   std::int64_t batch = 128;                 ///< GLOBAL batch, split over the ranks
   double lr = 1e-3;                         ///< learning rate
+  bool cosine_lr = false;                   ///< lr to 0 along a cosine over all steps (torch's
+                                            ///< CosineAnnealingLR, T_max = epochs * batches)
   std::string optimizer = "adam";           ///< "adam" (torch's defaults) or "sgd" (momentum 0.9)
   std::uint64_t seed = 0;                   ///< shuffling (seed + 1 seeds the permutations)
   int threads_per_rank = 0;                 ///< 0: cores / ranks (at least 1)

@@ -3,9 +3,11 @@
 #include <vector>
 
 #include "autodiff/grad_mode.h"
+#include "autodiff/ops/batch_norm.h"
 #include "autodiff/ops/elementwise.h"
 #include "autodiff/ops/reduce.h"
 #include "autodiff/ops/shape.h"
+#include "tensor/backend/backend.h"
 #include "tensor/ops/elementwise.h"
 
 namespace ruccl::nn {
@@ -98,8 +100,32 @@ BatchStatistics BatchNormBase::batch_statistics(const Var& x) {
   return {mean, var, x.numel() / num_features_};
 }
 
+double BatchNormBase::count_batch() {
+  autodiff::NoGradGuard no_grad;
+  Tensor& batches = buffer_at(num_batches_);
+  batches.add_(1);
+  return options_.momentum ? *options_.momentum : 1.0 / batches.item<double>();
+}
+
 Var BatchNormBase::normalize(const Var& x) {
   const bool batch_stats = is_training() || !options_.track_running_stats;
+  if ((!batch_stats || local_statistics()) &&
+      backend_for(x.value().device()).supports(Op::BatchNorm, x.dtype())) {
+    // One fused op (autodiff/ops/batch_norm.h): two passes forward, two backward.
+    const std::int64_t count = x.numel() / num_features_;
+    RUCCL_CHECK(!is_training() || count > 1, ValueError, describe(),
+                ": expected more than 1 value per channel in training mode, got ", count,
+                " (input ", x.shape(), ")");
+    const bool update = is_training() && options_.track_running_stats;
+    const double momentum = update ? count_batch() : 0.0;
+    const bool use_running = update || !batch_stats;
+    return autodiff::batch_norm(x, use_running ? buffer_at(running_mean_) : Tensor(),
+                                use_running ? buffer_at(running_var_) : Tensor(),
+                                options_.affine ? param_at(weight_).var() : autodiff::Var(),
+                                options_.affine ? param_at(bias_).var() : autodiff::Var(),
+                                batch_stats, momentum, options_.eps);
+  }
+  // The composite (SyncBatchNorm's batch statistics, or a backend without the fused kernels).
   const Shape per_channel = channel_shape(num_features_, x.dim());
   Var mean;
   Var var;
@@ -110,10 +136,8 @@ Var BatchNormBase::normalize(const Var& x) {
                 ": expected more than 1 value per channel in training mode, got ", stats.count,
                 " (input ", x.shape(), ")");
     if (update) {
+      const double momentum = count_batch();
       autodiff::NoGradGuard no_grad;
-      Tensor& batches = buffer_at(num_batches_);
-      batches.add_(1);
-      const double momentum = options_.momentum ? *options_.momentum : 1.0 / batches.item<double>();
       const auto n = static_cast<double>(stats.count);
       const Shape flat{num_features_};
       const Tensor batch_mean = stats.mean.value().reshape(flat);

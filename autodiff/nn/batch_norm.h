@@ -40,7 +40,9 @@ struct BatchStatistics {
 /// running statistics) y = (x - mean) / sqrt(var + eps) * weight + bias with the batch's mean and
 /// population variance, and the running statistics take the batch's mean and unbiased variance
 /// (var * n / (n - 1)), as PyTorch. In evaluation mode the running statistics replace the batch's.
-/// A composite of mean, sub, mul, sqrt and div: its gradient comes from the tape.
+/// BatchNorm1d / 2d run the fused autodiff::batch_norm (autodiff/ops/batch_norm.h) where the
+/// backend has its kernels; SyncBatchNorm's batch statistics (and a backend without the kernels)
+/// take the composite of mean, sub, mul, sqrt and div, whose gradient comes from the tape.
 class BatchNormBase : public Module {
  public:
   std::int64_t num_features() const { return num_features_; }
@@ -64,6 +66,9 @@ class BatchNormBase : public Module {
   Var normalize(const Var& x);
   /// The batch statistics of `x` over every dim but 1. SyncBatchNorm takes them over every rank.
   virtual BatchStatistics batch_statistics(const Var& x);
+  /// Whether batch_statistics is this rank's alone (then the fused op computes it);
+  /// SyncBatchNorm says false.
+  virtual bool local_statistics() const { return true; }
   /// ShapeError unless `x` has C channels in dim 1 and a dim in [min_dim, max_dim];
   /// `expected` describes the shapes accepted ("[N, 3] or [N, 3, L]"). DTypeError unless x has
   /// the parameters' floating dtype.
@@ -71,6 +76,9 @@ class BatchNormBase : public Module {
                    const std::string& expected) const;
 
  private:
+  /// Adds 1 to num_batches_tracked; returns the running update's momentum.
+  double count_batch();
+
   std::int64_t num_features_;
   BatchNormOptions options_;
   std::size_t weight_ = 0, bias_ = 0;

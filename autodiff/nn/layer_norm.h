@@ -25,7 +25,8 @@ struct LayerNormOptions {
 
 /// Normalises over the trailing dims `normalized_shape` (population variance, + eps inside the
 /// square root), then scales by "weight" (ones) and shifts by "bias" (zeros) when
-/// elementwise_affine, as torch.nn.LayerNorm. A composite of mean, sub, mul, sqrt and div.
+/// elementwise_affine, as torch.nn.LayerNorm. One fused autodiff::layer_norm node where the backend
+/// has batch norm's kernels (else a composite of mean, sub, mul, sqrt and div).
 class LayerNorm : public Cloneable<LayerNorm> {
  public:
   explicit LayerNorm(std::vector<std::int64_t> normalized_shape, LayerNormOptions options = {});

@@ -36,6 +36,7 @@ class SyncBatchNorm : public Cloneable<SyncBatchNorm, BatchNormBase> {
 
  protected:
   BatchStatistics batch_statistics(const Var& x) override;
+  bool local_statistics() const override { return false; }
 
  private:
   Communicator comm_;

@@ -27,6 +27,7 @@ void check_same_device(const char* op, const Tensor& a, const Tensor& b) {
 bool CudaBackend::supports(Op op, DType dtype) const {
   if (op == Op::OneHot) return dtype == DType::I32 || dtype == DType::I64;  // the indices' dtype
   if (op == Op::Cumsum || op == Op::Sort) return false;  // no scan or sort kernels yet
+  if (op == Op::BatchNorm) return false;  // batch_norm falls back to its composite (docs/cuda.md)
   return op_supports(op, dtype);
 }
 
@@ -133,6 +134,25 @@ void CudaBackend::cumsum(const Tensor&, std::int64_t, bool, const Tensor&) {
 
 void CudaBackend::sort(const Tensor&, std::int64_t, bool, const Tensor&, const Tensor&) {
   check_supported(*this, Op::Sort, DType::F32);
+}
+
+void CudaBackend::batch_norm_stats(const Tensor&, const Tensor&, const Tensor&) {
+  check_supported(*this, Op::BatchNorm, DType::F32);
+}
+
+void CudaBackend::batch_norm_elemt(const Tensor&, const Tensor&, const Tensor&, const Tensor&) {
+  check_supported(*this, Op::BatchNorm, DType::F32);
+}
+
+void CudaBackend::batch_norm_backward_reduce(const Tensor&, const Tensor&, const Tensor&,
+                                             const Tensor&, const Tensor&) {
+  check_supported(*this, Op::BatchNorm, DType::F32);
+}
+
+void CudaBackend::batch_norm_backward_elemt(const Tensor&, const Tensor&, const Tensor&,
+                                            const Tensor&, const Tensor&, const Tensor&,
+                                            const Tensor&) {
+  check_supported(*this, Op::BatchNorm, DType::F32);
 }
 
 namespace {

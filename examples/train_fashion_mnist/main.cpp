@@ -2,7 +2,8 @@
 // ranks: threads of this process, or -- started by ruccl-run, torchrun, srun or mpirun -- one
 // process per rank.
 //
-//   train_fashion_mnist [--ranks 2] [--epochs 10] [--batch 128] [--lr 0.001] [--optimizer adam]
+//   train_fashion_mnist [--ranks 2] [--epochs 10] [--batch 128] [--lr 0.001] [--cosine-lr]
+//                       [--optimizer adam]
 //                       [--model mlp|cnn] [--hidden 512,512] [--seed 0] [--data DIR] [--metrics
 //                       FILE]
 //                       [--checkpoint-dir DIR] [--checkpoint-every N] [--resume] [--threads N]
@@ -47,6 +48,7 @@ constexpr const char* kUsage =
     "  --epochs N           epochs, default 10\n"
     "  --batch N            global batch size (split over the ranks), default 128\n"
     "  --lr X               learning rate, default 0.001\n"
+    "  --cosine-lr          anneal the learning rate to 0 along a cosine over all steps\n"
     "  --optimizer NAME     adam (default) or sgd (momentum 0.9)\n"
     "  --model mlp|cnn      mlp (default): Linear + ReLU layers; cnn: two blocks of Conv2d\n"
     "                       3x3 + BatchNorm2d + ReLU + MaxPool2d 2 (32, 64 channels), then\n"
@@ -111,6 +113,10 @@ Cli parse(int argc, char** argv) {
     }
     if (flag == "--overlap") {
       cli.options.overlap = true;
+      continue;
+    }
+    if (flag == "--cosine-lr") {
+      cli.options.cosine_lr = true;
       continue;
     }
     if (i + 1 >= argc) usage_error("missing value after " + flag);

@@ -139,6 +139,9 @@ enum class Op : std::uint16_t {
   // along one dim
   Cumsum,  // cumsum(x, dim, reverse, out)
   Sort,    // sort(x, dim, descending, values, indices)
+  // batch normalisation's per-channel passes (batch_norm_stats, _elemt, _backward_reduce,
+  // _backward_elemt); F32 and F64
+  BatchNorm,
   kCount
 };
 
@@ -246,6 +249,24 @@ class Backend {
   /// element of x, of the cols entries im2col would have copied from it (padding entries are
   /// dropped). Deterministic: each element sums its entries in the order of the window offsets.
   virtual void col2im(const Tensor& cols, const Window2d& window, const Tensor& x) = 0;
+
+  // Batch normalisation over every dim of x [N, C, ...] but the channel dim 1 (PyTorch's native
+  // batch_norm_stats, batch_norm_elemt, batch_norm_backward_reduce and batch_norm_backward_elemt):
+  // x, dy and dx contiguous; every per-channel tensor [C] contiguous; one floating dtype (F32 or
+  // F64) throughout. Sums accumulate in double; each channel's sums run in a fixed order, so
+  // results never depend on the thread count.
+  /// mean[c] and var[c], the population variance (Σ (x - mean)^2 / count), of channel c.
+  virtual void batch_norm_stats(const Tensor& x, const Tensor& mean, const Tensor& var) = 0;
+  /// out = x * scale[c] + shift[c] (out may be x).
+  virtual void batch_norm_elemt(const Tensor& x, const Tensor& scale, const Tensor& shift,
+                                const Tensor& out) = 0;
+  /// sum_dy[c] = Σ dy and sum_dy_xmu[c] = Σ dy * (x - mean[c]) over channel c.
+  virtual void batch_norm_backward_reduce(const Tensor& dy, const Tensor& x, const Tensor& mean,
+                                          const Tensor& sum_dy, const Tensor& sum_dy_xmu) = 0;
+  /// dx = (dy - mean_dy[c] - (x - mean[c]) * proj[c]) * scale[c].
+  virtual void batch_norm_backward_elemt(const Tensor& dy, const Tensor& x, const Tensor& mean,
+                                         const Tensor& mean_dy, const Tensor& proj,
+                                         const Tensor& scale, const Tensor& dx) = 0;
 
   /// One SGD step in place on `param` and `momentum_buffer` (tensor/backend/optimizer_step.h);
   /// param, grad and buffer contiguous, of one floating dtype (F32 or F64), equal element counts.

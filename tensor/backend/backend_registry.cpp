@@ -46,7 +46,8 @@ std::string_view op_name(Op op) {
       "index_add", "one_hot",     "sgd_update",  "adam_update",  "add_",   "sub_",
       "mul_",      "div_",        "im2col",      "col2im",       "sin",    "cos",
       "silu",      "rsqrt",       "erf",         "log1p",        "expm1",  "isnan",
-      "isfinite",  "leaky_relu",  "elu",         "softplus",     "cumsum", "sort"};
+      "isfinite",  "leaky_relu",  "elu",         "softplus",     "cumsum", "sort",
+      "batch_norm"};
   const auto i = static_cast<std::size_t>(op);
   return i < kNames.size() ? kNames[i] : "unknown";
 }

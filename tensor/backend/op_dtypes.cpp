@@ -74,6 +74,7 @@ DTypeSet dtypes_of(Op op) {
     case Op::AdamUpdate:
     case Op::Im2col:
     case Op::Col2im:
+    case Op::BatchNorm:
     case Op::kCount:
       break;
   }
@@ -81,7 +82,8 @@ DTypeSet dtypes_of(Op op) {
 }
 
 bool op_supports(Op op, DType dtype) {
-  if (op == Op::SgdUpdate || op == Op::AdamUpdate || op == Op::Im2col || op == Op::Col2im) {
+  if (op == Op::SgdUpdate || op == Op::AdamUpdate || op == Op::Im2col || op == Op::Col2im ||
+      op == Op::BatchNorm) {
     return dtype == DType::F32 || dtype == DType::F64;
   }
   return accepts(dtypes_of(op), dtype);

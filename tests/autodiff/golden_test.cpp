@@ -83,6 +83,25 @@ TEST_CASE("an Embedding + LayerNorm model matches PyTorch, repeated indices incl
   CHECK_THAT(ln.bias().grad(), TensorNear(G("embed_ln.grad_lnb"), kRtol, kAtol));
 }
 
+TEST_CASE("the Embedding + LayerNorm model in F32 matches PyTorch's values to F32 precision",
+          "[autodiff]") {
+  // The same case on F32 parameters (LayerNorm runs the fused layer_norm): PyTorch's F64 values
+  // within F32 rounding (a few ulp of values of order 1).
+  const auto f32 = [](const Tensor& t) { return t.to(DType::F32); };
+  Generator gen(0);
+  nn::Embedding emb(10, 4, gen);
+  nn::LayerNorm ln(4);
+  emb.weight().set_value(f32(G("embed_ln.emb")));
+  ln.weight().set_value(f32(G("embed_ln.lnw")));
+  ln.bias().set_value(f32(G("embed_ln.lnb")));
+  Var y = ln.forward(emb.forward(G("embed_ln.idx")));
+  sum(mul(y, Var(f32(G("embed_ln.c"))))).backward();
+  CHECK_THAT(y.value().to(DType::F64), TensorNear(G("embed_ln.y"), 1e-5, 1e-5));
+  CHECK_THAT(emb.weight().grad().to(DType::F64), TensorNear(G("embed_ln.grad_emb"), 1e-5, 1e-5));
+  CHECK_THAT(ln.weight().grad().to(DType::F64), TensorNear(G("embed_ln.grad_lnw"), 1e-5, 1e-5));
+  CHECK_THAT(ln.bias().grad().to(DType::F64), TensorNear(G("embed_ln.grad_lnb"), 1e-5, 1e-5));
+}
+
 TEST_CASE("composite functions match PyTorch's values and gradients", "[autodiff]") {
   check_composite("softmax", 2, [](const std::vector<Var>& v) {
     return add(sum(mul(softmax(v[0], 1), v[1])), mean(mul(log_softmax(v[0], 0), v[1])));

@@ -170,3 +170,19 @@ TEST_CASE(
     REQUIRE_THAT(resumed.parameters[i], TensorEqual(straight.parameters[i]));
   }
 }
+
+TEST_CASE("cosine_lr anneals the learning rate over all the epochs' steps", "[optim]") {
+  const optim::LabelledImages train = synthetic(90, 1);
+  const optim::LabelledImages test = synthetic(40, 2);
+  const optim::TrainResult constant = train_tiny(train, test, tiny_options(1));
+  optim::TrainOptions options = tiny_options(1);
+  options.cosine_lr = true;
+  const optim::TrainResult cosine = train_tiny(train, test, options);
+  REQUIRE(cosine.step_losses.size() == 10);
+  // Step 0 is measured before any update, step 1 after one at lr_at(0) = lr: both as the
+  // constant run's; from step 2 on the rate is below lr (cos(pi / 10) < 1), so the runs part.
+  CHECK(cosine.step_losses[0] == constant.step_losses[0]);
+  CHECK(cosine.step_losses[1] == constant.step_losses[1]);
+  CHECK(cosine.step_losses[2] != constant.step_losses[2]);
+  CHECK(cosine.step_losses.back() < cosine.step_losses.front());  // it still learns
+}

@@ -112,6 +112,22 @@ class HostDeviceBackend final : public Backend {
   void col2im(const Tensor& cols, const Window2d& window, const Tensor& x) override {
     cpu_.col2im(cols, window, x);
   }
+  void batch_norm_stats(const Tensor& x, const Tensor& mean, const Tensor& var) override {
+    cpu_.batch_norm_stats(x, mean, var);
+  }
+  void batch_norm_elemt(const Tensor& x, const Tensor& scale, const Tensor& shift,
+                        const Tensor& out) override {
+    cpu_.batch_norm_elemt(x, scale, shift, out);
+  }
+  void batch_norm_backward_reduce(const Tensor& dy, const Tensor& x, const Tensor& mean,
+                                  const Tensor& sum_dy, const Tensor& sum_dy_xmu) override {
+    cpu_.batch_norm_backward_reduce(dy, x, mean, sum_dy, sum_dy_xmu);
+  }
+  void batch_norm_backward_elemt(const Tensor& dy, const Tensor& x, const Tensor& mean,
+                                 const Tensor& mean_dy, const Tensor& proj, const Tensor& scale,
+                                 const Tensor& dx) override {
+    cpu_.batch_norm_backward_elemt(dy, x, mean, mean_dy, proj, scale, dx);
+  }
 
  private:
   cpu::CpuBackend cpu_;

@@ -58,6 +58,14 @@ class CpuBackend final : public Backend {
   void im2col(const Tensor& x, const Window2d& window, Scalar pad_value,
               const Tensor& cols) override;
   void col2im(const Tensor& cols, const Window2d& window, const Tensor& x) override;
+  void batch_norm_stats(const Tensor& x, const Tensor& mean, const Tensor& var) override;
+  void batch_norm_elemt(const Tensor& x, const Tensor& scale, const Tensor& shift,
+                        const Tensor& out) override;
+  void batch_norm_backward_reduce(const Tensor& dy, const Tensor& x, const Tensor& mean,
+                                  const Tensor& sum_dy, const Tensor& sum_dy_xmu) override;
+  void batch_norm_backward_elemt(const Tensor& dy, const Tensor& x, const Tensor& mean,
+                                 const Tensor& mean_dy, const Tensor& proj, const Tensor& scale,
+                                 const Tensor& dx) override;
 };
 
 /// Number of threads CPU kernels (GEMM included) may use; defaults to the hardware's cores.

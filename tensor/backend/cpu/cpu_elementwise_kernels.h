@@ -15,6 +15,7 @@
 #include <immintrin.h>
 #endif
 
+#include "tensor/backend/cpu/cpu_vector_math.h"
 #include "tensor/backend/cpu/strided_loop.h"
 #include "tensor/core/dtype.h"
 
@@ -208,7 +209,7 @@ struct ReluFn {  // relu(NaN) is NaN (the comparison is false)
 struct ExpFn {
   template <typename C>
   C operator()(C x) const {
-    return std::exp(x);
+    return fast_exp(x);
   }
 };
 struct LogFn {
@@ -232,7 +233,7 @@ struct TanhFn {
 struct SigmoidFn {
   template <typename C>
   C operator()(C x) const {
-    return C{1} / (C{1} + std::exp(-x));
+    return C{1} / (C{1} + fast_exp(-x));
   }
 };
 /// The exact GELU: x/2 * (1 + erf(x / sqrt(2))).
@@ -240,7 +241,7 @@ struct GeluFn {
   template <typename C>
   C operator()(C x) const {
     constexpr C kInvSqrt2 = static_cast<C>(0.70710678118654752440);
-    return C{0.5} * x * (C{1} + std::erf(x * kInvSqrt2));
+    return C{0.5} * x * (C{1} + fast_erf(x * kInvSqrt2));
   }
 };
 struct LogicalNotFn {

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <type_traits>
 
+#include "tensor/backend/cpu/cpu_vector_math.h"
+
 namespace ruccl::cpu {
 
 struct SinFn {
@@ -23,7 +25,7 @@ struct CosFn {
 struct SiluFn {
   template <typename C>
   C operator()(C x) const {
-    return x / (C{1} + std::exp(-x));
+    return x / (C{1} + fast_exp(-x));
   }
 };
 struct RsqrtFn {
@@ -35,7 +37,7 @@ struct RsqrtFn {
 struct ErfFn {
   template <typename C>
   C operator()(C x) const {
-    return std::erf(x);
+    return fast_erf(x);
   }
 };
 struct Log1pFn {

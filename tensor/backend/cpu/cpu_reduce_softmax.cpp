@@ -1,5 +1,6 @@
 // CpuBackend::softmax: Softmax and LogSoftmax along one dim, numerically stable:
-//   m = max_i x_i (NaN propagates),  s = sum_i exp(x_i - m) (accumulated in double),
+//   m = max_i x_i (NaN propagates),  s = sum_i exp(x_i - m) (accumulated in double; F32's exp
+//   is cpu_vector_math.h's exp_f32),
 //   softmax_i = exp(x_i - m) / s,    log_softmax_i = (x_i - m) - log(s).
 // x is viewed as [outer, n, inner] (made contiguous first). With inner == 1 each row is a
 // contiguous run; otherwise the three passes run over blocks of kColumns columns, streaming the
@@ -10,6 +11,7 @@
 #include "tensor/backend/cpu/cpu_backend.h"
 #include "tensor/backend/cpu/cpu_parallel.h"
 #include "tensor/backend/cpu/cpu_reduce_kernels.h"
+#include "tensor/backend/cpu/cpu_vector_math.h"
 #include "tensor/core/tensor.h"
 
 namespace ruccl::cpu {
@@ -24,21 +26,36 @@ template <typename T, bool kLog>
 void softmax_row(const T* x, T* out, std::int64_t n) {
   using C = Compute<T>;
   const C m = reduce_contiguous<C>(x, n, MaxReduce{});
-  double s = 0.0;
-  for (std::int64_t i = 0; i < n; ++i) {
-    const C e = std::exp(load(x[i]) - m);
-    s += static_cast<double>(e);
-    if constexpr (!kLog && !kIsReducedFloat<T>) out[i] = e;  // reused below
-  }
-  if constexpr (kLog) {
-    const C log_s = static_cast<C>(std::log(s));
-    for (std::int64_t i = 0; i < n; ++i) out[i] = store<T>((load(x[i]) - m) - log_s);
-  } else if constexpr (kIsReducedFloat<T>) {
-    const C sc = static_cast<C>(s);
-    for (std::int64_t i = 0; i < n; ++i) out[i] = store<T>(std::exp(load(x[i]) - m) / sc);
+  if constexpr (!kIsReducedFloat<T>) {
+    // The exponentials first (a loop the compiler vectorises: fast_exp is branch-free), then
+    // their sum in kLanes partial sums of double (one serial sum would keep it scalar).
+    constexpr std::int64_t kLanes = 8;
+    for (std::int64_t i = 0; i < n; ++i) out[i] = fast_exp(x[i] - m);
+    double lanes[kLanes] = {};
+    std::int64_t i = 0;
+    for (; i + kLanes <= n; i += kLanes) {
+      for (std::int64_t j = 0; j < kLanes; ++j) lanes[j] += static_cast<double>(out[i + j]);
+    }
+    for (std::int64_t j = 0; i + j < n; ++j) lanes[j] += static_cast<double>(out[i + j]);
+    double s = 0.0;
+    for (const double l : lanes) s += l;
+    if constexpr (kLog) {
+      const C log_s = static_cast<C>(std::log(s));
+      for (std::int64_t k = 0; k < n; ++k) out[k] = (x[k] - m) - log_s;
+    } else {
+      const C sc = static_cast<C>(s);
+      for (std::int64_t k = 0; k < n; ++k) out[k] = out[k] / sc;
+    }
   } else {
+    double s = 0.0;
+    for (std::int64_t i = 0; i < n; ++i) s += static_cast<double>(fast_exp(load(x[i]) - m));
     const C sc = static_cast<C>(s);
-    for (std::int64_t i = 0; i < n; ++i) out[i] = out[i] / sc;
+    if constexpr (kLog) {
+      const C log_s = static_cast<C>(std::log(s));
+      for (std::int64_t i = 0; i < n; ++i) out[i] = store<T>((load(x[i]) - m) - log_s);
+    } else {
+      for (std::int64_t i = 0; i < n; ++i) out[i] = store<T>(fast_exp(load(x[i]) - m) / sc);
+    }
   }
 }
 
@@ -59,7 +76,7 @@ void softmax_columns(const T* x, T* out, std::int64_t n, std::int64_t inner, std
   }
   for (std::int64_t i = 0; i < n; ++i) {
     const T* row = x + i * inner + c0;
-    for (std::int64_t j = 0; j < w; ++j) s[j] += static_cast<double>(std::exp(load(row[j]) - m[j]));
+    for (std::int64_t j = 0; j < w; ++j) s[j] += static_cast<double>(fast_exp(load(row[j]) - m[j]));
   }
   for (std::int64_t i = 0; i < n; ++i) {
     const T* row = x + i * inner + c0;
@@ -67,7 +84,7 @@ void softmax_columns(const T* x, T* out, std::int64_t n, std::int64_t inner, std
     for (std::int64_t j = 0; j < w; ++j) {
       const C v = load(row[j]) - m[j];
       orow[j] = kLog ? store<T>(v - static_cast<C>(std::log(s[j])))
-                     : store<T>(std::exp(v) / static_cast<C>(s[j]));
+                     : store<T>(fast_exp(v) / static_cast<C>(s[j]));
     }
   }
 }

@@ -77,5 +77,20 @@ void StubBackend::im2col(const Tensor&, const Window2d&, Scalar, const Tensor&) 
 void StubBackend::col2im(const Tensor&, const Window2d&, const Tensor&) {
   fail(op_name(Op::Col2im));
 }
+void StubBackend::batch_norm_stats(const Tensor&, const Tensor&, const Tensor&) {
+  fail(op_name(Op::BatchNorm));
+}
+void StubBackend::batch_norm_elemt(const Tensor&, const Tensor&, const Tensor&, const Tensor&) {
+  fail(op_name(Op::BatchNorm));
+}
+void StubBackend::batch_norm_backward_reduce(const Tensor&, const Tensor&, const Tensor&,
+                                             const Tensor&, const Tensor&) {
+  fail(op_name(Op::BatchNorm));
+}
+void StubBackend::batch_norm_backward_elemt(const Tensor&, const Tensor&, const Tensor&,
+                                            const Tensor&, const Tensor&, const Tensor&,
+                                            const Tensor&) {
+  fail(op_name(Op::BatchNorm));
+}
 
 }  // namespace ruccl
