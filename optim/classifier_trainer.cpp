@@ -111,6 +111,8 @@ void check_options(const LabelledImages& train, const ModelFactory& make_model,
               "train: expected optimizer 'adam' or 'sgd', got '", options.optimizer, "'");
   RUCCL_CHECK(!(options.resume || options.resume_if_any) || !options.checkpoint_dir.empty(),
               ValueError, "train: --resume needs --checkpoint-dir");
+  RUCCL_CHECK(options.accumulate >= 1, ValueError, "train: expected --accumulate >= 1, got ",
+              options.accumulate);
   RUCCL_CHECK(options.checkpoint_every >= 0, ValueError,
               "train: expected --checkpoint-every >= 0, got ", options.checkpoint_every);
   RUCCL_CHECK(train.count > 0, ValueError, "train: the training set is empty");
@@ -207,26 +209,43 @@ TrainResult train_rank(Communicator& comm, const LabelledImages& train, const La
       const std::int64_t hi = begin + size * (rank + 1) / world;
       // The step's phases on the trace's training track (free unless tracing is on).
       std::optional<TraceSpan> step_span(std::in_place, comm.trace(), "step", steps + 1);
-      GradientsParams grads;
-      autodiff::Var loss;  // with overlap, dp.backward runs its backward
-      if (hi > lo) {
-        const auto [hx, hy] = make_batch(train, order, lo, hi);
-        const Tensor x = hx.to(comm.device());
-        const Tensor y = hy.to(comm.device());
-        model->zero_grad();
-        std::optional<TraceSpan> phase(std::in_place, comm.trace(), "forward");
-        loss = nn::cross_entropy(model->forward(autodiff::Var(x)), y, nn::Reduction::Sum);
-        phase.emplace(comm.trace(), "backward");
-        if (!options.overlap) loss.backward();
-        phase.reset();
-        pending_loss += static_cast<double>(loss.value().to(Device::cpu()).item<float>());
-        if (!options.overlap) grads = GradientsParams::from_module(*model);
+      // The step's micro-batches: this rank's shard in options.accumulate balanced pieces. Each
+      // but the last is folded by no_sync (nothing communicated); the last one's backward (with
+      // overlap, inside dp.backward) reduces the whole window once.
+      const int micro = options.accumulate;
+      GradientsParams mean;  // Σ G_r / Σ w_r
+      model->zero_grad();
+      for (int k = 0; k < micro; ++k) {
+        const std::int64_t mlo = lo + (hi - lo) * k / micro;
+        const std::int64_t mhi = lo + (hi - lo) * (k + 1) / micro;
+        const bool last = k + 1 == micro;
+        autodiff::Var loss;  // undefined for an empty micro-batch
+        if (mhi > mlo) {
+          const auto [hx, hy] = make_batch(train, order, mlo, mhi);
+          const Tensor x = hx.to(comm.device());
+          const Tensor y = hy.to(comm.device());
+          std::optional<TraceSpan> phase(std::in_place, comm.trace(), "forward");
+          loss = nn::cross_entropy(model->forward(autodiff::Var(x)), y, nn::Reduction::Sum);
+          phase.reset();
+          pending_loss += static_cast<double>(loss.value().to(Device::cpu()).item<float>());
+        }
+        const auto weight = static_cast<double>(mhi - mlo);
+        if (!last) {
+          const TraceSpan phase(comm.trace(), "backward");
+          dp.no_sync(*model, loss, weight, LossReduction::Sum);
+        } else if (options.overlap || micro > 1) {
+          mean = dp.backward(*model, loss, weight, LossReduction::Sum);  // traced by DataParallel
+        } else {
+          GradientsParams grads;
+          if (loss.defined()) {
+            const TraceSpan phase(comm.trace(), "backward");
+            loss.backward();
+            grads = GradientsParams::from_module(*model);
+          }
+          mean = dp.reduce(*model, grads, weight, LossReduction::Sum);
+        }
       }
       pending_count += size;
-      const GradientsParams mean =  // Σ G_r / Σ w_r
-          options.overlap
-              ? dp.backward(*model, loss, static_cast<double>(hi - lo), LossReduction::Sum)
-              : dp.reduce(*model, grads, static_cast<double>(hi - lo), LossReduction::Sum);
       {
         const TraceSpan phase(comm.trace(), "optimizer");
         const double lr = options.cosine_lr

@@ -51,6 +51,10 @@ struct TrainOptions {
   bool overlap = false;
   /// With overlap: the bucket plan's cap (DataParallelOptions::bucket_cap_bytes).
   std::int64_t bucket_cap_bytes = 25LL << 20;
+  /// Micro-batches per step: each rank's shard is cut into this many balanced pieces, the first
+  /// ones folded by DataParallel::no_sync (nothing communicated), the last one's backward
+  /// reducing the whole window once (overlapped under `overlap`). 1: no accumulation.
+  int accumulate = 1;
   /// Test hook: rank kill_rank SIGKILLs itself right after optimizer step kill_after_step (before
   /// writing that step's checkpoint; when it is a checkpoint step, once rank 0 has written its
   /// file), on the first attempt of the job only (attempt 0). -1: never.

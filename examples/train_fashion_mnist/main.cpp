@@ -68,6 +68,7 @@ constexpr const char* kUsage =
     "  --max-batches N      at most N batches per epoch (short runs)\n"
     "  --overlap            reduce gradient buckets while backward runs (same parameters)\n"
     "  --bucket-mb X        with --overlap: the bucket cap in MiB, default 25\n"
+    "  --accumulate K       K micro-batches per step (DataParallel::no_sync), default 1\n"
     "  --test-limit N       evaluate on the first N test images only (short runs)\n"
     "  --save-parameters F  write the final parameters to F (raw F32, visit order)\n"
     "  --kill-after-step K  test hook: rank --kill-rank (default 1) SIGKILLs itself after\n"
@@ -124,6 +125,10 @@ Cli parse(int argc, char** argv) {
     if (flag == "--ranks") {
       cli.options.ranks = static_cast<int>(to_int(flag, value));
       cli.ranks_given = true;
+    } else if (flag == "--accumulate") {
+      const std::int64_t k = to_int(flag, value);
+      if (k < 1 || k > 1 << 20) usage_error("--accumulate expects K >= 1, got " + value);
+      cli.options.accumulate = static_cast<int>(k);
     } else if (flag == "--epochs") {
       cli.options.epochs = static_cast<int>(to_int(flag, value));
     } else if (flag == "--batch") {

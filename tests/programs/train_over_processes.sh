@@ -9,6 +9,9 @@
 #   overlap      --overlap (gradient buckets reduced while backward runs; --bucket-mb 0.5 gives
 #                4 buckets) as 2 threads and as 2 processes under ruccl-run: both byte-identical
 #                to the plain run (docs/training.md, "Overlapped reduction": exact with 2 ranks)
+#   accumulate   --accumulate 3 (three micro-batches a step, DataParallel::no_sync) plain, and with
+#                --overlap as 2 threads and as 2 processes: byte-identical to each other; refusal
+#                of --accumulate 0
 #   kill-resume  rank 1 SIGKILLs itself after step 15 (a checkpoint step: rank 0 writes step 15,
 #                rank 1 never does) under ruccl-run --max-restarts 1; the restarted job must
 #                resume at step 10, the newest step BOTH ranks wrote, pass over step 15, and end
@@ -42,6 +45,30 @@ case $case_name in
       fail "ruccl-run did not run processes"
     same "$work/threads.bin" "$work/overlap-processes.bin" "--overlap on 2 processes"
     echo "PASS: --overlap ends with the plain run's parameters, byte for byte, on threads and processes"
+    ;;
+  accumulate)
+    # 3 micro-batches a step (no_sync, then one reduction): the plain run's gradients in other
+    # sums, so compared with the accumulating run without overlap, which it must equal exactly.
+    "$train" "${short[@]}" --accumulate 3 --ranks 2 --save-parameters "$work/acc-threads.bin" \
+      > "$work/acc-threads.log"
+    cmp -s "$work/threads.bin" "$work/acc-threads.bin" &&
+      fail "--accumulate 3 gave the plain run's bytes: were micro-batches cut at all?"
+    "$train" "${short[@]}" --accumulate 3 --overlap --bucket-mb 0.5 --ranks 2 \
+      --save-parameters "$work/acc-overlap-threads.bin" > "$work/acc-overlap-threads.log"
+    same "$work/acc-threads.bin" "$work/acc-overlap-threads.bin" "--accumulate 3 --overlap on 2 threads"
+    "$ruccl_run" --nproc-per-node 2 "$train" "${short[@]}" --accumulate 3 --overlap --bucket-mb 0.5 \
+      --save-parameters "$work/acc-overlap-processes.bin" > "$work/acc-overlap-processes.log"
+    same "$work/acc-threads.bin" "$work/acc-overlap-processes.bin" \
+      "--accumulate 3 --overlap on 2 processes"
+    # The same training in other sums: the final test accuracy within 1.5 points of the plain run's.
+    plain=$(grep -o "test accuracy [0-9.]*" "$work/threads.log" | tail -1 | awk '{print $3}')
+    acc=$(grep -o "test accuracy [0-9.]*" "$work/acc-threads.log" | tail -1 | awk '{print $3}')
+    [[ -n $plain && -n $acc ]] || fail "no test accuracy line"
+    awk -v a="$plain" -v b="$acc" 'BEGIN { d = a - b; exit !(d < 1.5 && d > -1.5) }' ||
+      fail "--accumulate 3 reached $acc % against the plain run's $plain %"
+    if "$train" --accumulate 0 > "$work/acc0.log" 2>&1; then fail "--accumulate 0 was accepted"; fi
+    grep -q -- "--accumulate expects K >= 1" "$work/acc0.log" || fail "no --accumulate 0 refusal"
+    echo "PASS: --accumulate 3 with --overlap ends with --accumulate 3's parameters, byte for byte, on threads and processes"
     ;;
   ruccl-run)
     "$ruccl_run" --nproc-per-node 2 "$train" "${short[@]}" \
