@@ -86,28 +86,35 @@ class CommunicatorCore {
                                    const char* default_label, Body body) {
     const Issued issued = Deadline::Clock::now();
     const std::uint32_t ticket = turns_->take();  // program order, across this rank's groups
-    auto state = std::make_shared<WorkState>();
-    state->deadline =
-        Deadline::after(call.timeout.value_or(options_.timeout),
-                        call.label != nullptr ? call.label : default_label, 0, issued);
-    state->fail_group = [this](const CollectiveError& error) { transport_->fail(error); };
-    state->inputs = std::move(inputs);
-    std::function<void()> enter = engine_->caller_context();
-    progress_.submit([state, issued, turns = turns_, ticket, enter = std::move(enter),
-                      body = std::move(body)]() mutable noexcept {
-      std::exception_ptr error;
-      {
-        const RankTurn turn(*turns, ticket);
-        try {
-          if (enter) enter();
-          state->store(body(issued));
-        } catch (...) {
-          error = std::current_exception();
+    try {
+      auto state = std::make_shared<WorkState>();
+      state->deadline =
+          Deadline::after(call.timeout.value_or(options_.timeout),
+                          call.label != nullptr ? call.label : default_label, 0, issued);
+      state->fail_group = [this](const CollectiveError& error) { transport_->fail(error); };
+      state->inputs = std::move(inputs);
+      std::function<void()> enter = engine_->caller_context();
+      progress_.submit([state, issued, turns = turns_, ticket, enter = std::move(enter),
+                        body = std::move(body)]() mutable noexcept {
+        std::exception_ptr error;
+        {
+          const RankTurn turn(*turns, ticket);
+          try {
+            if (enter) enter();
+            state->store(body(issued));
+          } catch (...) {
+            error = std::current_exception();
+          }
         }
-      }
-      state->complete(std::move(error));
-    });
-    return state;
+        state->complete(std::move(error));
+      });
+      return state;
+    } catch (...) {
+      // Nothing was queued (no memory, no progress thread): the ticket is still served in its
+      // turn, or every later call of this rank would wait for it forever.
+      { const RankTurn turn(*turns_, ticket); }
+      throw;
+    }
   }
   /// The blocking form: start, then wait. With nothing queued, the call runs on the caller's
   /// thread (no hand-off: the blocking path costs what it did before there were handles);
