@@ -6,33 +6,22 @@
 #include <array>
 #include <vector>
 
-#include "autodiff/nn/activation.h"
-#include "autodiff/nn/linear.h"
 #include "autodiff/nn/loss.h"
-#include "autodiff/nn/sequential.h"
 #include "optim/data_parallel.h"
 #include "optim/gradients_accumulator.h"
 #include "tensor/ops/shape_ops.h"
 #include "tests/mpi/mpi_job_support.h"
+#include "tests/optim/tiny_models.h"
 #include "tests/support/tensor_matchers.h"
 
 using namespace ruccl;
 using namespace ruccl::optim;
 using namespace ruccl::testing::mpi_job;
 using autodiff::Var;
+using optim::test_support::make_mlp;
 using ruccl::testing::TensorEqual;
 
 namespace {
-
-/// Linear(5 -> 8), Tanh, Linear(8 -> 3): 75 F32 parameters in 4 tensors, the same on every rank.
-std::shared_ptr<nn::Sequential> make_mlp() {
-  Generator gen(7);
-  auto model = std::make_shared<nn::Sequential>(std::vector<std::shared_ptr<nn::Module>>{
-      std::make_shared<nn::Linear>(5, 8, gen), std::make_shared<nn::Tanh>(),
-      std::make_shared<nn::Linear>(8, 3, gen)});
-  model->assign_param_ids(1);
-  return model;
-}
 
 /// Rank r's micro-batch k: r + k + 1 samples (uneven weights).
 std::pair<Tensor, Tensor> batch(int rank, int k) {
@@ -69,7 +58,7 @@ TEST_CASE("DataParallel's overlapped backward over MPI processes equals the plai
   Communicator comm = world();
   const int r = comm.rank();
   const int w = comm.world_size();
-  auto mlp = make_mlp();
+  auto mlp = make_mlp(7);  // the same on every rank
   nn::Sequential& model = *mlp;
   DataParallel plain = DataParallel::initialize(comm, model, 0);
   model.zero_grad();
@@ -99,7 +88,7 @@ TEST_CASE("no_sync micro-batches over MPI processes are reduced once, as accumul
           "[mpi]") {
   Communicator comm = world();
   const int r = comm.rank();
-  auto mlp = make_mlp();
+  auto mlp = make_mlp(7);  // the same on every rank
   nn::Sequential& model = *mlp;
   // The reference: the window kept by the caller, then one reduce.
   DataParallel plain = DataParallel::initialize(comm, model, 0);

@@ -29,20 +29,10 @@ using ruccl::testing::run_group_with;
 using ruccl::testing::TensorEqual;
 using test_support::branchy_loss;
 using test_support::branchy_model;
+using test_support::make_mlp;
 using test_support::ParamBag;
 
 namespace {
-
-/// Linear(5 -> 8), Tanh, Linear(8 -> 3): 75 parameters in 4 tensors.
-std::shared_ptr<nn::Sequential> make_mlp(std::uint64_t seed, DType dtype = DType::F32) {
-  Generator gen(seed);
-  auto model = std::make_shared<nn::Sequential>(std::vector<std::shared_ptr<nn::Module>>{
-      std::make_shared<nn::Linear>(5, 8, gen, nn::LinearOptions{.dtype = dtype}),
-      std::make_shared<nn::Tanh>(),
-      std::make_shared<nn::Linear>(8, 3, gen, nn::LinearOptions{.dtype = dtype})});
-  model->assign_param_ids(1);
-  return model;
-}
 
 /// Rank r's batch: r + 1 samples (uneven weights). `dyadic`: multiples of 1/4 in [-2, 2].
 std::pair<Tensor, Tensor> batch(int rank, int step, bool dyadic, DType dtype) {

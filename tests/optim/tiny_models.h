@@ -4,8 +4,10 @@
 #include <string>
 #include <vector>
 
+#include "autodiff/nn/activation.h"
 #include "autodiff/nn/linear.h"
 #include "autodiff/nn/module.h"
+#include "autodiff/nn/sequential.h"
 #include "autodiff/ops/elementwise.h"
 #include "autodiff/ops/linalg.h"
 #include "autodiff/ops/reduce.h"
@@ -25,6 +27,18 @@ inline std::shared_ptr<nn::Linear> make_linear(std::int64_t in, std::int64_t out
                                                std::uint64_t seed, DType dtype = DType::F32) {
   Generator gen(seed);
   auto model = std::make_shared<nn::Linear>(in, out, gen, nn::LinearOptions{.dtype = dtype});
+  model->assign_param_ids(1);
+  return model;
+}
+
+/// Linear(5 -> 8), Tanh, Linear(8 -> 3): 75 parameters in 4 tensors (ParamIds 1-4), drawn from
+/// `seed`.
+inline std::shared_ptr<nn::Sequential> make_mlp(std::uint64_t seed, DType dtype = DType::F32) {
+  Generator gen(seed);
+  auto model = std::make_shared<nn::Sequential>(std::vector<std::shared_ptr<nn::Module>>{
+      std::make_shared<nn::Linear>(5, 8, gen, nn::LinearOptions{.dtype = dtype}),
+      std::make_shared<nn::Tanh>(),
+      std::make_shared<nn::Linear>(8, 3, gen, nn::LinearOptions{.dtype = dtype})});
   model->assign_param_ids(1);
   return model;
 }
