@@ -26,6 +26,17 @@ class Deadline {
   const char* label() const { return label_; }
   /// The call's sequence number (0 for point-to-point calls).
   std::uint64_t seq() const { return seq_; }
+  /// The call number the waiting transport's own records carry: seq() for a call of that
+  /// transport, 0 when the call belongs to a group whose waits run on its parent's transport (the
+  /// parent's hang report counts the parent's calls, not the group's; the message still names the
+  /// group's call through call_name()).
+  std::uint64_t transport_seq() const { return on_parent_ ? 0 : seq_; }
+  /// This deadline, waited on the parent transport of a group (transport_seq() becomes 0).
+  Deadline on_parent() const {
+    Deadline d = *this;
+    d.on_parent_ = true;
+    return d;
+  }
   /// How error messages name the call: "all_reduce (call #7)" for a collective, the label alone
   /// for a point-to-point call.
   std::string call_name() const {
@@ -42,6 +53,7 @@ class Deadline {
   std::chrono::milliseconds timeout_;
   const char* label_;
   std::uint64_t seq_;
+  bool on_parent_ = false;
 };
 
 }  // namespace ruccl

@@ -107,7 +107,7 @@ void MpiTransport::expect_payloads(std::size_t nbytes) {
 
 std::string MpiTransport::calls_reached(const Deadline& deadline,
                                         const std::vector<int>& absent) const {
-  return calls_reached_from_records(calls_seen_, agreeing_seq_, absent, deadline.seq(),
+  return calls_reached_from_records(calls_seen_, agreeing_seq_, absent, deadline.transport_seq(),
                                     options_.names);
 }
 

@@ -29,7 +29,7 @@ std::string describe_calls_reached(std::span<const std::uint64_t> reached, std::
 /// is the newest call whose record came from rank r; while this rank waits for the records of
 /// call `agreeing_seq`, every peer not in `absent` sent its record of that call. Returns "; "
 /// and describe_calls_reached's text for a collective's deadline, "" for a point-to-point one
-/// (deadline.seq() == 0: no call numbers).
+/// (seq == 0: no call numbers; a group call passes deadline.transport_seq(), 0 on its parent).
 std::string calls_reached_from_records(std::span<const std::uint64_t> seen,
                                        std::uint64_t agreeing_seq, std::span<const int> absent,
                                        std::uint64_t seq, const RankNames& names);

@@ -13,11 +13,9 @@ namespace {
 // Agreement frames carry this bit (collective tags are seq << 16, point-to-point tags set bit 63).
 constexpr std::uint64_t kAgreementTagBit = std::uint64_t{1} << 62;
 
-// The deadline a call on the parent waits under: the group call's time and label, without its call
-// number (the parent's hang report counts the parent's calls, not the group's).
-Deadline on_parent(const Deadline& d) {
-  return Deadline::after(d.timeout(), d.label(), 0, d.at() - d.timeout());
-}
+// The deadline a call on the parent waits under: the group call's time, label and number for
+// messages, but no call number for the parent's hang report (it counts the parent's calls).
+Deadline on_parent(const Deadline& d) { return d.on_parent(); }
 
 }  // namespace
 

@@ -129,7 +129,7 @@ std::string InProcessTransport::p2p_deadlock(int peer, bool in_collective) const
 }
 
 std::string InProcessTransport::calls_reached(const Deadline& deadline) const {
-  if (deadline.seq() == 0) return "";  // point-to-point: no call numbers
+  if (deadline.transport_seq() == 0) return "";  // point-to-point or a group's: no call numbers
   // Each rank's newest published record: its two parity slots hold its last two calls.
   std::vector<std::uint64_t> reached(static_cast<std::size_t>(hub_->world_size()));
   for (int r = 0; r < hub_->world_size(); ++r) {
@@ -138,7 +138,7 @@ std::string InProcessTransport::calls_reached(const Deadline& deadline) const {
         std::max(state.records[0].seq.load(std::memory_order_acquire),
                  state.records[1].seq.load(std::memory_order_acquire));
   }
-  return "; " + describe_calls_reached(reached, deadline.seq(), hub_->names());
+  return "; " + describe_calls_reached(reached, deadline.transport_seq(), hub_->names());
 }
 
 void InProcessTransport::start_agree(const CallRecord& mine, const Deadline&) {

@@ -91,7 +91,7 @@ void TcpTransport::check_step(int peer, PathStep step) {
 
 std::string TcpTransport::calls_reached(const Deadline& deadline,
                                         const std::vector<int>& absent) const {
-  return calls_reached_from_records(calls_seen_, agreeing_seq_, absent, deadline.seq(),
+  return calls_reached_from_records(calls_seen_, agreeing_seq_, absent, deadline.transport_seq(),
                                     options_.names);
 }
 

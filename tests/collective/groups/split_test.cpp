@@ -227,6 +227,7 @@ TEMPLATE_TEST_CASE("a group's deadline names the group and the missing rank as a
   INFO(out[2].message());
   REQUIRE(error_kind(out[2]) == CollectiveErrorKind::Timeout);
   REQUIRE(contains(out[2].message(), "group tp of rank(s) [2, 3]: "));
+  REQUIRE(contains(out[2].message(), "all_reduce (call #1)"));  // the group's call number
   REQUIRE(contains(out[2].message(), "waiting for a message from rank(s) [3]"));
   REQUIRE(error_ranks(out[2]) == std::vector<int>{1});  // the group's rank of parent rank 3
 }
