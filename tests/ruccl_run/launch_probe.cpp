@@ -13,6 +13,10 @@
 //   join                 Communicator::from_env(), then an all_reduce of [rank + 1, 0.5]: prints
 //                        "joined sum=A,B" (or "join-error <message>" on stderr, exit 8); the
 //                        communicator stays up for the actions that follow
+//   barrier              a barrier on it: prints "barrier"
+//   reduce-until-error   all_reduces on it until one fails: prints "lost ms=M kind=K calls=N" on
+//                        stderr (M: how long the failing call waited, K: its error kind) and
+//                        exits 8
 //   leave                ends it (every rank must leave)
 #include <chrono>
 #include <csignal>
@@ -133,6 +137,27 @@ int main(int argc, char** argv) {
       } catch (const ruccl::Error& e) {
         put(2, std::string("join-error ") + e.what() + "\n");
         return 8;
+      }
+    } else if (action == "barrier") {
+      if (!run) continue;
+      joined->barrier();
+      put(1, "barrier\n");
+    } else if (action == "reduce-until-error") {
+      if (!run) continue;
+      const ruccl::Tensor t = ruccl::Tensor::ones({16});
+      for (long calls = 0;; ++calls) {
+        const auto start = std::chrono::steady_clock::now();
+        try {
+          joined->all_reduce(t, ruccl::ReduceOperation::Sum);
+        } catch (const ruccl::CollectiveError& e) {
+          const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                              std::chrono::steady_clock::now() - start)
+                              .count();
+          put(2, "lost ms=" + std::to_string(ms) +
+                     " kind=" + std::string(ruccl::collective_error_kind_name(e.kind())) +
+                     " calls=" + std::to_string(calls) + "\n");
+          return 8;
+        }
       }
     } else if (action == "leave") {
       if (run) joined.reset();
