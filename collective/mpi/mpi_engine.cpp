@@ -128,9 +128,16 @@ Tensor MpiEngine::all_reduce(const EngineCall& call, const Tensor& t, ReduceOper
     if (!fallback_.sends_with_agreement(OpKind::AllReduce, call.algorithm())) agreed(call);
     return fallback_.all_reduce(call, t, op);
   }
-  if (transport_.world_size() <= MpiTransportOptions::kPairwiseMaxWorld &&
-      t.nbytes() >= transport_.options().pairwise_all_reduce_bytes && fits_int(t.nbytes())) {
+  // A fold window (DataParallel's buckets) asks for the canonical order of its whole reduction:
+  // our pairwise path or the fallback honour it, MPI's own reduction does not.
+  const bool windowed = call.context.window.total > 0;
+  if (transport_.world_size() <= MpiTransportOptions::kPairwiseMaxWorld && fits_int(t.nbytes()) &&
+      (windowed || t.nbytes() >= transport_.options().pairwise_all_reduce_bytes)) {
     return pairwise_all_reduce(call, t, op);
+  }
+  if (windowed) {
+    if (!fallback_.sends_with_agreement(OpKind::AllReduce, call.algorithm())) agreed(call);
+    return fallback_.all_reduce(call, t, op);
   }
   agreed(call);
   const Tensor in = host_contiguous(t);
@@ -146,7 +153,9 @@ Tensor MpiEngine::all_reduce(const EngineCall& call, const Tensor& t, ReduceOper
 
 std::optional<Tensor> MpiEngine::reduce(const EngineCall& call, const Tensor& t, int root,
                                         ReduceOperation op) {
-  if (!native_reduction(t.dtype(), t.numel())) return fallback_.reduce(call, t, root, op);
+  if (!native_reduction(t.dtype(), t.numel()) || call.context.window.total > 0) {
+    return fallback_.reduce(call, t, root, op);  // a fold window: our order (all_reduce's note)
+  }
   agreed(call);
   const Tensor in = host_contiguous(t);
   const bool is_root = transport_.rank() == root;

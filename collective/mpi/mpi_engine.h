@@ -19,7 +19,9 @@
 //   - reductions of F16 and BF16 (MPI has no such types; ours accumulate in F32) and of Bool;
 //   - every reduction when CommunicatorOptions::require_bit_identical is set (MPI's reduction
 //     order is the implementation's; ours is canonical): bit_identical() is then true;
-//   - a message of more than INT_MAX elements or bytes (MPI counts are int).
+//   - a message of more than INT_MAX elements or bytes (MPI counts are int);
+//   - an all_reduce or reduce with a fold window (CallOptions::with_fold_window) that our
+//     fused or pairwise paths do not take (those fold in the window's chunks themselves).
 // Data movement (broadcast, gathers, scatter, all-to-all) is exact in every dtype: always MPI's.
 // Mean is MPI's Sum, then divided by the world size here. CommunicatorOptions' algorithms choose
 // among our algorithms only (the fallback); MPI's own collectives choose theirs.

@@ -1,6 +1,7 @@
 // MpiEngine's own all_reduce paths (mpi_engine.h): the fused one (one exchange: records with the
 // data behind them) and the pairwise reduce-scatter + all-gather on MPI messages. Both fold in
-// the canonical order (collective/algorithms/algorithm.h).
+// the canonical order (collective/algorithms/algorithm.h), in the chunks of the call's fold
+// window when it has one (ChunkLayout).
 #include <array>
 
 #include "collective/algorithms/algorithm.h"
@@ -48,8 +49,9 @@ Tensor MpiEngine::fused_all_reduce(const EngineCall& call, const Tensor& t, Redu
         p == transport_.rank() ? in.data_ptr() : transport_.agreed_payload(p).data();
   }
   // The canonical order (collective/algorithms/algorithm.h), as our Direct all_reduce folds: the
-  // same bits on every rank, and as the fallback's.
-  fold_all_chunks(kernel, out.data_ptr(), data, count);
+  // same bits on every rank, and as the fallback's (the fold window's chunks, if any).
+  const ChunkLayout layout(count, static_cast<std::size_t>(world), call.context.window);
+  fold_elements(kernel, out.data_ptr(), data, layout, 0, count);
   kernel.finish(out.data_ptr(), count, world);
   Tensor result = out.dtype() == t.dtype() ? out : out.to(t.dtype());
   return to_device(result, device_);
@@ -65,7 +67,8 @@ Tensor MpiEngine::pairwise_all_reduce(const EngineCall& call, const Tensor& t, R
   const int world = transport_.world_size();
   const auto w = static_cast<std::size_t>(world);
   const auto mine = static_cast<std::size_t>(transport_.rank());
-  const std::size_t length = chunk_size(mine, count, w);
+  const ChunkLayout layout(count, w, call.context.window);  // balanced without a fold window
+  const std::size_t length = layout.size(mine);
   const std::size_t slot = length * es;
   // The peers' chunks land in a tensor, not a std::vector: a large tensor's block is page-aligned
   // (and reused), like the input and the result. The kernel's copy between processes (OpenMPI's
@@ -90,7 +93,8 @@ Tensor MpiEngine::pairwise_all_reduce(const EngineCall& call, const Tensor& t, R
     throw e;
   };
   // Reduce-scatter: chunk p of this rank's input goes to rank p; chunk `mine` of every peer's
-  // input lands in staging, then is folded in the canonical order.
+  // input lands in staging, then is folded in the canonical order. Chunks of a fold window may be
+  // uneven or empty (an empty message is still sent: it keeps the exchange's shape simple).
   requests_.assign(2 * (w - 1), MPI_REQUEST_NULL);
   std::size_t k = 0;
   for (std::size_t p = 0; p < w; ++p) {
@@ -101,19 +105,18 @@ Tensor MpiEngine::pairwise_all_reduce(const EngineCall& call, const Tensor& t, R
   }
   for (std::size_t p = 0; p < w; ++p) {
     if (p == mine) continue;
-    post(MPI_Isend(src + chunk_begin(p, count, w) * es,
-                   static_cast<int>(chunk_size(p, count, w) * es), MPI_BYTE, static_cast<int>(p),
-                   kPairwiseTag, comm, &requests_[k++]),
+    post(MPI_Isend(src + layout.begin(p) * es, static_cast<int>(layout.size(p) * es), MPI_BYTE,
+                   static_cast<int>(p), kPairwiseTag, comm, &requests_[k++]),
          "MPI_Isend");
   }
   transport_.wait(std::span<MPI_Request>(requests_), keep, call.deadline(),
                   "the pairwise all_reduce's reduce-scatter");
   RankVector<const void*> data(w);
   for (std::size_t p = 0; p < w; ++p) {
-    data[p] = p == mine ? static_cast<const void*>(src + chunk_begin(mine, count, w) * es)
+    data[p] = p == mine ? static_cast<const void*>(src + layout.begin(mine) * es)
                         : staged + peer_slot(p) * slot;
   }
-  std::uint8_t* folded = dst + chunk_begin(mine, count, w) * es;
+  std::uint8_t* folded = dst + layout.begin(mine) * es;
   fold_chunk(kernel, folded, data, mine, length);
   kernel.finish(folded, length, world);
   // All-gather: the folded chunk to every peer, theirs straight into the result.
@@ -121,9 +124,8 @@ Tensor MpiEngine::pairwise_all_reduce(const EngineCall& call, const Tensor& t, R
   k = 0;
   for (std::size_t p = 0; p < w; ++p) {
     if (p == mine) continue;
-    post(MPI_Irecv(dst + chunk_begin(p, count, w) * es,
-                   static_cast<int>(chunk_size(p, count, w) * es), MPI_BYTE, static_cast<int>(p),
-                   kPairwiseTag + 1, comm, &requests_[k++]),
+    post(MPI_Irecv(dst + layout.begin(p) * es, static_cast<int>(layout.size(p) * es), MPI_BYTE,
+                   static_cast<int>(p), kPairwiseTag + 1, comm, &requests_[k++]),
          "MPI_Irecv");
   }
   for (std::size_t p = 0; p < w; ++p) {
