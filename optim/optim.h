@@ -11,6 +11,7 @@
 #include "optim/checkpoint/caller_state.h"
 #include "optim/checkpoint/checkpoint_error.h"
 #include "optim/checkpoint/checkpoint_series.h"
+#include "optim/checkpoint/sharded_checkpoint.h"
 #include "optim/checkpoint/training_record.h"
 #include "optim/classifier_trainer.h"
 #include "optim/clip_grad_norm.h"
