@@ -39,11 +39,13 @@ Communicator TcpGroup::from_env(Device device, CommunicatorOptions options,
   if (!transport.secret) transport.secret = job_secret_from_env();  // RUCCL_REQUIRE_SECRET first
   const LaunchEnv job = read_launch_env();
   const EnvReader env;
-  if (const auto integrity = env.get("RUCCL_INTEGRITY"); integrity && *integrity != "off") {
+  transport.integrity = env.choice(
+      "RUCCL_INTEGRITY", {{"off", Integrity::Off}, {"mac", Integrity::Mac}}, transport.integrity);
+  if (transport.integrity == Integrity::Mac && !transport.secret) {
     env.fail_value("RUCCL_INTEGRITY",
-                   "off (the MAC mode of docs/security.md is not implemented yet: frames carry "
-                   "CRC-32C, not a MAC)",
-                   integrity);
+                   "off, or mac together with RUCCL_JOB_SECRET (the frame MACs are keyed by the "
+                   "job secret; ruccl-run makes one)",
+                   std::optional<std::string>("mac"));
   }
   if (const auto ms = env.milliseconds("RUCCL_HEARTBEAT_INTERVAL_MS")) {
     transport.control.heartbeat_interval = *ms;

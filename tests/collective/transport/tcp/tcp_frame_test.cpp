@@ -137,7 +137,7 @@ TEST_CASE("Each corrupted header field is refused with its name", "[collective][
       {"type 0", [](HeaderBytes& b) { b[8] = 0; }, true, "unknown frame type 0"},
       {"type 42", [](HeaderBytes& b) { b[8] = 42; }, true, "unknown frame type 42"},
       {"flags", [](HeaderBytes& b) { b[9] = 5; }, true,
-       "unknown frame flags 0x05 (expected 0x00 or 0x01)"},
+       "unknown frame flags 0x05 (expected bits 0x01 and 0x02 only)"},
       {"reserved", [](HeaderBytes& b) { put_le(b, 10, 0x1234, 2); }, true,
        "nonzero reserved header field 0x1234 (expected 0)"},
       {"Data payload_bytes", [](HeaderBytes& b) { put_le(b, 12, 0xFFFFFFFF, 4); }, true,

@@ -20,6 +20,7 @@
 #include "collective/store/in_memory_store.h"
 #include "collective/transport/process/process_transport.h"
 #include "collective/transport/shm/shm_connect.h"
+#include "collective/transport/tcp/tcp_mesh_accept.h"
 #include "tests/collective/collective_test_support.h"
 #include "tests/collective/error_capture.h"
 #include "tests/collective/transport/tcp/tcp_loopback.h"
@@ -254,4 +255,63 @@ TEST_CASE("a segment name taken by another user fails the set-up on every rank, 
   for (const std::string& e : errors) {
     CHECK(contains(e, "shared-memory segment " + name + ": the name is taken by uid 65534"));
   }
+}
+
+TEST_CASE("strangers that speak and then stall do not hold up the handshakes of a group",
+          "[collective][tcp][security]") {
+  for (const bool with_secret : {true, false}) {
+    INFO("secret " << with_secret);
+    InMemoryStore store;
+    const SessionId session = random_session_id();
+    const TcpTransportOptions options =
+        loopback(with_secret ? std::optional<JobSecret>(random_job_secret()) : std::nullopt, 3);
+    std::vector<std::unique_ptr<TcpTransport>> ranks(3);
+    std::thread rank0([&] { ranks[0] = TcpTransport::connect(store, 0, 3, session, options); });
+    const net::Endpoint at =
+        net::parse_endpoint(store.get_string("ruccl/tcp/addr/0", Deadline::after(10s)));
+    std::vector<net::Socket> stalled;
+    const std::uint8_t start_of_a_message[10] = {};
+    for (int i = 0; i < 10; ++i) {  // each sends 10 bytes, then nothing: 2 s per step each
+      stalled.push_back(net::connect_tcp(at, Deadline::after(5s)));
+      net::write_all(stalled.back(), start_of_a_message, sizeof start_of_a_message,
+                     Deadline::after(5s));
+    }
+    std::this_thread::sleep_for(50ms);  // their handshakes are under way
+    const auto start = std::chrono::steady_clock::now();
+    std::thread rank1([&] { ranks[1] = TcpTransport::connect(store, 1, 3, session, options); });
+    ranks[2] = TcpTransport::connect(store, 2, 3, session, options);
+    rank1.join();
+    rank0.join();
+    // One at a time, the stalled ones held the listener 2 s each: 20 s here.
+    CHECK(std::chrono::steady_clock::now() - start < 1500ms);
+    CHECK((ranks[0] && ranks[1] && ranks[2]));
+  }
+}
+
+TEST_CASE("a flood of silent connections from one address closes its oldest beyond the cap",
+          "[collective][tcp][security]") {
+  InMemoryStore store;
+  const SessionId session = random_session_id();
+  const TcpTransportOptions options = loopback(random_job_secret(), 2);
+  std::vector<std::unique_ptr<TcpTransport>> ranks(2);
+  std::thread rank0([&] { ranks[0] = TcpTransport::connect(store, 0, 2, session, options); });
+  const net::Endpoint at =
+      net::parse_endpoint(store.get_string("ruccl/tcp/addr/0", Deadline::after(10s)));
+  std::vector<net::Socket> silent;
+  for (std::size_t i = 0; i < kMaxSilentPerAddress + 4; ++i) {
+    silent.push_back(net::connect_tcp(at, Deadline::after(5s)));
+  }
+  // The first 4 are closed by rank 0 (end of stream), well before their 5 s are up.
+  for (std::size_t i = 0; i < 4; ++i) {
+    std::uint8_t byte = 0;
+    const CollectiveError e =
+        error_of([&] { net::read_exact(silent[i], &byte, 1, Deadline::after(3s)); });
+    CHECK(e.kind() == CollectiveErrorKind::PeerLost);
+  }
+  CHECK(contains(net::last_auth_refusal(), "silent connections from its address"));
+  const auto start = std::chrono::steady_clock::now();
+  ranks[1] = TcpTransport::connect(store, 1, 2, session, options);
+  rank0.join();
+  CHECK(std::chrono::steady_clock::now() - start < 1500ms);
+  CHECK(ranks[0] != nullptr);
 }
