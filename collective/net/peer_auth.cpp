@@ -19,6 +19,7 @@ void put_u32(std::uint8_t* p, std::uint32_t v) {
 }
 
 std::atomic<std::uint64_t> refusals{0};
+std::atomic<std::uint64_t> refusals_logged{0};
 std::mutex last_refusal_mutex;
 std::string& last_refusal() {
   static std::string text;
@@ -178,6 +179,19 @@ std::uint64_t auth_refusals() { return refusals.load(std::memory_order_relaxed);
 std::string last_auth_refusal() {
   std::lock_guard lock(last_refusal_mutex);
   return last_refusal();
+}
+
+std::string auth_refusals_summary() {
+  const std::uint64_t n = auth_refusals();
+  if (n == 0) return "";
+  return str(n, " connection(s) refused by this process (failed authentication or over a limit)",
+             ", the last: ", last_auth_refusal());
+}
+
+std::uint64_t take_unlogged_auth_refusals() {
+  const std::uint64_t n = auth_refusals();
+  const std::uint64_t before = refusals_logged.exchange(n, std::memory_order_relaxed);
+  return n > before ? n - before : 0;
 }
 
 void count_auth_refusal(const std::string& what) {

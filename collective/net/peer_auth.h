@@ -81,6 +81,12 @@ std::string authenticate_acceptor(const Socket& socket, const JobSecret& secret,
 /// the last one's description ("127.0.0.1:40112 claiming rank 1: wrong MAC").
 std::uint64_t auth_refusals();
 std::string last_auth_refusal();
+/// "3 connection(s) refused by this process (failed authentication or over a limit), the last:
+/// <what>", or "" when none: the clause the hang report of a TCP group ends with.
+std::string auth_refusals_summary();
+/// How many refusals no RUCCL_DEBUG log has shown yet, taking them (each is logged once per
+/// process, by the first communicator whose log looks: trace/call_observer.h).
+std::uint64_t take_unlogged_auth_refusals();
 /// Counts one refusal; `what` describes it (address, claimed rank, why; never the secret). With
 /// RUCCL_DEBUG on, it is also a line of the debug log ("refused a connection: <what>"), and the
 /// hang report lists the count and the last one.

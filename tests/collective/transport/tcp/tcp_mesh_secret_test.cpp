@@ -23,6 +23,7 @@
 #include "collective/transport/tcp/tcp_mesh_accept.h"
 #include "tests/collective/collective_test_support.h"
 #include "tests/collective/error_capture.h"
+#include "tests/collective/trace/debug_log_support.h"
 #include "tests/collective/transport/tcp/tcp_loopback.h"
 
 using namespace ruccl;
@@ -314,4 +315,53 @@ TEST_CASE("a flood of silent connections from one address closes its oldest beyo
   rank0.join();
   CHECK(std::chrono::steady_clock::now() - start < 1500ms);
   CHECK(ranks[0] != nullptr);
+}
+
+TEST_CASE("a refused connection is a RUCCL_DEBUG line and in the hang report, never the secret",
+          "[collective][tcp][security]") {
+  const auto dir = fresh_dir("ruccl_refusal_log");
+  const std::string pattern = (dir / "log.%r").string();
+  const JobSecret secret = random_job_secret();
+  const std::string hex = job_secret_to_hex(secret);
+  std::string timeout;
+  {
+    const ScopedEnv level("RUCCL_DEBUG", "WARN");
+    const ScopedEnv file("RUCCL_DEBUG_FILE", pattern.c_str());
+    InMemoryStore store;
+    const SessionId session = random_session_id();
+    std::vector<std::unique_ptr<TcpTransport>> ranks(2);
+    std::thread rank0(
+        [&] { ranks[0] = TcpTransport::connect(store, 0, 2, session, loopback(secret, 2)); });
+    impostor(store);
+    ranks[1] = TcpTransport::connect(store, 1, 2, session, loopback(secret, 2));
+    rank0.join();
+    REQUIRE(ranks[0]);
+    std::vector<Communicator> comms;
+    for (auto& t : ranks) comms.emplace_back(std::move(t), Device::cpu(), short_timeout());
+    run_ranks(std::move(comms), [&](Communicator& c) {
+      if (c.rank() == 0) {
+        try {
+          c.barrier(CallOptions().with_timeout(100ms));
+        } catch (const CollectiveError& e) {
+          timeout = e.what();
+        }
+      } else {
+        while (!c.finished()) std::this_thread::sleep_for(1ms);
+      }
+    });
+  }
+  const std::string log = read_text(dir / "log.0") + read_text(dir / "log.1");
+  std::filesystem::remove_all(dir);
+  INFO(log);
+  // 1 here, more when earlier test cases of this process refused some that no log took.
+  CHECK(contains(log, "ruccl WARN refused "));
+  CHECK(contains(log, " connection(s) since the last report ("));
+  CHECK(contains(log, "claiming rank 1: wrong MAC (it does not hold the secret)"));
+  CHECK(contains(timeout, "calls reached: "));
+  CHECK(contains(timeout, "connection(s) refused by this process"));
+  CHECK(contains(timeout, "claiming rank 1: wrong MAC"));
+  for (const std::string& text : {log, timeout}) {
+    CHECK_FALSE(contains(text, hex));
+    CHECK_FALSE(contains(text, hex.substr(0, 16)));
+  }
 }
