@@ -39,14 +39,7 @@ Communicator TcpGroup::from_env(Device device, CommunicatorOptions options,
   if (!transport.secret) transport.secret = job_secret_from_env();  // RUCCL_REQUIRE_SECRET first
   const LaunchEnv job = read_launch_env();
   const EnvReader env;
-  transport.integrity = env.choice(
-      "RUCCL_INTEGRITY", {{"off", Integrity::Off}, {"mac", Integrity::Mac}}, transport.integrity);
-  if (transport.integrity == Integrity::Mac && !transport.secret) {
-    env.fail_value("RUCCL_INTEGRITY",
-                   "off, or mac together with RUCCL_JOB_SECRET (the frame MACs are keyed by the "
-                   "job secret; ruccl-run makes one)",
-                   std::optional<std::string>("mac"));
-  }
+  transport.integrity = integrity_from_env(transport.secret.has_value(), transport.integrity);
   if (const auto ms = env.milliseconds("RUCCL_HEARTBEAT_INTERVAL_MS")) {
     transport.control.heartbeat_interval = *ms;
   }

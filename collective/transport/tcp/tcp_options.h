@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 
+#include "collective/common/env.h"
 #include "collective/common/job_secret.h"
 #include "collective/common/rank_names.h"
 #include "collective/transport/fault/fault_plan.h"
@@ -119,5 +120,10 @@ struct TcpTransportOptions {
   FaultPlan wire_faults;
   std::function<void()> kill;
 };
+
+/// RUCCL_INTEGRITY (off or mac; not set: `unset`), for a rank that holds a secret or not
+/// (`has_secret`). Throws InvalidConfig for another value, or for mac without a secret.
+Integrity integrity_from_env(bool has_secret, Integrity unset = Integrity::Off,
+                             const EnvLookup& env = process_env());
 
 }  // namespace ruccl
