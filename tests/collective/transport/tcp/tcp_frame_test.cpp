@@ -243,6 +243,31 @@ TEST_CASE("The unchecked-payload flag round-trips on Data frames only, with no p
   REQUIRE_THROWS_AS(encode_frame_header(h, out), InternalError);
 }
 
+TEST_CASE("The MAC flag round-trips on every frame type, beside the unchecked-payload flag",
+          "[collective][tcp][security]") {
+  FrameHeader h = data_header();
+  h.mac = true;
+  FrameHeader back;
+  REQUIRE(decode_frame_header(encode(h), kSession, h.seq, back) == "");
+  CHECK(back.mac);
+  CHECK_FALSE(back.unchecked_payload);
+  h.payload_crc = 0;
+  h.unchecked_payload = true;
+  const HeaderBytes both = encode(h);
+  CHECK(int{both[9]} == int{kFrameFlagUncheckedPayload | kFrameFlagMac});
+  REQUIRE(decode_frame_header(both, kSession, h.seq, back) == "");
+  CHECK((back.mac && back.unchecked_payload));
+  FrameHeader hb;
+  hb.session = kSession;
+  hb.seq = h.seq;
+  hb.mac = true;
+  REQUIRE(decode_frame_header(encode(hb), kSession, h.seq, back) == "");
+  CHECK(back.mac);
+  CHECK(back.type == FrameType::Heartbeat);
+  REQUIRE(decode_frame_header(encode(data_header()), kSession, h.seq, back) == "");
+  CHECK_FALSE(back.mac);
+}
+
 TEST_CASE("Encoding a header its peer would refuse is an internal error", "[collective][tcp]") {
   HeaderBytes out{};
   FrameHeader h = data_header();
