@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <deque>
 #include <map>
@@ -178,9 +179,18 @@ bool accept_mesh_peers(const net::Socket& listener, int rank, int world_size,
   const auto spoke = [&](Waiting w) {
     if (running_at[w.address] < kMaxHandshakesPerAddress) {
       start(std::move(w));
-    } else {
-      queued.push_back(std::move(w));
+      return;
     }
+    const auto same = [&](const Waiting& q) { return q.address == w.address; };
+    if (static_cast<std::size_t>(std::count_if(queued.begin(), queued.end(), same)) >=
+        kMaxSilentPerAddress) {  // as many wait as may stay silent: close that address's oldest
+      const auto oldest = std::find_if(queued.begin(), queued.end(), same);
+      refuse(oldest->socket, -1,
+             str("one of more than ", kMaxSilentPerAddress,
+                 " connections from its address waiting for a handshake"));
+      queued.erase(oldest);
+    }
+    queued.push_back(std::move(w));
   };
   // Ends every handshake still running (their sockets shut down: their reads end at once).
   const auto stop_all = [&] {

@@ -4,9 +4,10 @@
 // after it came), one that speaks gets its handshake (authentication with a secret, then the
 // Hello) on a thread of its own, so a stranger that speaks and then stalls holds up nobody
 // (each step is still bounded by 2 s). Per source address at most kMaxSilentPerAddress silent
-// connections wait (beyond, the oldest is closed) and kMaxHandshakesPerAddress handshakes run
-// (beyond, the next ones queue in arrival order): a flood from one address holds a bounded
-// number of descriptors and threads.
+// connections wait (beyond, the oldest is closed), kMaxHandshakesPerAddress handshakes run
+// (beyond, the next ones queue in arrival order) and kMaxSilentPerAddress queue (beyond, the
+// oldest queued is closed): a flood from one address holds a bounded number of descriptors and
+// threads.
 #include <cstddef>
 #include <functional>
 #include <optional>

@@ -343,3 +343,41 @@ TEST_CASE("a refused connection is a RUCCL_DEBUG line and in the hang report, ne
     CHECK_FALSE(contains(text, hex.substr(0, 16)));
   }
 }
+
+TEST_CASE("a flood of stalled handshakes from one address queues a bounded number, then the group",
+          "[collective][tcp][security][slow]") {
+  InMemoryStore store;
+  const SessionId session = random_session_id();
+  const TcpTransportOptions options = loopback(random_job_secret(), 2);
+  std::vector<std::unique_ptr<TcpTransport>> ranks(2);
+  std::thread rank0([&] { ranks[0] = TcpTransport::connect(store, 0, 2, session, options); });
+  const net::Endpoint at =
+      net::parse_endpoint(store.get_string("ruccl/tcp/addr/0", Deadline::after(10s)));
+  // 64 handshakes run (each stalls its 2 s), 64 queue, and 2 more close the 2 oldest queued.
+  const std::size_t n = kMaxHandshakesPerAddress + kMaxSilentPerAddress + 2;
+  std::vector<net::Socket> stalled;
+  const std::uint8_t start_of_a_message[10] = {};
+  for (std::size_t i = 0; i < n; ++i) {
+    stalled.push_back(net::connect_tcp(at, Deadline::after(5s)));
+    net::write_all(stalled.back(), start_of_a_message, sizeof start_of_a_message,
+                   Deadline::after(5s));
+  }
+  std::uint8_t byte = 0;
+  for (const std::size_t i : {kMaxHandshakesPerAddress, kMaxHandshakesPerAddress + 1}) {
+    INFO("connection " << i);
+    const CollectiveError e =
+        error_of([&] { net::read_exact(stalled[i], &byte, 1, Deadline::after(1500ms)); });
+    CHECK(e.kind() == CollectiveErrorKind::PeerLost);  // closed, well before a step's 2 s
+  }
+  CHECK(contains(net::last_auth_refusal(), "waiting for a handshake"));
+  const CollectiveError still = error_of([&] {
+    net::read_exact(stalled[kMaxHandshakesPerAddress + 2], &byte, 1, Deadline::after(200ms));
+  });
+  CHECK(still.kind() == CollectiveErrorKind::Timeout);  // queued, still open
+  const auto start = std::chrono::steady_clock::now();
+  ranks[1] = TcpTransport::connect(store, 1, 2, session, options);
+  rank0.join();
+  // Behind at most one round of stalled handshakes (2 s each, in parallel).
+  CHECK(std::chrono::steady_clock::now() - start < 4s);
+  CHECK(ranks[0] != nullptr);
+}
