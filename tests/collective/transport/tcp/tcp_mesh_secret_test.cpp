@@ -82,6 +82,30 @@ std::vector<std::string> connect_errors(const SessionId& session) {
   return errors;
 }
 
+/// Rank 0 of a 2-rank group with a secret, connecting on a thread while a test plays strangers
+/// at its listener (`at`); rank 1 comes when the test calls rank1_connects.
+struct Rank0Listening {
+  InMemoryStore store;
+  SessionId session = random_session_id();
+  TcpTransportOptions options = loopback(random_job_secret(), 2);
+  std::vector<std::unique_ptr<TcpTransport>> ranks{2};
+  std::thread rank0{[this] { ranks[0] = TcpTransport::connect(store, 0, 2, session, options); }};
+  net::Endpoint at =
+      net::parse_endpoint(store.get_string("ruccl/tcp/addr/0", Deadline::after(10s)));
+
+  ~Rank0Listening() {
+    if (rank0.joinable()) rank0.join();
+  }
+  /// Connects rank 1 and waits for rank 0: how long that took. Both are then connected.
+  std::chrono::steady_clock::duration rank1_connects() {
+    const auto start = std::chrono::steady_clock::now();
+    ranks[1] = TcpTransport::connect(store, 1, 2, session, options);
+    rank0.join();
+    CHECK(ranks[0] != nullptr);
+    return std::chrono::steady_clock::now() - start;
+  }
+};
+
 }  // namespace
 
 TEST_CASE("a group with a secret computes what one without does, through TCP and shared memory",
@@ -269,16 +293,10 @@ TEST_CASE("silent strangers, and strangers that speak and then stall, do not hol
 
 TEST_CASE("a flood of silent connections from one address closes its oldest beyond the cap",
           "[collective][tcp][security]") {
-  InMemoryStore store;
-  const SessionId session = random_session_id();
-  const TcpTransportOptions options = loopback(random_job_secret(), 2);
-  std::vector<std::unique_ptr<TcpTransport>> ranks(2);
-  std::thread rank0([&] { ranks[0] = TcpTransport::connect(store, 0, 2, session, options); });
-  const net::Endpoint at =
-      net::parse_endpoint(store.get_string("ruccl/tcp/addr/0", Deadline::after(10s)));
+  Rank0Listening job;
   std::vector<net::Socket> silent;
   for (std::size_t i = 0; i < kMaxSilentPerAddress + 4; ++i) {
-    silent.push_back(net::connect_tcp(at, Deadline::after(5s)));
+    silent.push_back(net::connect_tcp(job.at, Deadline::after(5s)));
   }
   // The first 4 are closed by rank 0 (end of stream), well before their 5 s are up.
   for (std::size_t i = 0; i < 4; ++i) {
@@ -288,11 +306,7 @@ TEST_CASE("a flood of silent connections from one address closes its oldest beyo
     CHECK(e.kind() == CollectiveErrorKind::PeerLost);
   }
   CHECK(contains(net::last_auth_refusal(), "silent connections from its address"));
-  const auto start = std::chrono::steady_clock::now();
-  ranks[1] = TcpTransport::connect(store, 1, 2, session, options);
-  rank0.join();
-  CHECK(std::chrono::steady_clock::now() - start < 1500ms);
-  CHECK(ranks[0] != nullptr);
+  CHECK(job.rank1_connects() < 1500ms);
 }
 
 TEST_CASE("a refused connection is a RUCCL_DEBUG line and in the hang report, never the secret",
@@ -346,19 +360,13 @@ TEST_CASE("a refused connection is a RUCCL_DEBUG line and in the hang report, ne
 
 TEST_CASE("a flood of stalled handshakes from one address queues a bounded number, then the group",
           "[collective][tcp][security][slow]") {
-  InMemoryStore store;
-  const SessionId session = random_session_id();
-  const TcpTransportOptions options = loopback(random_job_secret(), 2);
-  std::vector<std::unique_ptr<TcpTransport>> ranks(2);
-  std::thread rank0([&] { ranks[0] = TcpTransport::connect(store, 0, 2, session, options); });
-  const net::Endpoint at =
-      net::parse_endpoint(store.get_string("ruccl/tcp/addr/0", Deadline::after(10s)));
+  Rank0Listening job;
   // 64 handshakes run (each stalls its 2 s), 64 queue, and 2 more close the 2 oldest queued.
   const std::size_t n = kMaxHandshakesPerAddress + kMaxSilentPerAddress + 2;
   std::vector<net::Socket> stalled;
   const std::uint8_t start_of_a_message[10] = {};
   for (std::size_t i = 0; i < n; ++i) {
-    stalled.push_back(net::connect_tcp(at, Deadline::after(5s)));
+    stalled.push_back(net::connect_tcp(job.at, Deadline::after(5s)));
     net::write_all(stalled.back(), start_of_a_message, sizeof start_of_a_message,
                    Deadline::after(5s));
   }
@@ -374,10 +382,6 @@ TEST_CASE("a flood of stalled handshakes from one address queues a bounded numbe
     net::read_exact(stalled[kMaxHandshakesPerAddress + 2], &byte, 1, Deadline::after(200ms));
   });
   CHECK(still.kind() == CollectiveErrorKind::Timeout);  // queued, still open
-  const auto start = std::chrono::steady_clock::now();
-  ranks[1] = TcpTransport::connect(store, 1, 2, session, options);
-  rank0.join();
   // Behind at most one round of stalled handshakes (2 s each, in parallel).
-  CHECK(std::chrono::steady_clock::now() - start < 4s);
-  CHECK(ranks[0] != nullptr);
+  CHECK(job.rank1_connects() < 4s);
 }
