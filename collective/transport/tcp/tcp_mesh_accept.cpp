@@ -242,11 +242,14 @@ bool accept_mesh_peers(const net::Socket& listener, int rank, int world_size,
           ++taken;
         }
       }
-      // Silent connections that spoke, or whose time is up.
-      for (std::size_t i = silent.size(); i-- > 0;) {
-        if (fds[i + 2].revents == 0 && !silent[i].by.expired()) continue;
-        Waiting w = std::move(silent[i]);
-        silent.erase(silent.begin() + static_cast<std::ptrdiff_t>(i));
+      // Silent connections that spoke, or whose time is up, in the order they came.
+      std::deque<Waiting> still_silent;
+      for (std::size_t i = 0; i < silent.size(); ++i) {
+        Waiting& w = silent[i];
+        if (fds[i + 2].revents == 0 && !w.by.expired()) {
+          still_silent.push_back(std::move(w));
+          continue;
+        }
         --silent_at[w.address];
         if (fds[i + 2].revents == 0) {
           refuse(w.socket, -1, str("said nothing within ", kSilentTimeout.count(), " ms"));
@@ -254,6 +257,7 @@ bool accept_mesh_peers(const net::Socket& listener, int rank, int world_size,
           spoke(std::move(w));
         }
       }
+      silent.swap(still_silent);
       if ((fds[0].revents & POLLIN) != 0) {
         try {  // now, or not at all: one that went away before accept is simply gone
           net::Socket socket = net::accept_tcp(listener, Deadline::after(kNoWait));
