@@ -39,12 +39,7 @@ Communicator TcpGroup::from_env(Device device, CommunicatorOptions options,
   if (!transport.secret) transport.secret = job_secret_from_env();  // RUCCL_REQUIRE_SECRET first
   const LaunchEnv job = read_launch_env();
   const EnvReader env;
-  if (const auto integrity = env.get("RUCCL_INTEGRITY"); integrity && *integrity != "off") {
-    env.fail_value("RUCCL_INTEGRITY",
-                   "off (the MAC mode of docs/security.md is not implemented yet: frames carry "
-                   "CRC-32C, not a MAC)",
-                   integrity);
-  }
+  transport.integrity = integrity_from_env(transport.secret.has_value(), transport.integrity);
   if (const auto ms = env.milliseconds("RUCCL_HEARTBEAT_INTERVAL_MS")) {
     transport.control.heartbeat_interval = *ms;
   }

@@ -12,12 +12,14 @@ namespace {
 
 constexpr std::string_view kDialerLabel = "ruccl auth v1 dialer";
 constexpr std::string_view kAcceptorLabel = "ruccl auth v1 acceptor";
+constexpr std::string_view kFrameKeyLabel = "ruccl frame key v1";
 
 void put_u32(std::uint8_t* p, std::uint32_t v) {
   for (int i = 0; i < 4; ++i) p[i] = static_cast<std::uint8_t>(v >> (8 * i));
 }
 
 std::atomic<std::uint64_t> refusals{0};
+std::atomic<std::uint64_t> refusals_logged{0};
 std::mutex last_refusal_mutex;
 std::string& last_refusal() {
   static std::string text;
@@ -46,17 +48,43 @@ void write_message(const Socket& socket, const AuthMessage& message, const Deadl
 
 }  // namespace
 
-Mac auth_mac(const JobSecret& secret, bool acceptor, const AuthBinding& b,
-             std::span<const std::uint8_t, 32> dialer_nonce,
-             std::span<const std::uint8_t, 32> acceptor_nonce) {
-  const std::string_view label = acceptor ? kAcceptorLabel : kDialerLabel;
+namespace {
+
+/// HMAC-SHA256(K, label | [direction] | purpose | from | to | session | Nd | Na).
+Mac bound_mac(const JobSecret& secret, std::string_view label,
+              std::span<const std::uint8_t> direction, const AuthBinding& b,
+              std::span<const std::uint8_t, 32> dialer_nonce,
+              std::span<const std::uint8_t, 32> acceptor_nonce) {
   std::uint8_t fields[9];
   fields[0] = static_cast<std::uint8_t>(b.purpose);
   put_u32(fields + 1, static_cast<std::uint32_t>(b.from_rank));
   put_u32(fields + 5, static_cast<std::uint32_t>(b.to_rank));
   return hmac_sha256(secret.bytes,
                      {std::span(reinterpret_cast<const std::uint8_t*>(label.data()), label.size()),
-                      fields, b.session, dialer_nonce, acceptor_nonce});
+                      direction, fields, b.session, dialer_nonce, acceptor_nonce});
+}
+
+}  // namespace
+
+Mac auth_mac(const JobSecret& secret, bool acceptor, const AuthBinding& b,
+             std::span<const std::uint8_t, 32> dialer_nonce,
+             std::span<const std::uint8_t, 32> acceptor_nonce) {
+  return bound_mac(secret, acceptor ? kAcceptorLabel : kDialerLabel, {}, b, dialer_nonce,
+                   acceptor_nonce);
+}
+
+FrameKeys frame_keys(const JobSecret& secret, const AuthBinding& binding,
+                     const AuthNonces& nonces) {
+  FrameKeys keys;
+  const std::uint8_t to_acceptor[1] = {0};
+  const std::uint8_t to_dialer[1] = {1};
+  const Mac a =
+      bound_mac(secret, kFrameKeyLabel, to_acceptor, binding, nonces.dialer, nonces.acceptor);
+  const Mac d =
+      bound_mac(secret, kFrameKeyLabel, to_dialer, binding, nonces.dialer, nonces.acceptor);
+  std::copy_n(a.begin(), keys.dialer_to_acceptor.size(), keys.dialer_to_acceptor.begin());
+  std::copy_n(d.begin(), keys.acceptor_to_dialer.size(), keys.acceptor_to_dialer.begin());
+  return keys;
 }
 
 std::array<std::uint8_t, 32> auth_nonce() {
@@ -65,8 +93,8 @@ std::array<std::uint8_t, 32> auth_nonce() {
   return nonce;
 }
 
-void authenticate_dialer(const Socket& socket, const JobSecret& secret, const AuthBinding& binding,
-                         const Deadline& deadline) {
+AuthNonces authenticate_dialer(const Socket& socket, const JobSecret& secret,
+                               const AuthBinding& binding, const Deadline& deadline) {
   AuthMessage challenge;
   challenge.type = AuthMessageType::Challenge;
   challenge.purpose = binding.purpose;
@@ -106,12 +134,13 @@ void authenticate_dialer(const Socket& socket, const JobSecret& secret, const Au
   proof.nonce = {};
   proof.mac = auth_mac(secret, false, binding, challenge.nonce, response.nonce);
   write_message(socket, proof, deadline);
+  return AuthNonces{challenge.nonce, response.nonce};
 }
 
 std::string authenticate_acceptor(const Socket& socket, const JobSecret& secret,
                                   std::span<const AuthPurpose> purposes, std::int32_t my_rank,
                                   const SessionId& session, const Deadline& deadline,
-                                  AuthBinding& binding) {
+                                  AuthBinding& binding, AuthNonces* nonces) {
   try {
     AuthMessage challenge;
     if (std::string why = read_message(socket, AuthMessageType::Challenge, deadline, challenge);
@@ -138,6 +167,7 @@ std::string authenticate_acceptor(const Socket& socket, const JobSecret& secret,
     }
     const Mac expected = auth_mac(secret, false, binding, challenge.nonce, response.nonce);
     if (!job_secrets_equal(expected, proof.mac)) return "wrong MAC (it does not hold the secret)";
+    if (nonces != nullptr) *nonces = AuthNonces{challenge.nonce, response.nonce};
     return "";
   } catch (const CollectiveError& e) {
     return e.what();  // closed, reset or silent past the deadline
@@ -149,6 +179,19 @@ std::uint64_t auth_refusals() { return refusals.load(std::memory_order_relaxed);
 std::string last_auth_refusal() {
   std::lock_guard lock(last_refusal_mutex);
   return last_refusal();
+}
+
+std::string auth_refusals_summary() {
+  const std::uint64_t n = auth_refusals();
+  if (n == 0) return "";
+  return str(n, " connection(s) refused by this process (failed authentication or over a limit)",
+             ", the last: ", last_auth_refusal());
+}
+
+std::uint64_t take_unlogged_auth_refusals() {
+  const std::uint64_t n = auth_refusals();
+  const std::uint64_t before = refusals_logged.exchange(n, std::memory_order_relaxed);
+  return n > before ? n - before : 0;
 }
 
 void count_auth_refusal(const std::string& what) {

@@ -217,6 +217,7 @@ std::shared_ptr<NodeLevel> NodeLevel::connect(const CollectiveConfig& config,
   transport.listen_host = *config.node_address;
   transport.listen_port = *config.data_service_port;
   transport.secret = job_secret_from_env();  // RUCCL_JOB_SECRET: the same on every node
+  transport.integrity = integrity_from_env(transport.secret.has_value());  // RUCCL_INTEGRITY
   transport.store_prefix = level->prefix_ + "tcp";
   transport.connect_timeout = config.timeout;
   level->global_ = TcpGroup::connect(

@@ -8,6 +8,7 @@
 
 #include "collective/algorithms/selection.h"
 #include "collective/common/reduce_operation.h"
+#include "collective/net/peer_auth.h"
 #include "collective/trace/chrome_trace.h"
 
 namespace ruccl {
@@ -81,6 +82,7 @@ CallObserver::CallObserver(Transport& transport, const std::string& engine,
   trace_.host = host;
   trace_.engine = engine;
   if (!settings_.trace_file.empty()) trace_.enable();
+  log_refusals();  // those of this group's connect (and any before)
   if (log_.enabled(DebugLevel::Info)) {
     const auto algo = [](Algorithm a) { return algorithm_name(a) ? algorithm_name(a) : "?"; };
     const bool shared_memory = link_ == LinkKind::SharedMemory;
@@ -193,6 +195,7 @@ TraceEvent CallObserver::event_of(const CallRecord& record, std::span<const Call
 void CallObserver::finish(const CallRecord& record, std::span<const CallRecord> records,
                           std::int64_t start_ns, bool ok) noexcept {
   const std::int64_t end_ns = trace_.now_ns();
+  log_refusals();
   const bool tracing = trace_.enabled();
   const bool logging = log_.enabled(DebugLevel::Trace);
   if (!tracing && !logging && !is_broadcast(record.kind)) {  // the common case: statistics only
@@ -235,7 +238,20 @@ void CallObserver::finish_point_to_point(bool sending, int peer, const char* lab
   }
 }
 
+void CallObserver::log_refusals() noexcept {
+  if (!log_.enabled(DebugLevel::Warn)) return;
+  const std::uint64_t n = net::take_unlogged_auth_refusals();
+  if (n == 0) return;
+  try {
+    log_.write(DebugLevel::Warn,
+               str("refused ", n, " connection(s) since the last report (", net::auth_refusals(),
+                   " in this process), the last: ", net::last_auth_refusal()));
+  } catch (...) {
+  }
+}
+
 void CallObserver::warn_current_exception() noexcept {
+  log_refusals();
   if (warned_ || !log_.enabled(DebugLevel::Warn)) return;
   warned_ = true;
   try {

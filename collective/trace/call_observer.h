@@ -2,7 +2,8 @@
 // CallObserver: what the Communicator core does with each finished call to make it visible --
 // statistics (always, a few nanoseconds), the trace (TraceRecorder, when enabled), and the
 // RUCCL_DEBUG log: INFO prints the group's set-up once per rank, TRACE one line per call, WARN
-// the error that finished the group (a Timeout's hang report, a lost peer) once per rank.
+// the error that finished the group (a Timeout's hang report, a lost peer) once per rank, and the
+// connections this process refused (failed authentication, over a limit; never the secret).
 //
 // The core holds one per communicator and calls start() when a call begins and finish() when it
 // returns or throws. Everything it reads from the environment is checked when the communicator
@@ -72,6 +73,9 @@ class CallObserver {
 
  private:
   void observe_waits() noexcept;
+  /// At WARN: one line for the connections refused since any log last showed them
+  /// (net::take_unlogged_auth_refusals: an impostor, a flood, a client over a store limit).
+  void log_refusals() noexcept;
   TraceEvent event_of(const CallRecord& record, std::span<const CallRecord> records,
                       std::int64_t start_ns, std::int64_t end_ns, bool ok) const;
   /// Sets e's waited-on peer from the transport while the trace observes waits.

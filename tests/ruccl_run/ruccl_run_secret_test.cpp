@@ -200,6 +200,24 @@ TEST_CASE("A job with a secret computes what one without does, and different sec
              Catch::Contains("failed authentication") && Catch::Contains("RUCCL_JOB_SECRET"));
 }
 
+TEST_CASE("RUCCL_INTEGRITY=mac ranks compute what others do, and need a secret",
+          "[launch][security]") {
+  const SecretFile secret(0600);
+  const std::vector<std::string> mac = {"RUCCL_JOB_SECRET=" + secret.hex(), "RUCCL_INTEGRITY=mac",
+                                        "RUCCL_TCP_SHARED_MEMORY=off"};
+  for (const Finished& rank : two_ranks_by_hand({mac, mac})) {
+    INFO(rank.err);
+    CHECK(rank.exit_code == 0);
+    CHECK(rank.out == "joined sum=3,1\n");
+  }
+  for (const Finished& rank :
+       two_ranks_by_hand({{"RUCCL_INTEGRITY=mac"}, {"RUCCL_INTEGRITY=mac"}})) {
+    CHECK(rank.exit_code == 8);
+    CHECK_THAT(rank.err, Catch::Contains("RUCCL_INTEGRITY: expected off, or mac together with "
+                                         "RUCCL_JOB_SECRET"));
+  }
+}
+
 TEST_CASE("An outsider process without the job's secret is refused and the job goes on",
           "[launch][security]") {
   const SecretFile secret(0600);

@@ -52,7 +52,9 @@ PathStep WireFaultPath::post_send(std::uint64_t tag, const void* data, std::size
         fault.duplicate = true;
         break;
       case FaultAction::Corrupt:
-        fault.corrupt = true;
+        fault.corrupt = true;  // a byte changed on the wire, after the CRC and MAC
+        fault.corrupt_offset = rule->byte_offset;
+        fault.corrupt_mask = rule->xor_mask;
         break;
       case FaultAction::Cut:
         cut();

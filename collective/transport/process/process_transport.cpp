@@ -7,6 +7,7 @@
 
 #include <algorithm>
 
+#include "collective/net/peer_auth.h"
 #include "collective/protocol/call_record_codec.h"
 #include "collective/protocol/hang_report.h"
 #include "collective/transport/process/process_progress.h"
@@ -91,8 +92,13 @@ void TcpTransport::check_step(int peer, PathStep step) {
 
 std::string TcpTransport::calls_reached(const Deadline& deadline,
                                         const std::vector<int>& absent) const {
-  return calls_reached_from_records(calls_seen_, agreeing_seq_, absent, deadline.transport_seq(),
-                                    options_.names);
+  std::string text = calls_reached_from_records(calls_seen_, agreeing_seq_, absent,
+                                                deadline.transport_seq(), options_.names);
+  // Strangers this process refused (an impostor rank, a flood): often why a rank never came.
+  if (const std::string refused = net::auth_refusals_summary(); !refused.empty()) {
+    text += str("; ", refused);
+  }
+  return text;
 }
 
 void TcpTransport::start_agree(const CallRecord& mine, const Deadline& deadline) {

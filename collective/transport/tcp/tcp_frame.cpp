@@ -122,8 +122,10 @@ void encode_frame_header(const FrameHeader& h, std::span<std::uint8_t, kFrameHea
   put_le(out, 4, kFrameVersion, 2);
   put_le(out, 6, kFrameHeaderBytes, 2);
   put_le(out, 8, static_cast<std::uint8_t>(h.type), 1);
-  put_le(out, 9, h.unchecked_payload ? kFrameFlagUncheckedPayload : 0, 1);  // flags
-  put_le(out, 10, 0, 2);                                                    // reserved
+  put_le(out, 9,
+         (h.unchecked_payload ? kFrameFlagUncheckedPayload : 0) | (h.mac ? kFrameFlagMac : 0),
+         1);              // flags
+  put_le(out, 10, 0, 2);  // reserved
   put_le(out, 12, h.payload_bytes, 4);
   std::copy(h.session.begin(), h.session.end(), out.begin() + 16);
   put_le(out, 32, h.seq, 8);
@@ -159,10 +161,11 @@ std::string decode_frame_header(std::span<const std::uint8_t, kFrameHeaderBytes>
   if (type == 0 || type > kLastFrameType) return str("unknown frame type ", int{type});
   h.type = static_cast<FrameType>(type);
   const auto flags = static_cast<std::uint8_t>(get_le(in, 9, 1));
-  if ((flags & ~kFrameFlagUncheckedPayload) != 0) {
-    return str("unknown frame flags ", hex(flags, 2), " (expected 0x00 or 0x01)");
+  if ((flags & ~(kFrameFlagUncheckedPayload | kFrameFlagMac)) != 0) {
+    return str("unknown frame flags ", hex(flags, 2), " (expected bits 0x01 and 0x02 only)");
   }
   h.unchecked_payload = (flags & kFrameFlagUncheckedPayload) != 0;
+  h.mac = (flags & kFrameFlagMac) != 0;
   const auto reserved = static_cast<std::uint16_t>(get_le(in, 10, 2));
   if (reserved != 0)
     return str("nonzero reserved header field ", hex(reserved, 4), " (expected 0)");

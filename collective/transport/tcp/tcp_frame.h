@@ -20,7 +20,9 @@
 // (payload_crc is 0). A link sends them when its payload checksum is off (TcpTransportOptions::
 // payload_checksum: by default off between two loopback endpoints, where the bytes never leave
 // this machine's memory); a receiver whose own policy for the link is on refuses them. The header
-// CRC is always there. Other bits are refused.
+// CRC is always there. Bit 1 (kFrameFlagMac), any type: a 16-byte tag follows the payload, the
+// frame's MAC under RUCCL_INTEGRITY=mac (frame_mac.h: over the 64 header bytes and the payload);
+// a receiver refuses a frame whose flag differs from its own setting. Other bits are refused.
 //
 // decode_frame_header checks, in this order, so that garbage is reported as garbage (not as a
 // wrong session): magic, version, header_bytes, header_crc, type, flags and reserved, the
@@ -41,6 +43,8 @@ inline constexpr std::uint16_t kFrameVersion = 1;
 inline constexpr std::size_t kFrameHeaderBytes = 64;
 /// Flags bit 0: a Data frame whose payload carries no CRC-32C.
 inline constexpr std::uint8_t kFrameFlagUncheckedPayload = 0x01;
+/// Flags bit 1: a frame followed by a 16-byte MAC tag (RUCCL_INTEGRITY=mac).
+inline constexpr std::uint8_t kFrameFlagMac = 0x02;
 /// The largest Data payload a receiver accepts (senders cut messages into kPieceBytes frames).
 inline constexpr std::size_t kMaxDataFramePayload = std::size_t{1} << 20;
 /// The largest Abort payload (the encoder truncates the message to fit).
@@ -75,6 +79,8 @@ struct FrameHeader {
   std::uint32_t payload_crc = 0;  ///< crc32c of the payload (0 for an empty one)
   /// Data only: the sender computed no payload CRC (kFrameFlagUncheckedPayload; payload_crc 0).
   bool unchecked_payload = false;
+  /// A MAC tag follows the payload (kFrameFlagMac).
+  bool mac = false;
 };
 
 /// Writes the 64 header bytes of `header` (computing header_crc). The caller sets payload_crc

@@ -24,6 +24,11 @@ TcpLink::TcpLink(net::Socket socket, SessionId session, int peer, std::string pe
       in_seq_(handshake_frames),
       ahead_(new std::uint8_t[kReadAheadBytes]) {}
 
+void TcpLink::enable_mac(const FrameKey& send, const FrameKey& receive) {
+  send_mac_ = std::make_unique<FrameMac>(send);
+  receive_mac_ = std::make_unique<FrameMac>(receive);
+}
+
 CollectiveError TcpLink::malformed(const std::string& why) const {
   return CollectiveError(CollectiveErrorKind::PeerLost,
                          str(peer_name_, " sent a malformed frame: ", why,
@@ -42,6 +47,10 @@ void TcpLink::queue_data(std::uint64_t tag, const void* data, std::size_t nbytes
   }
   sends_.push_back(Send{FrameType::Data, tag, static_cast<const std::uint8_t*>(data), nbytes, {}});
   sends_.back().fault = fault;
+}
+
+const std::uint8_t* TcpLink::frame_payload(const Send& s) {
+  return s.changed.empty() ? s.data + s.frame_begin : s.changed.data();
 }
 
 void TcpLink::queue_owned(FrameType type, std::uint64_t tag, std::vector<std::uint8_t> payload) {
@@ -69,23 +78,36 @@ bool TcpLink::start_frame(Send& s) {
   h.seq = ++out_seq_;
   h.tag = s.tag;
   h.message_bytes = s.type == FrameType::Data ? s.nbytes : 0;
-  // Data frames without a checksum when this link's policy says so; control frames always carry
-  // one (they are small).
-  h.unchecked_payload = !check_payloads_ && s.type == FrameType::Data;
+  // Data frames without a checksum when this link's policy says so, or when a MAC covers them;
+  // control frames always carry one (they are small).
+  h.unchecked_payload = (!check_payloads_ || send_mac_) && s.type == FrameType::Data;
   h.payload_crc = h.unchecked_payload ? 0 : crc32c(s.data + s.frame_begin, n);
-  if (s.fault.corrupt &&
-      !h.unchecked_payload) {  // what the receiver computes over the payload will differ
-    h.payload_crc ^= 0x00010000u;
+  h.mac = send_mac_ != nullptr;
+  encode_frame_header(h, s.header);
+  s.mac_bytes = 0;
+  if (send_mac_) {
+    send_mac_->begin(h.seq);
+    send_mac_->update(s.header.data(), kFrameHeaderBytes);
+    send_mac_->update(s.data + s.frame_begin, n);
+    s.mac = send_mac_->finish();
+    s.mac_bytes = kFrameTagBytes;
+  }
+  s.changed.clear();
+  if (s.fault.corrupt && s.fault.corrupt_offset >= s.frame_begin &&
+      s.fault.corrupt_offset < s.frame_begin + n) {  // the wire changes a byte of this frame
+    s.changed.assign(s.data + s.frame_begin, s.data + s.frame_begin + n);
+    s.changed[s.fault.corrupt_offset - s.frame_begin] ^= s.fault.corrupt_mask;
     s.fault.corrupt = false;
   }
-  encode_frame_header(h, s.header);
   s.header_sent = 0;
   s.payload_sent = 0;
+  s.mac_sent = 0;
   return true;
 }
 
 bool TcpLink::frame_written(const Send& s) {
-  return s.header_sent == kFrameHeaderBytes && s.payload_sent == frame_length(s);
+  return s.header_sent == kFrameHeaderBytes && s.payload_sent == frame_length(s) &&
+         s.mac_sent == s.mac_bytes;
 }
 
 bool TcpLink::finished(const Send& s) {
@@ -99,7 +121,7 @@ LinkStep TcpLink::flush() {
     if (sends_.empty()) return LinkStep::Done;
     // The current frame of each of the first queued messages, in order; a message with more
     // frames to come ends the batch (its next frame starts once this one is written).
-    iovec iov[2 * kBatchSends];
+    iovec iov[3 * kBatchSends];
     std::size_t count = 0;
     std::size_t batched = 0;
     for (Send& s : sends_) {
@@ -119,6 +141,7 @@ LinkStep TcpLink::flush() {
           s.fault.duplicate = false;
           s.header_sent = 0;
           s.payload_sent = 0;
+          s.mac_sent = 0;
         } else {
           [[maybe_unused]] const bool more = start_frame(s);
           RUCCL_ASSERT(more, "a finished send left in the queue");
@@ -129,8 +152,11 @@ LinkStep TcpLink::flush() {
         iov[count++] = {s.header.data() + s.header_sent, kFrameHeaderBytes - s.header_sent};
       }
       if (s.payload_sent < n) {
-        iov[count++] = {const_cast<std::uint8_t*>(s.data + s.frame_begin + s.payload_sent),
+        iov[count++] = {const_cast<std::uint8_t*>(frame_payload(s) + s.payload_sent),
                         n - s.payload_sent};
+      }
+      if (s.mac_sent < s.mac_bytes) {
+        iov[count++] = {s.mac.data() + s.mac_sent, s.mac_bytes - s.mac_sent};
       }
       ++batched;
       if (s.frame_begin + n < s.nbytes || s.fault.duplicate) break;
@@ -156,6 +182,9 @@ LinkStep TcpLink::flush() {
       const std::size_t to_payload = std::min(left, frame_length(s) - s.payload_sent);
       s.payload_sent += to_payload;
       left -= to_payload;
+      const std::size_t to_mac = std::min(left, s.mac_bytes - s.mac_sent);
+      s.mac_sent += to_mac;
+      left -= to_mac;
     }
   }
 }
@@ -200,7 +229,16 @@ LinkStep TcpLink::read_header() {
       std::span<const std::uint8_t, kFrameHeaderBytes>(in_.header_bytes.data(), kFrameHeaderBytes),
       session_, in_seq_ + 1, in_.header);
   if (!why.empty()) protocol_error(why);
-  if (in_.header.unchecked_payload && check_payloads_) {
+  if (in_.header.mac != (receive_mac_ != nullptr)) {
+    protocol_error(receive_mac_
+                       ? str("expected a MAC (this rank runs RUCCL_INTEGRITY=mac), got ",
+                             frame_type_name(in_.header.type), " frame ", in_.header.seq,
+                             " without one (the peer's RUCCL_INTEGRITY is off)")
+                       : str("a ", frame_type_name(in_.header.type), " frame ", in_.header.seq,
+                             " with a MAC (the peer runs RUCCL_INTEGRITY=mac, this rank "
+                             "does not): every rank needs the same RUCCL_INTEGRITY"));
+  }
+  if (in_.header.unchecked_payload && check_payloads_ && !receive_mac_) {
     protocol_error(
         str("expected a payload CRC-32C (this rank checks payloads on this link: "
             "payload_checksum on), got Data frame ",
@@ -210,11 +248,17 @@ LinkStep TcpLink::read_header() {
   in_.has_header = true;
   in_.payload_got = 0;
   in_.crc = 0;
+  in_.tag_got = 0;
+  if (receive_mac_) {
+    receive_mac_->begin(in_.header.seq);
+    receive_mac_->update(in_.header_bytes.data(), kFrameHeaderBytes);
+  }
   return LinkStep::Done;
 }
 
 void TcpLink::arm_wakeup() {
-  const std::size_t need = in_.has_header ? in_.header.payload_bytes - in_.payload_got
+  const std::size_t tag_left = receive_mac_ ? kFrameTagBytes - in_.tag_got : 0;
+  const std::size_t need = in_.has_header ? in_.header.payload_bytes - in_.payload_got + tag_left
                                           : kFrameHeaderBytes - in_.header_got;
   const std::size_t buffered = ahead_end_ - ahead_begin_;
   const int wanted = static_cast<int>(need > buffered ? need - buffered : 1);
@@ -250,7 +294,12 @@ LinkStep TcpLink::read_payload(void* dst) {
       received_ += got;
     }
     if (!in_.header.unchecked_payload) in_.crc = crc32c(at, got, in_.crc);
+    if (receive_mac_) receive_mac_->update(at, got);  // as it arrives: only the tag is left
     in_.payload_got += got;
+  }
+  if (receive_mac_) {
+    const LinkStep step = read_tag();
+    if (step != LinkStep::Done) return step;
   }
   if (!in_.header.unchecked_payload && in_.crc != in_.header.payload_crc) {
     protocol_error(str("payload CRC-32C mismatch in frame ", in_.header.seq, " (", n,
@@ -258,6 +307,21 @@ LinkStep TcpLink::read_payload(void* dst) {
   }
   in_.has_header = false;  // the header stays readable until the next read_header
   in_.header_got = 0;
+  return LinkStep::Done;
+}
+
+LinkStep TcpLink::read_tag() {
+  while (in_.tag_got < kFrameTagBytes) {
+    in_.tag_got += take(in_.tag.data() + in_.tag_got, kFrameTagBytes - in_.tag_got);
+    if (in_.tag_got == kFrameTagBytes) break;
+    const LinkStep step = fill();
+    if (step != LinkStep::Done) return step;
+  }
+  if (!frame_tags_equal(receive_mac_->finish(), in_.tag)) {
+    protocol_error(str("MAC mismatch in ", frame_type_name(in_.header.type), " frame ",
+                       in_.header.seq, " (", in_.header.payload_bytes,
+                       " bytes): the frame was changed on the way (RUCCL_INTEGRITY=mac)"));
+  }
   return LinkStep::Done;
 }
 

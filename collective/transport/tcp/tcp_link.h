@@ -22,6 +22,7 @@
 
 #include "collective/common/collective_error.h"
 #include "collective/net/socket.h"
+#include "collective/transport/tcp/frame_mac.h"
 #include "collective/transport/tcp/tcp_frame.h"
 
 namespace ruccl {
@@ -41,6 +42,8 @@ struct IncomingFrame {
   FrameHeader header{};
   std::size_t payload_got = 0;
   std::uint32_t crc = 0;
+  FrameTag tag{};  ///< the MAC tag after the payload (RUCCL_INTEGRITY=mac)
+  std::size_t tag_got = 0;
 };
 
 /// Faults a test injects into one message on the wire (TcpTransportOptions::wire_faults): below
@@ -48,7 +51,12 @@ struct IncomingFrame {
 struct WireFault {
   bool drop = false;       ///< its frames are never written, their sequence numbers used up
   bool duplicate = false;  ///< its first frame is written twice (same sequence number)
-  bool corrupt = false;    ///< its first frame's payload CRC is wrong, as if a byte flipped
+  /// Byte `corrupt_offset` of the message is XORed with `corrupt_mask` on the wire, after its
+  /// frame's CRC and MAC were computed: what a flipped bit or an attacker on the path does. With
+  /// a payload CRC or a MAC the receiver refuses the frame; with neither the change arrives.
+  bool corrupt = false;
+  std::size_t corrupt_offset = 0;
+  std::uint8_t corrupt_mask = 0x01;
 };
 
 class TcpLink {
@@ -60,6 +68,12 @@ class TcpLink {
   TcpLink(net::Socket socket, SessionId session, int peer, std::string peer_name,
           bool check_payloads = true, std::uint64_t handshake_frames = 1);
   TcpLink(TcpLink&&) noexcept = default;
+
+  /// RUCCL_INTEGRITY=mac: every frame from now on carries a MAC tag under `send` (frame_mac.h), and
+  /// every frame received must carry one under `receive`; Data payloads then carry no CRC (the MAC
+  /// covers them). Both ends must turn it on before their first frame after the Hello.
+  void enable_mac(const FrameKey& send, const FrameKey& receive);
+  bool mac() const { return send_mac_ != nullptr; }
 
   const std::string& peer_name() const { return peer_name_; }
   int fd() const { return socket_.fd(); }
@@ -122,6 +136,10 @@ class TcpLink {
     std::array<std::uint8_t, kFrameHeaderBytes> header{};
     std::size_t header_sent = kFrameHeaderBytes;  // == kFrameHeaderBytes: no frame started
     std::size_t payload_sent = 0;                 // of the current frame
+    FrameTag mac{};                               // the current frame's MAC tag (mac links)
+    std::size_t mac_bytes = 0;                    // kFrameTagBytes on a mac link, else 0
+    std::size_t mac_sent = 0;
+    std::vector<std::uint8_t> changed;  // the current frame's payload as a Corrupt fault sends it
     bool started = false;
     WireFault fault{};
     std::uint64_t skip_frames = 0;  // a dropped message: sequence numbers used up in its place
@@ -129,6 +147,8 @@ class TcpLink {
   /// Starts the next frame of `s` (header with its payload CRC). Returns false when done.
   bool start_frame(Send& s);
   static std::size_t frame_length(const Send& s);
+  /// The bytes of the current frame's payload as written (the caller's, or a faulted copy).
+  static const std::uint8_t* frame_payload(const Send& s);
   /// Whether the current frame of `s` is written (header and payload).
   static bool frame_written(const Send& s);
   /// Whether all of `s` is written (its last frame, and the repeat a Duplicate fault asks for).
@@ -140,6 +160,8 @@ class TcpLink {
 
   static constexpr std::size_t kReadAheadBytes = 16 * 1024;
   static constexpr std::size_t kBatchSends = 8;  // queued messages one sendmsg may carry
+  /// Reads the current frame's MAC tag and checks it (a mismatch: protocol_error).
+  LinkStep read_tag();
 
   net::Socket socket_;
   bool check_payloads_;
@@ -153,9 +175,11 @@ class TcpLink {
   std::unique_ptr<std::uint8_t[]> ahead_;  // bytes received but not yet parsed: [begin, end)
   std::size_t ahead_begin_ = 0;
   std::size_t ahead_end_ = 0;
-  int wake_bytes_ = 1;          // the socket's SO_RCVLOWAT (the kernel's default is 1)
-  std::uint64_t sent_ = 0;      // written by the sending side only
-  std::uint64_t received_ = 0;  // written by the receiving side only
+  int wake_bytes_ = 1;                     // the socket's SO_RCVLOWAT (the kernel's default is 1)
+  std::uint64_t sent_ = 0;                 // written by the sending side only
+  std::uint64_t received_ = 0;             // written by the receiving side only
+  std::unique_ptr<FrameMac> send_mac_;     // RUCCL_INTEGRITY=mac: the sending direction's key
+  std::unique_ptr<FrameMac> receive_mac_;  // and the receiving one's
 };
 
 }  // namespace ruccl

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 
+#include "collective/common/env.h"
 #include "collective/common/job_secret.h"
 #include "collective/common/rank_names.h"
 #include "collective/transport/fault/fault_plan.h"
@@ -32,6 +33,17 @@ enum class PayloadChecksum : std::uint8_t {
   Auto,
   On,   ///< every Data frame, and refuse one without (a peer whose checksum is Off)
   Off,  ///< no payload checksums sent; checked ones are still verified
+};
+
+/// Whether every TCP frame carries a MAC (docs/security.md, "Integrity mode").
+enum class Integrity : std::uint8_t {
+  Off,  ///< frames carry CRC-32C (headers; payloads per PayloadChecksum): no defence on the path
+  /// Every frame of every mesh connection carries a 16-byte AES-128-GMAC tag over its header and
+  /// payload (transport/tcp/frame_mac.h), keyed per connection and direction from the job secret
+  /// and the handshake's nonces: a changed, replayed, reordered or dropped frame is a PeerLost
+  /// naming the sender, on every rank. Needs a secret. Not applied to shared memory (its
+  /// segments are reachable by the job's own user alone).
+  Mac,
 };
 
 /// Whether ranks on the same host send their records and messages through shared memory
@@ -76,7 +88,8 @@ struct TcpTransportOptions {
   static constexpr int kDefaultSocketBufferBytes = 4 << 20;
   /// Payload checksums (RUCCL_TCP_PAYLOAD_CHECKSUM=auto|on|off for from_env). Every rank of a
   /// group should use the same; a rank whose policy for a link is on refuses unchecked frames.
-  /// A wire Corrupt fault (below) is a payload failing its CRC: it needs checksums on.
+  /// A wire Corrupt fault (below) changes a payload byte: with checksums (or a MAC) the receiver
+  /// refuses the frame, without them the changed data arrives.
   PayloadChecksum payload_checksum = PayloadChecksum::Auto;
   /// The shared-memory data path between ranks of this host (RUCCL_TCP_SHARED_MEMORY=auto|off
   /// for from_env). Every rank of a group should use the same (a pair uses it only when both
@@ -95,14 +108,22 @@ struct TcpTransportOptions {
   /// connection authenticates both ways before its Hello (net/peer_auth.h), and the
   /// shared-memory names derive from it. Every rank must hold the same, or none.
   std::optional<JobSecret> secret;
+  /// RUCCL_INTEGRITY=off|mac for from_env: every rank must use the same. Mac needs `secret`.
+  Integrity integrity = Integrity::Off;
   /// Tests: faults this rank injects on the wire, below the framing (fault/wire_fault_path.h,
   /// decorating every TCP path of this rank; fault_plan.h; message k =
   /// this rank's k-th isend to that peer, call k = its k-th agree()). Delay, Drop (frames never
   /// written: the receiver sees a sequence gap, or its deadline), Duplicate (a frame written
-  /// twice), Corrupt (a payload that fails its CRC), Cut (the data connection shut down),
+  /// twice), Corrupt (a payload byte changed after its CRC and MAC), Cut (the data connection
+  /// shut down),
   /// KillRank (calls `kill`, by default SIGKILL of this process).
   FaultPlan wire_faults;
   std::function<void()> kill;
 };
+
+/// RUCCL_INTEGRITY (off or mac; not set: `unset`), for a rank that holds a secret or not
+/// (`has_secret`). Throws InvalidConfig for another value, or for mac without a secret.
+Integrity integrity_from_env(bool has_secret, Integrity unset = Integrity::Off,
+                             const EnvLookup& env = process_env());
 
 }  // namespace ruccl

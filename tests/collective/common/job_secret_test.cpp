@@ -11,6 +11,7 @@
 #include <map>
 
 #include "collective/common/job_secret.h"
+#include "collective/transport/tcp/tcp_options.h"
 #include "tests/collective/error_capture.h"
 
 using namespace ruccl;
@@ -140,4 +141,27 @@ TEST_CASE("derived names reveal neither the secret nor the session and differ by
     CHECK_FALSE(contains(name, session_hex.substr(0, 8)));
     CHECK_FALSE(contains(job_secret_to_hex(secret), name.substr(0, 8)));
   }
+}
+
+TEST_CASE("RUCCL_INTEGRITY is off or mac, and mac needs a secret", "[collective][security]") {
+  CHECK(integrity_from_env(false, Integrity::Off, lookup({})) == Integrity::Off);
+  CHECK(integrity_from_env(true, Integrity::Off, lookup({{"RUCCL_INTEGRITY", "mac"}})) ==
+        Integrity::Mac);
+  CHECK(integrity_from_env(false, Integrity::Off, lookup({{"RUCCL_INTEGRITY", "off"}})) ==
+        Integrity::Off);
+  const auto error = [](bool secret, const std::string& value) {
+    try {
+      integrity_from_env(secret, Integrity::Off, lookup({{"RUCCL_INTEGRITY", value}}));
+    } catch (const CollectiveError& e) {
+      CHECK(e.kind() == CollectiveErrorKind::InvalidConfig);
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  CHECK_THAT(error(false, "mac"),
+             Catch::Contains("RUCCL_INTEGRITY: expected off, or mac together with "
+                             "RUCCL_JOB_SECRET") &&
+                 Catch::Contains("got \"mac\""));
+  CHECK_THAT(error(true, "gmac"), Catch::Contains("RUCCL_INTEGRITY: expected off or mac") &&
+                                      Catch::Contains("got \"gmac\""));
 }

@@ -11,6 +11,7 @@
 #include <set>
 #include <thread>
 
+#include "collective/common/job_secret.h"
 #include "collective/registered/register_peer.h"
 #include "tests/collective/node_process.h"
 #include "tests/support/rank_harness.h"
@@ -41,7 +42,8 @@ Cluster loopback_cluster(int nodes, int devices) {
 /// Starts every node (node `odd_node` gets the "odd" argument).
 std::vector<std::unique_ptr<NodeProcess>> start(const Cluster& c, const std::string& scenario,
                                                 int odd_node = -1,
-                                                const std::vector<std::string>& prefix = {}) {
+                                                const std::vector<std::string>& prefix = {},
+                                                const std::vector<std::string>& env = {}) {
   std::vector<std::unique_ptr<NodeProcess>> procs;
   for (int n = 0; n < c.nodes; ++n) {
     std::vector<std::string> args = prefix.empty()
@@ -54,7 +56,7 @@ std::vector<std::unique_ptr<NodeProcess>> start(const Cluster& c, const std::str
       args.push_back(a);
     }
     if (n == odd_node) args.push_back("odd");
-    procs.push_back(std::make_unique<NodeProcess>(args));
+    procs.push_back(std::make_unique<NodeProcess>(args, env));
   }
   return procs;
 }
@@ -79,9 +81,10 @@ std::string digest_of(const std::string& line) {
 }
 
 void check_results(int nodes, int devices, std::set<std::string>& digests,
-                   const std::string& scenario = "results") {
+                   const std::string& scenario = "results",
+                   const std::vector<std::string>& env = {}) {
   const Cluster c = loopback_cluster(nodes, devices);
-  auto procs = start(c, scenario);
+  auto procs = start(c, scenario, -1, {}, env);
   const auto lines = peer_lines(procs);
   REQUIRE(static_cast<int>(lines.size()) == nodes * devices);
   for (const auto& [peer, line] : lines) {
@@ -206,6 +209,21 @@ TEST_CASE("registered sessions over two and three node processes give exact resu
   std::set<std::string> single_device;
   check_results(3, 1, single_device);
   CHECK(single_device.size() == 2);
+}
+
+TEST_CASE(
+    "registered sessions over node processes with a job secret, and with RUCCL_INTEGRITY=mac, "
+    "give the bytes of a job without",
+    "[collective][session][multinode][security]") {
+  std::set<std::string> plain;
+  check_results(2, 2, plain);
+  const std::string secret = "RUCCL_JOB_SECRET=" + job_secret_to_hex(random_job_secret());
+  std::set<std::string> with_secret;
+  check_results(2, 2, with_secret, "results", {secret});
+  CHECK(with_secret == plain);
+  std::set<std::string> mac;
+  check_results(2, 2, mac, "results", {secret, "RUCCL_INTEGRITY=mac"});
+  CHECK(mac == plain);
 }
 
 TEST_CASE("every global strategy gives the same bytes over three node processes",

@@ -137,7 +137,7 @@ TEST_CASE("Each corrupted header field is refused with its name", "[collective][
       {"type 0", [](HeaderBytes& b) { b[8] = 0; }, true, "unknown frame type 0"},
       {"type 42", [](HeaderBytes& b) { b[8] = 42; }, true, "unknown frame type 42"},
       {"flags", [](HeaderBytes& b) { b[9] = 5; }, true,
-       "unknown frame flags 0x05 (expected 0x00 or 0x01)"},
+       "unknown frame flags 0x05 (expected bits 0x01 and 0x02 only)"},
       {"reserved", [](HeaderBytes& b) { put_le(b, 10, 0x1234, 2); }, true,
        "nonzero reserved header field 0x1234 (expected 0)"},
       {"Data payload_bytes", [](HeaderBytes& b) { put_le(b, 12, 0xFFFFFFFF, 4); }, true,
@@ -241,6 +241,31 @@ TEST_CASE("The unchecked-payload flag round-trips on Data frames only, with no p
   h.message_bytes = 0;
   HeaderBytes out{};
   REQUIRE_THROWS_AS(encode_frame_header(h, out), InternalError);
+}
+
+TEST_CASE("The MAC flag round-trips on every frame type, beside the unchecked-payload flag",
+          "[collective][tcp][security]") {
+  FrameHeader h = data_header();
+  h.mac = true;
+  FrameHeader back;
+  REQUIRE(decode_frame_header(encode(h), kSession, h.seq, back) == "");
+  CHECK(back.mac);
+  CHECK_FALSE(back.unchecked_payload);
+  h.payload_crc = 0;
+  h.unchecked_payload = true;
+  const HeaderBytes both = encode(h);
+  CHECK(int{both[9]} == int{kFrameFlagUncheckedPayload | kFrameFlagMac});
+  REQUIRE(decode_frame_header(both, kSession, h.seq, back) == "");
+  CHECK((back.mac && back.unchecked_payload));
+  FrameHeader hb;
+  hb.session = kSession;
+  hb.seq = h.seq;
+  hb.mac = true;
+  REQUIRE(decode_frame_header(encode(hb), kSession, h.seq, back) == "");
+  CHECK(back.mac);
+  CHECK(back.type == FrameType::Heartbeat);
+  REQUIRE(decode_frame_header(encode(data_header()), kSession, h.seq, back) == "");
+  CHECK_FALSE(back.mac);
 }
 
 TEST_CASE("Encoding a header its peer would refuse is an internal error", "[collective][tcp]") {

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "collective/collective.h"
+#include "collective/common/job_secret.h"
 #include "tests/collective/transport/tcp/tcp_loopback.h"
 
 namespace ruccl {
@@ -99,6 +100,117 @@ void check_rank0_refused(const std::vector<Outcome>& out, const std::string& wha
 TEST_CASE("tcp corrupted payload on the wire fails its CRC on every rank", "[collective][tcp]") {
   check_rank0_refused(run_with_fault(FaultRule::on_message(FaultAction::Corrupt, 1, 0)),
                       "payload CRC-32C mismatch");
+}
+
+/// Rank r's options under RUCCL_INTEGRITY=mac (`mac`), with the job's `secret`, over TCP only
+/// (the MAC is a TCP frame's).
+void integrity(TcpTransportOptions& o, const JobSecret& secret, bool mac) {
+  o.secret = secret;
+  o.integrity = mac ? Integrity::Mac : Integrity::Off;
+  o.shared_memory = SharedMemory::Off;
+}
+
+TEST_CASE("tcp a payload byte changed on the wire arrives unnoticed without checksums",
+          "[collective][tcp][security]") {
+  // What RUCCL_INTEGRITY=off with payload checksums off (the default between loopback ends)
+  // gives against a changed byte: a wrong result on rank 1 and no error (docs/security.md).
+  const JobSecret secret = random_job_secret();
+  const auto out = run_customized([&](int r, TcpTransportOptions& o) {
+    integrity(o, secret, false);
+    o.payload_checksum = PayloadChecksum::Off;
+    // Byte 3 of rank 0's first float (1.0f = 0x3F800000): its sign bit, so 1 + 2 = 3 becomes 1.
+    if (r == 0)
+      o.wire_faults.add(FaultRule::on_message(FaultAction::Corrupt, 1, 0).with_corruption(3, 0x80));
+  });
+  REQUIRE(out[0].ok);
+  REQUIRE(out[1].ok);
+  CHECK(out[0].values == std::vector<float>(1000, 3.0f));
+  CHECK(out[1].values[0] == 1.0f);
+  CHECK(out[1].values[1] == 3.0f);
+}
+
+TEST_CASE("tcp RUCCL_INTEGRITY=mac refuses a changed payload byte on every rank, naming the sender",
+          "[collective][tcp][security]") {
+  const JobSecret secret = random_job_secret();
+  for (const std::size_t offset : {std::size_t{3}, std::size_t{3999}}) {
+    INFO("offset " << offset);
+    check_rank0_refused(
+        run_customized([&](int r, TcpTransportOptions& o) {
+          integrity(o, secret, true);
+          if (r == 0)
+            o.wire_faults.add(
+                FaultRule::on_message(FaultAction::Corrupt, 1, 0).with_corruption(offset, 0x80));
+        }),
+        "MAC mismatch in Data frame");
+  }
+}
+
+TEST_CASE("tcp RUCCL_INTEGRITY=mac refuses a replayed frame", "[collective][tcp][security]") {
+  const JobSecret secret = random_job_secret();
+  const auto out = run_customized([&](int r, TcpTransportOptions& o) {
+    integrity(o, secret, true);
+    if (r == 0) o.wire_faults.add(FaultRule::on_message(FaultAction::Duplicate, 1, 0));
+  });
+  INFO(out[1].message);
+  CHECK(out[1].kind == CollectiveErrorKind::PeerLost);
+  CHECK_THAT(out[1].message, Catch::Contains("rank 0") && Catch::Contains("out of order"));
+  CHECK(out[0].finished);
+}
+
+TEST_CASE("tcp RUCCL_INTEGRITY=mac gives the exact result, over messages of one and many frames",
+          "[collective][tcp][security]") {
+  const JobSecret secret = random_job_secret();
+  for (const bool shm : {false, true}) {  // shared memory: the MAC is not applied there
+    INFO("shared memory " << shm);
+    CommunicatorOptions options;
+    options.timeout = std::chrono::seconds(10);
+    auto comms = testing::make_tcp_loopback_group(3, options, {}, [&](int, TcpTransportOptions& o) {
+      integrity(o, secret, true);
+      if (shm) o.shared_memory = SharedMemory::Auto;
+    });
+    std::vector<int> exact(3, 0);
+    std::vector<std::thread> threads;
+    for (int r = 0; r < 3; ++r) {
+      threads.emplace_back([&, r] {
+        Communicator& c = comms[static_cast<std::size_t>(r)];
+        bool ok = true;
+        for (const std::int64_t n : {1, 1000, 300001}) {  // 300001 floats: 5 frames per message
+          const auto v =
+              c.all_reduce(Tensor::full(Shape{n}, r + 1.0, DType::F32)).to_vector<float>();
+          ok = ok && v == std::vector<float>(static_cast<std::size_t>(n), 6.0f);
+        }
+        c.barrier();
+        exact[static_cast<std::size_t>(r)] = ok;
+      });
+    }
+    for (auto& t : threads) t.join();
+    CHECK(exact == std::vector<int>(3, 1));
+  }
+}
+
+TEST_CASE("tcp ranks whose RUCCL_INTEGRITY differs fail at the first frame, saying so",
+          "[collective][tcp][security]") {
+  const JobSecret secret = random_job_secret();
+  const auto out =
+      run_customized([&](int r, TcpTransportOptions& o) { integrity(o, secret, r == 0); });
+  for (const Outcome& o : out) {
+    INFO(o.message);
+    CHECK_FALSE(o.ok);
+    CHECK_THAT(o.message, Catch::Contains("RUCCL_INTEGRITY"));
+  }
+}
+
+TEST_CASE("tcp RUCCL_INTEGRITY=mac without a secret is refused at connect",
+          "[collective][tcp][security]") {
+  TcpTransportOptions o;
+  o.integrity = Integrity::Mac;
+  try {
+    testing::make_tcp_loopback_group(2, {}, o);
+    FAIL("connected");
+  } catch (const CollectiveError& e) {
+    CHECK(e.kind() == CollectiveErrorKind::InvalidConfig);
+    CHECK_THAT(e.what(), Catch::Contains("RUCCL_INTEGRITY=mac needs a job secret"));
+  }
 }
 
 TEST_CASE("tcp ranks whose payload checksum settings differ fail at the first message",
