@@ -8,19 +8,13 @@
 #include "collective/collective.h"
 #include "collective/run_ranks.h"
 #include "tensor/tensor.h"
+#include "tests/autodiff/rank_input.h"
 
 using namespace ruccl;
 using namespace ruccl::autodiff;
 namespace dc = ruccl::autodiff::collective;
 
-namespace {
-
-Tensor rank_input(const Shape& shape, int rank, std::uint64_t seed) {
-  Generator gen(seed * 100 + static_cast<std::uint64_t>(rank));
-  return Tensor::randn(shape, gen, DType::F64);
-}
-
-}  // namespace
+using test::rank_input;
 
 TEST_CASE(
     "copy_to_region and reduce_from_region pass distributed_gradcheck around a replicated "

@@ -12,6 +12,7 @@
 #include "collective/mesh.h"
 #include "collective/run_ranks.h"
 #include "tensor/tensor.h"
+#include "tests/autodiff/rank_input.h"
 
 using namespace ruccl;
 using namespace ruccl::autodiff;
@@ -24,10 +25,7 @@ constexpr std::int64_t kHeads = 2;
 constexpr std::int64_t kHidden = 8;
 constexpr std::uint64_t kSeed = 31;
 
-Tensor rank_input(const Shape& shape, int rank, std::uint64_t seed) {
-  Generator gen(seed * 100 + static_cast<std::uint64_t>(rank));
-  return Tensor::randn(shape, gen, DType::F64);
-}
+using test::rank_input;
 
 // The one-rank block: x + attn(ln1(x)), then + fc2(gelu(fc1(ln2(.)))). Inputs [B, T, E].
 struct Block {

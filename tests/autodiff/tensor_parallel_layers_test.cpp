@@ -11,6 +11,7 @@
 #include "collective/collective.h"
 #include "collective/run_ranks.h"
 #include "tensor/tensor.h"
+#include "tests/autodiff/rank_input.h"
 
 using namespace ruccl;
 using namespace ruccl::autodiff;
@@ -18,10 +19,7 @@ namespace dc = ruccl::autodiff::collective;
 
 namespace {
 
-Tensor rank_input(const Shape& shape, int rank, std::uint64_t seed) {
-  Generator gen(seed * 100 + static_cast<std::uint64_t>(rank));
-  return Tensor::randn(shape, gen, DType::F64);
-}
+using test::rank_input;
 
 Var leaf(const Shape& shape, int rank, std::uint64_t seed) {
   return Var(rank_input(shape, rank, seed), true);
