@@ -351,3 +351,37 @@ TEST_CASE("ParallelMultiheadAttention in [T, B, E] with a Bool mask equals Multi
     CHECK(close12(dw[r], ref.out_proj()->weight().grad()));
   }
 }
+
+TEST_CASE(
+    "sequence-parallel ParallelMultiheadAttention in [T, B, E] equals MultiheadAttention "
+    "block by block",
+    "[autodiff][tp]") {
+  const Tensor x = rank_input({4, 2, 4}, 0, 51);  // [T, B, E]
+  Generator gen(13);
+  nn::MultiheadAttention ref(4, 2, gen, {.dtype = DType::F64});
+  Var rx(x, true);
+  Var ry = ref.forward(rx, rx, rx, {}, true);
+  sum(mul(ry, ry)).backward();
+  std::vector<Tensor> out(2), dx(2), dbias(2);
+  run_ranks(InProcessGroup::create(2), [&](Communicator& comm) {
+    Generator g(13);
+    nn::ParallelMultiheadAttention attn(4, 2, comm, g,
+                                        {.sequence_parallel = true, .dtype = DType::F64});
+    const int r = comm.rank();
+    Var xv(x.narrow(0, 2 * r, 2).clone(), true);  // this rank's block of T
+    Var y = attn.forward(xv, Tensor(), true);     // [T / 2, B, E]
+    sum(mul(y, y)).backward();                    // per-rank losses: their sum is the one-rank
+    NoGradGuard no_grad;
+    const auto ru = static_cast<std::size_t>(r);
+    out[ru] = dc::all_gather(Var(y.value()), comm).value();
+    dx[ru] = dc::all_gather(Var(xv.grad()), comm).value();
+    dbias[ru] = attn.out_proj()->bias().grad();
+  });
+  for (std::size_t r = 0; r < 2; ++r) {
+    CAPTURE(r);
+    CHECK(close12(out[r], ry.value()));
+    CHECK(close12(dx[r], rx.grad()));
+    CHECK(close12(dbias[r], ref.out_proj()->bias().grad()));
+    CHECK(equal(dbias[r], dbias[0]));  // replicated, entered through copy_to_region
+  }
+}
