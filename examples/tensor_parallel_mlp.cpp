@@ -1,19 +1,20 @@
-// tensor_parallel_mlp: a three-layer MLP split across in-process ranks with the differentiable
-// collectives (tensor parallelism), trained with plain SGD and checked against the same model
-// trained on one rank.
+// tensor_parallel_mlp: a three-layer MLP split across in-process ranks with the tensor-parallel
+// layers (nn::ColumnParallelLinear, nn::RowParallelLinear), trained with plain SGD and checked
+// against the same model trained on one rank.
 //
 //   tensor_parallel_mlp [--ranks N] [--steps S] [--device cpu|cuda]
 //                                         (defaults: 2 ranks, 5 steps, cpu; cuda: every rank on
 //                                          GPU 0, the collectives device to device)
 //
-// Layer 1 is column-parallel (each rank holds H/N output rows of W1) and its activations are
-// gathered with all_gather_dim; layer 2 is column-parallel and stays split; layer 3 is
-// row-parallel (each rank holds the H/N input columns of W3 that match its layer-2 slice) and the
-// partial products are summed with all_reduce_sum. Every rank then holds the same (replicated)
-// loss, so under the sum-of-per-rank-losses convention each rank runs backward on loss / N; the
-// replicated output bias b3 then holds 1/N of its gradient on each rank, which an all_reduce_sum
-// restores. Prints the loss per step and exits 0 when every loss and every gathered weight matches
-// the single-rank run within the stated tolerance, 1 otherwise.
+// Layer 1 is column-parallel with its output gathered (gather_output); layer 2 is column-parallel
+// and stays split; layer 3 is row-parallel (each rank holds the H/N input columns that match its
+// layer-2 slice), its partial products summed by reduce_from_region, then its replicated bias
+// added. Every rank holds the same (replicated) loss, which counts once (docs/autodiff.md §10):
+// each rank runs backward on it as it is, and every gradient, the replicated bias's included, is
+// the one-rank gradient's slice, with no loss / N and no all-reduce written here. Each layer is
+// built from the same generator as the one-rank model, so the shards start as its slices.
+// Prints the loss per step and exits 0 when every loss and every gathered weight matches the
+// single-rank run within the stated tolerance, 1 otherwise.
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -24,6 +25,7 @@
 
 #include "autodiff/autodiff.h"
 #include "autodiff/collective/collective.h"
+#include "autodiff/nn/nn.h"
 #include "collective/collective.h"
 #include "ruccl/config.h"
 #include "tensor/tensor.h"
@@ -40,6 +42,7 @@ namespace {
 constexpr std::int64_t kBatch = 32;
 constexpr std::int64_t kIn = 8;
 constexpr std::int64_t kOut = 4;
+constexpr std::uint64_t kInitSeed = 2024;
 constexpr double kLr = 0.1;
 // F32 training: the tensor-parallel run sums partial products in another order than the
 // single-rank matmul, so values differ by float rounding (~1e-7 relative per op). 1e-4 relative
@@ -48,73 +51,59 @@ constexpr double kLr = 0.1;
 constexpr double kRtol = 1e-4;
 constexpr double kAtol = 1e-5;
 
-// The six parameter tensors in order: w1 [H, in], b1 [H], w2 [H, H], b2 [H], w3 [out, H], b3.
-using Params = std::vector<Tensor>;
-
-Params init_params(std::int64_t hidden, Generator& gen) {
-  auto uniform = [&](const Shape& s, std::int64_t fan_in) {
-    const double bound = 1.0 / std::sqrt(static_cast<double>(fan_in));
-    return ruccl::sub(ruccl::mul(Tensor::rand(s, gen), 2.0 * bound), bound);
-  };
-  return {uniform({hidden, kIn}, kIn),       uniform({hidden}, kIn),
-          uniform({hidden, hidden}, hidden), uniform({hidden}, hidden),
-          uniform({kOut, hidden}, hidden),   uniform({kOut}, hidden)};
-}
-
-// Rank r's shard of the full parameters (contiguous copies).
-Params shard(const Params& p, int r, int world) {
-  const std::int64_t s = p[0].size(0) / world;
-  return {p[0].narrow(0, r * s, s).clone(), p[1].narrow(0, r * s, s).clone(),
-          p[2].narrow(0, r * s, s).clone(), p[3].narrow(0, r * s, s).clone(),
-          p[4].narrow(1, r * s, s).clone(), p[5].clone()};
-}
-
-std::vector<Var> leaves(const Params& p) {
-  std::vector<Var> out;
-  for (const Tensor& t : p) out.emplace_back(t, true);
-  return out;
-}
-
-void sgd_step(std::vector<Var>& params) {
-  for (Var& v : params) {
-    v.set_value(ruccl::sub(v.value(), ruccl::mul(v.grad(), kLr)));
-    v.zero_grad();
+void sgd_step(nn::Module& model) {
+  for (nn::Param& p : model.parameters()) {
+    p.set_value(ruccl::sub(p.value(), ruccl::mul(p.grad(), kLr)));
+    p.set_grad(Tensor());
   }
 }
 
-Var full_forward(const Var& x, const std::vector<Var>& p) {
-  Var h1 = tanh(linear(x, p[0], p[1]));
-  Var h2 = tanh(linear(h1, p[2], p[3]));
-  return linear(h2, p[4], p[5]);
-}
+// The one-rank model: three Linears drawn from Generator(kInitSeed) in order.
+struct Mlp : nn::Cloneable<Mlp> {
+  explicit Mlp(std::int64_t hidden, Generator&& gen = Generator(kInitSeed))
+      : fc1(register_module("fc1", nn::Linear(kIn, hidden, gen))),
+        fc2(register_module("fc2", nn::Linear(hidden, hidden, gen))),
+        fc3(register_module("fc3", nn::Linear(hidden, kOut, gen))) {}
+  Var forward(const Var& x) override { return fc3(tanh(fc2(tanh(fc1(x))))); }
+  nn::ModuleHandle<nn::Linear> fc1, fc2, fc3;
+};
 
-Var parallel_forward(Communicator& comm, const Var& x, const std::vector<Var>& p) {
-  Var h1 = dc::all_gather_dim(tanh(linear(x, p[0], p[1])), -1, comm);  // column-parallel
-  Var h2 = tanh(linear(h1, p[2], p[3]));                               // column-parallel
-  return dc::all_reduce_sum(linear(h2, p[4]), comm) + p[5];            // row-parallel
-}
+// The same model over `comm`, drawn from the same generator: each shard is the one-rank layer's
+// slice.
+struct TensorParallelMlp : nn::Cloneable<TensorParallelMlp> {
+  TensorParallelMlp(std::int64_t hidden, Communicator& comm, Generator&& gen = Generator(kInitSeed))
+      : fc1(register_module(
+            "fc1", nn::ColumnParallelLinear(kIn, hidden, comm, gen, {.gather_output = true}))),
+        fc2(register_module("fc2", nn::ColumnParallelLinear(hidden, hidden, comm, gen))),
+        fc3(register_module("fc3", nn::RowParallelLinear(hidden, kOut, comm, gen))) {}
+  Var forward(const Var& x) override { return fc3(tanh(fc2(tanh(fc1(x))))); }
+  nn::ModuleHandle<nn::ColumnParallelLinear> fc1, fc2;
+  nn::ModuleHandle<nn::RowParallelLinear> fc3;
+};
 
 struct RankRun {
   std::vector<double> losses;
-  Params gathered;  // the full parameters reassembled from every rank's shard (rank 0)
+  std::vector<Tensor> gathered;  // fc1-3 weight and bias reassembled from every rank's shard
 };
 
-RankRun train_rank(Communicator& comm, const Params& init, const Tensor& x, const Tensor& y,
-                   int steps) {
-  const int world = comm.world_size();
-  std::vector<Var> p = leaves(shard(init, comm.rank(), world));
+RankRun train_rank(Communicator& comm, std::int64_t hidden, Device device, const Tensor& x,
+                   const Tensor& y, int steps) {
+  TensorParallelMlp model(hidden, comm);
+  model.to(device);
   RankRun run;
   for (int step = 0; step < steps; ++step) {
-    Var loss = mse_loss(parallel_forward(comm, Var(x), p), Var(y));
-    (loss / static_cast<double>(world)).backward();  // the loss is replicated: see the top
-    p[5].set_grad(comm.all_reduce(p[5].grad(), ReduceOperation::Sum));
-    sgd_step(p);
+    Var loss = mse_loss(model(Var(x)), Var(y));
+    loss.backward();  // replicated loss, counted once: no / N, no all-reduce of fc3's bias
+    sgd_step(model);
     run.losses.push_back(loss.value().to(Device::cpu()).item<float>());
   }
   NoGradGuard no_grad;
-  run.gathered = {dc::all_gather(p[0], comm).value(),        dc::all_gather(p[1], comm).value(),
-                  dc::all_gather(p[2], comm).value(),        dc::all_gather(p[3], comm).value(),
-                  dc::all_gather_dim(p[4], 1, comm).value(), p[5].value()};
+  auto gather = [&](const nn::Param& p, std::int64_t axis) {
+    return dc::all_gather_dim(p.var(), axis, comm).value();
+  };
+  run.gathered = {gather(model.fc1->weight(), 0), gather(model.fc1->bias(), 0),
+                  gather(model.fc2->weight(), 0), gather(model.fc2->bias(), 0),
+                  gather(model.fc3->weight(), 1), model.fc3->bias().value()};
   return run;
 }
 
@@ -173,22 +162,24 @@ int main(int argc, char** argv) {
     }
   }
   const std::int64_t hidden = 8 * world;  // divisible by the number of ranks
-  Generator gen(2024);
-  Params init = init_params(hidden, gen);  // drawn on the CPU (the same values on every device)
-  for (Tensor& p : init) p = p.to(device);
+  Generator gen(7);
   const Tensor x_cpu = Tensor::randn({kBatch, kIn}, gen);
   const Tensor y = ruccl::tanh(matmul(x_cpu, Tensor::randn({kIn, kOut}, gen))).to(device);
   const Tensor x = x_cpu.to(device);
 
   // Reference: the whole model on one rank.
-  std::vector<Var> ref = leaves(init);
+  Mlp ref(hidden);
+  ref.to(device);
   std::vector<double> ref_losses;
   for (int step = 0; step < steps; ++step) {
-    Var loss = mse_loss(full_forward(Var(x), ref), Var(y));
+    Var loss = mse_loss(ref(Var(x)), Var(y));
     loss.backward();
     sgd_step(ref);
     ref_losses.push_back(loss.value().to(Device::cpu()).item<float>());
   }
+  const std::vector<Tensor> ref_params = {ref.fc1->weight().value(), ref.fc1->bias().value(),
+                                          ref.fc2->weight().value(), ref.fc2->bias().value(),
+                                          ref.fc3->weight().value(), ref.fc3->bias().value()};
 
   // Tensor-parallel: one thread per rank.
   std::vector<Communicator> comms =
@@ -200,7 +191,7 @@ int main(int argc, char** argv) {
     threads.emplace_back([&, r] {
       const auto ru = static_cast<std::size_t>(r);
       try {
-        runs[ru] = train_rank(comms[ru], init, x, y, steps);
+        runs[ru] = train_rank(comms[ru], hidden, device, x, y, steps);
       } catch (const std::exception& e) {
         errors[ru] = e.what();
         comms[ru].abort(e.what());
@@ -226,10 +217,11 @@ int main(int argc, char** argv) {
     std::printf("| %d | %.7f | %.7f |\n", step + 1, runs[0].losses[su], ref_losses[su]);
     for (const RankRun& run : runs) ok = ok && close(run.losses[su], ref_losses[su]);
   }
-  const char* names[] = {"w1", "b1", "w2", "b2", "w3", "b3"};
+  const char* names[] = {"fc1.weight", "fc1.bias",   "fc2.weight",
+                         "fc2.bias",   "fc3.weight", "fc3.bias"};
   double worst = 0.0;
   for (std::size_t i = 0; i < 6; ++i) {
-    const double ratio = worst_ratio(runs[0].gathered[i], ref[i].value());
+    const double ratio = worst_ratio(runs[0].gathered[i], ref_params[i]);
     worst = std::max(worst, ratio);
     if (!(ratio <= 1.0)) std::printf("parameter %s differs: ratio %.3g\n", names[i], ratio);
   }

@@ -43,6 +43,14 @@ OpNames names(DiffOp op) {
       return {"broadcast", "broadcast", "backward of broadcast"};
     case DiffOp::AllToAll:
       return {"all_to_all", "all_to_all", "backward of all_to_all"};
+    case DiffOp::CopyToRegion:
+      return {"copy_to_region", "copy_to_region", "backward of copy_to_region"};
+    case DiffOp::ReduceFromRegion:
+      return {"reduce_from_region", "reduce_from_region", "backward of reduce_from_region"};
+    case DiffOp::ScatterToRegion:
+      return {"scatter_to_region", "scatter_to_region", "backward of scatter_to_region"};
+    case DiffOp::GatherFromRegion:
+      return {"gather_from_region", "gather_from_region", "backward of gather_from_region"};
   }
   return {"collective", "collective", "backward of collective"};
 }

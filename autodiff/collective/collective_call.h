@@ -38,6 +38,10 @@ enum class DiffOp : std::int64_t {
   AllReduceMin = 10,
   Broadcast = 11,
   AllToAll = 12,
+  CopyToRegion = 13,
+  ReduceFromRegion = 14,
+  ScatterToRegion = 15,
+  GatherFromRegion = 16,
 };
 
 /// The phases of one op: its forward call, the winner election of max/min (forward, only when a

@@ -18,7 +18,9 @@
 //
 // If your loss is REPLICATED (every rank computes the same loss, e.g. after all_reduce_mean of
 // the per-rank losses) rather than one term of a sum, F counts it W times: divide the replicated
-// loss by W before backward (or the resulting gradients by W).
+// loss by W before backward (or the resulting gradients by W). Tensor-parallel code instead marks
+// its replicated values with the region ops (region_ops.h), under which a replicated loss counts
+// once.
 //
 // Rules every rank must follow (all are checked; a violation raises CollectiveError on every rank,
 // never a hang or a wrong result):

@@ -17,10 +17,14 @@ Var Dropout::forward(const Var& x) {
   RUCCL_CHECK(is_floating(x.dtype()), DTypeError, describe(), ": expected a floating input, got ",
               x.dtype());
   if (!is_training() || p_ == 0.0) return x;
-  Tensor u = Tensor::rand(x.shape(), generator(), DType::F64, x.value().device());
-  Tensor keep = ruccl::ge(u, Tensor::scalar(p_, DType::F64, x.value().device()));
-  Tensor scale = ruccl::div(keep.to(x.dtype()), 1.0 - p_);
-  return autodiff::mul(x, Var(scale));
+  return dropout_with(x, p_, generator());
+}
+
+Var dropout_with(const Var& x, double p, Generator& gen) {
+  const Device device = x.value().device();
+  const Tensor u = Tensor::rand(x.shape(), gen, DType::F64, device);
+  const Tensor keep = ruccl::ge(u, Tensor::scalar(p, DType::F64, device));
+  return autodiff::mul(x, Var(ruccl::div(keep.to(x.dtype()), 1.0 - p)));
 }
 
 }  // namespace ruccl::nn

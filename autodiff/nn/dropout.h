@@ -16,6 +16,10 @@ namespace ruccl::nn {
 /// next_u64(), as libtorch's dropout draws from the default generator): after
 /// ruccl::manual_seed(s) the same code builds the same masks; two Dropouts built one after the
 /// other get different seeds.
+/// x times a keep mask scaled by 1 / (1 - p): uniform draws u from `gen` (F64, x's shape), kept
+/// where u >= p. What Dropout and ParallelDropout apply in training mode.
+Var dropout_with(const Var& x, double p, Generator& gen);
+
 class Dropout : public Cloneable<Dropout> {
  public:
   /// ValueError unless 0 <= p < 1. Seeded from the default generator (see the class comment).

@@ -42,17 +42,23 @@ Param& LayerNorm::bias() {
 }
 
 Var LayerNorm::forward(const Var& x) {
-  check_normalized_shape(x, shape_, describe());
-  const auto k = static_cast<std::int64_t>(shape_.size());
-  RUCCL_CHECK(is_floating(x.dtype()), DTypeError, describe(), ": expected a floating input, got ",
+  return layer_norm_forward(x, shape_, affine_ ? param_at(weight_).var() : Var(),
+                            affine_ ? param_at(bias_).var() : Var(), eps_, describe());
+}
+
+Var layer_norm_forward(const Var& x, const std::vector<std::int64_t>& shape, const Var& weight,
+                       const Var& bias, double eps, const std::string& who) {
+  check_normalized_shape(x, shape, who);
+  const auto k = static_cast<std::int64_t>(shape.size());
+  const bool affine = weight.defined();
+  RUCCL_CHECK(is_floating(x.dtype()), DTypeError, who, ": expected a floating input, got ",
               x.dtype());
-  RUCCL_CHECK(!affine_ || x.dtype() == param_at(weight_).dtype(), DTypeError, describe(),
-              ": expected an input of dtype ", param_at(weight_).dtype(),
-              " (the parameters'), got ", x.dtype());
+  RUCCL_CHECK(!affine || x.dtype() == weight.dtype(), DTypeError, who,
+              ": expected an input of dtype ", weight.dtype(), " (the parameters'), got ",
+              x.dtype());
   if (x.numel() > 0 && backend_for(x.value().device()).supports(Op::BatchNorm, x.dtype())) {
     // One fused op on batch norm's kernels (autodiff/ops/layer_norm.h).
-    return autodiff::layer_norm(x, shape_, affine_ ? param_at(weight_).var() : Var(),
-                                affine_ ? param_at(bias_).var() : Var(), eps_);
+    return autodiff::layer_norm(x, shape, weight, bias, eps);
   }
   // The composite (a backend without the kernels, F16/BF16, an empty input).
   std::vector<std::int64_t> dims;
@@ -60,8 +66,8 @@ Var LayerNorm::forward(const Var& x) {
   using namespace autodiff;
   Var centered = sub(x, mean(x, dims, /*keepdim=*/true));
   Var variance = mean(mul(centered, centered), dims, /*keepdim=*/true);
-  Var y = div(centered, sqrt(add(variance, eps_)));
-  if (affine_) y = add(mul(y, param_at(weight_).var()), param_at(bias_).var());
+  Var y = div(centered, sqrt(add(variance, eps)));
+  if (affine) y = add(mul(y, weight), bias);
   return y;
 }
 

@@ -12,6 +12,11 @@ namespace ruccl::nn {
 void check_normalized_shape(const Var& x, const std::vector<std::int64_t>& normalized_shape,
                             const std::string& who);
 
+/// LayerNorm's forward on given affine weights (both defined, or both undefined for none): the
+/// fused op where the backend has it, else the composite. `who` names the caller in errors.
+Var layer_norm_forward(const Var& x, const std::vector<std::int64_t>& normalized_shape,
+                       const Var& weight, const Var& bias, double eps, const std::string& who);
+
 /// Options of LayerNorm (every member has a default: `{.dtype = DType::F64}` keeps eps and
 /// elementwise_affine).
 struct LayerNormOptions {

@@ -8,6 +8,7 @@
 #include "autodiff/collective/collective.h"
 #include "collective/common/collective_error.h"
 #include "tensor/tensor.h"
+#include "tests/autodiff/rank_input.h"
 #include "tests/support/rank_harness.h"
 
 using namespace ruccl;
@@ -18,12 +19,9 @@ namespace {
 
 using OpFn = std::function<Var(Communicator&, const Var&)>;
 
-// Rank r's input of `shape`: values drawn from a generator seeded by (seed, r), so every rank
-// holds different values and no two elements tie (max/min stay differentiable).
-Tensor rank_input(const Shape& shape, int rank, std::uint64_t seed) {
-  Generator gen(seed * 100 + static_cast<std::uint64_t>(rank));
-  return Tensor::randn(shape, gen, DType::F64);
-}
+// Rank r's input of `shape` (tests/autodiff/rank_input.h): every rank holds different values and
+// no two elements tie (max/min stay differentiable).
+using test::rank_input;
 
 // Checks `op` over `world` ranks with rank r's loss L_r = sum(op(x_r) * c_r): x_r of `in_shape`
 // requires grad, c_r (a constant of `out_shape`, different on every rank) weights each output

@@ -8,19 +8,13 @@
 #include "autodiff/collective/collective.h"
 #include "collective/mesh.h"
 #include "tensor/tensor.h"
+#include "tests/autodiff/rank_input.h"
 
 using namespace ruccl;
 using namespace ruccl::autodiff;
 namespace dc = ruccl::autodiff::collective;
 
-namespace {
-
-Tensor rank_input(const Shape& shape, int rank, std::uint64_t seed) {
-  Generator gen(seed * 100 + static_cast<std::uint64_t>(rank));
-  return Tensor::randn(shape, gen, DType::F64);
-}
-
-}  // namespace
+using test::rank_input;
 
 TEST_CASE("all_reduce and all_gather on split groups differentiate over their own group",
           "[autodiff][collective]") {
