@@ -11,8 +11,11 @@ namespace ruccl::examples::char_lm {
 
 inline constexpr const char* kUsage =
     "usage: train_char_lm [options]\n"
-    "  --ranks N             data-parallel ranks (threads), default 2; under a launcher\n"
+    "  --ranks N             ranks (threads), default 2 (or T x D); under a launcher\n"
     "                        (ruccl-run, torchrun, srun, mpirun) every rank is a process\n"
+    "  --tp T                tensor-parallel ranks per replica (mesh {dp: D, tp: T}), default 1\n"
+    "  --dp D                data-parallel replicas, default ranks / T\n"
+    "  --dtype f32|f64       parameters' and activations' dtype, default f32\n"
     "  --steps N             optimizer steps, default 1500\n"
     "  --batch N             global batch of sequences (split over the ranks), default 16\n"
     "  --context N           characters per sequence, default 64\n"
@@ -31,7 +34,9 @@ inline constexpr const char* kUsage =
     "  --resume              continue from the newest checkpoint every rank holds\n"
     "  --stop-after K        stop after step K (a checkpoint is saved there)\n"
     "  --sample N            characters to sample at the end, default 300\n"
-    "  --temperature X       sampling temperature, default 0.8\n";
+    "  --temperature X       sampling temperature, default 0.8\n"
+    "  --print-losses        print every step's training loss (all digits)\n"
+    "  --save-parameters F   write the final parameters, whole (gathered), to F as text\n";
 
 /// Everything the command line sets.
 struct Options {
@@ -58,6 +63,11 @@ struct Options {
   std::int64_t stop_after = 0;
   std::int64_t sample_chars = 300;
   double temperature = 0.8;
+  int tp = 1;
+  int dp = 0;  ///< 0: ranks / tp
+  bool f64 = false;
+  bool print_losses = false;
+  std::string save_parameters;
 };
 
 [[noreturn]] inline void usage_error(const std::string& message) {
@@ -84,8 +94,8 @@ inline Options parse(int argc, char** argv) {
       std::cout << kUsage;
       std::exit(0);
     }
-    if (flag == "--resume" || flag == "--untied") {
-      (flag == "--resume" ? o.resume : o.untied) = true;
+    if (flag == "--resume" || flag == "--untied" || flag == "--print-losses") {
+      (flag == "--resume" ? o.resume : flag == "--untied" ? o.untied : o.print_losses) = true;
       continue;
     }
     if (i + 1 >= argc) usage_error("missing value after " + flag);
@@ -132,6 +142,15 @@ inline Options parse(int argc, char** argv) {
       o.sample_chars = integer();
     } else if (flag == "--temperature") {
       o.temperature = to_number(flag, v, false);
+    } else if (flag == "--tp") {
+      o.tp = static_cast<int>(integer());
+    } else if (flag == "--dp") {
+      o.dp = static_cast<int>(integer());
+    } else if (flag == "--dtype") {
+      if (v != "f32" && v != "f64") usage_error("--dtype expects f32 or f64, got '" + v + "'");
+      o.f64 = v == "f64";
+    } else if (flag == "--save-parameters") {
+      o.save_parameters = v;
     } else {
       usage_error("unknown option " + flag);
     }
@@ -143,6 +162,13 @@ inline Options parse(int argc, char** argv) {
         ">= 1; --layers, --warmup and --checkpoint-every >= 0");
   }
   if (o.temperature <= 0) usage_error("--temperature must be > 0");
+  if (o.tp < 1 || o.dp < 0) usage_error("--tp and --dp must be >= 1");
+  if (o.dp > 0 && o.ranks_given && o.ranks != o.tp * o.dp) {
+    usage_error("--ranks " + std::to_string(o.ranks) + " but --tp x --dp is " +
+                std::to_string(o.tp * o.dp));
+  }
+  if (o.dp > 0) o.ranks = o.tp * o.dp;
+  if (o.dp == 0 && !o.ranks_given && o.tp > 1) o.ranks = o.tp;  // --tp T alone: one replica
   if (o.resume && o.checkpoint_dir.empty()) usage_error("--resume needs --checkpoint-dir");
   if (o.stop_after > 0 && o.checkpoint_dir.empty())
     usage_error("--stop-after needs --checkpoint-dir");

@@ -18,11 +18,13 @@
 #include "collective/common/hash.h"
 #include "collective/in_process_group.h"
 #include "collective/launch/launch_env.h"
+#include "collective/mesh.h"
 #include "collective/run_ranks.h"
 #include "collective/tcp_group.h"
 #include "examples/train_char_lm/char_corpus.h"
 #include "examples/train_char_lm/cli.h"
 #include "examples/train_char_lm/gpt.h"
+#include "examples/train_char_lm/tp_gpt.h"
 #include "optim/optim.h"
 #include "tensor/backend/cpu/cpu_backend.h"
 #include "tensor/ops/elementwise.h"
@@ -51,18 +53,38 @@ std::pair<Tensor, Tensor> make_batch(const std::vector<std::int64_t>& text,
   return {Tensor::from_vector(x, {hi - lo, t_len}), Tensor::from_vector(y, {(hi - lo) * t_len})};
 }
 
+// What the loop asks of a model, for the one-rank lm::Gpt and the tensor-parallel lm::TpGpt:
+// the summed cross-entropy of a batch (replicated over tp), the whole logits (on every rank of
+// the tp group), and the whole parameters by path in visit order (a collective of tp).
+Var summed_loss(lm::Gpt& model, const Tensor& x, const Tensor& y) {
+  return nn::cross_entropy(autodiff::reshape(model.forward(x), {-1, model.config().vocab}), y,
+                           nn::Reduction::Sum);
+}
+Var summed_loss(lm::TpGpt& model, const Tensor& x, const Tensor& y) { return model.loss_sum(x, y); }
+Tensor whole_logits(lm::Gpt& model, const Tensor& x) { return model.forward(x).value(); }
+Tensor whole_logits(lm::TpGpt& model, const Tensor& x) { return model.full_logits(x); }
+std::vector<std::pair<std::string, Tensor>> whole_parameters(lm::Gpt& model) {
+  std::vector<std::pair<std::string, Tensor>> out;
+  for (const auto& [path, p] : model.named_parameters()) out.emplace_back(path, p.value());
+  return out;
+}
+std::vector<std::pair<std::string, Tensor>> whole_parameters(lm::TpGpt& model) {
+  return model.consolidated();
+}
+
 // The summed cross-entropy of rows [lo, hi) of a batch.
-Var batch_loss(lm::Gpt& model, const std::vector<std::int64_t>& text,
+template <typename Model>
+Var batch_loss(Model& model, const std::vector<std::int64_t>& text,
                const std::vector<std::int64_t>& starts, std::int64_t lo, std::int64_t hi,
                std::int64_t t_len) {
   const auto [x, y] = make_batch(text, starts, lo, hi, t_len);
-  Var logits = model.forward(x);
-  return nn::cross_entropy(autodiff::reshape(logits, {-1, model.config().vocab}), y,
-                           nn::Reduction::Sum);
+  return summed_loss(model, x, y);
 }
 
-// Mean validation loss per character over eval_batches fixed, evenly spaced batches.
-double validation_loss(Communicator& comm, lm::Gpt& model, const lm::Corpus& corpus,
+// Mean validation loss per character over eval_batches fixed, evenly spaced batches, split over
+// the data-parallel ranks `comm`.
+template <typename Model>
+double validation_loss(Communicator& comm, Model& model, const lm::Corpus& corpus,
                        const lm::Options& o) {
   autodiff::NoGradGuard no_grad;
   const std::int64_t count = o.eval_batches * o.batch;
@@ -75,7 +97,7 @@ double validation_loss(Communicator& comm, lm::Gpt& model, const lm::Corpus& cor
   for (std::int64_t b = lo; b < hi; b += o.batch) {
     sum += batch_loss(model, corpus.validation, starts, b, std::min(hi, b + o.batch), o.context)
                .value()
-               .item<double>();
+               .template item<double>();
   }
   const double total =
       comm.all_reduce(Tensor::from_vector<double>({sum}), ReduceOperation::Sum).item<double>();
@@ -84,7 +106,8 @@ double validation_loss(Communicator& comm, lm::Gpt& model, const lm::Corpus& cor
 
 // `n` characters drawn from the model after a newline, at `temperature`: each from the softmax
 // of the last position's logits, by a search of the cumulative probabilities.
-std::string sample(lm::Gpt& model, const lm::Corpus& corpus, const lm::Options& o, Generator& gen) {
+template <typename Model>
+std::string sample(Model& model, const lm::Corpus& corpus, const lm::Options& o, Generator& gen) {
   autodiff::NoGradGuard no_grad;
   const auto newline = std::find(corpus.alphabet.begin(), corpus.alphabet.end(), '\n');
   std::vector<std::int64_t> ids{newline - corpus.alphabet.begin()};
@@ -94,7 +117,7 @@ std::string sample(lm::Gpt& model, const lm::Corpus& corpus, const lm::Options& 
         std::max<std::int64_t>(0, static_cast<std::int64_t>(ids.size()) - o.context);
     std::vector<std::int64_t> window(ids.begin() + from, ids.end());
     const auto len = static_cast<std::int64_t>(window.size());
-    Tensor logits = model.forward(Tensor::from_vector(window, {1, len})).value();
+    Tensor logits = whole_logits(model, Tensor::from_vector(window, {1, len}));
     Tensor last = logits.select(1, len - 1).reshape({-1});
     const std::vector<double> p =
         ruccl::softmax(ruccl::div(last, o.temperature), 0).to(DType::F64).to_vector<double>();
@@ -115,25 +138,22 @@ std::string sample(lm::Gpt& model, const lm::Corpus& corpus, const lm::Options& 
 }
 
 struct RankResult {
-  std::vector<Tensor> parameters;
+  std::vector<std::pair<std::string, Tensor>> parameters;  ///< whole, by path, in visit order
+  std::vector<double> losses;                              ///< every step's (--print-losses)
   double validation = 0.0;
   double seconds = 0.0;
   std::int64_t steps = 0;
   std::string sample;
 };
 
-RankResult train_rank(Communicator& comm, const lm::Corpus& corpus, const lm::Options& o) {
+// Trains `model` (its data-parallel replicas talk over `dp`, a group of `comm`, the world).
+template <typename Model>
+RankResult train(Communicator& comm, Communicator& dp_comm, Model& model, const lm::Corpus& corpus,
+                 const lm::Options& o) {
   const int rank = comm.rank();
   const int world = comm.world_size();
   const bool lead = rank == 0;
-  lm::GptConfig config{.vocab = static_cast<std::int64_t>(corpus.alphabet.size()),
-                       .context = o.context,
-                       .embed = o.embed,
-                       .heads = o.heads,
-                       .layers = o.layers,
-                       .tie_weights = !o.untied};
-  Generator init(o.seed);
-  lm::Gpt model(config, init);
+  if (o.f64) model.to(DType::F64);
   optim::AdamW opt({.weight_decay = o.weight_decay});
   optim::WarmupCosineLr schedule(o.lr, o.warmup, o.steps);
   Generator data(o.seed + 1);  // the batches' start offsets: the same stream on every rank
@@ -156,11 +176,12 @@ RankResult train_rank(Communicator& comm, const lm::Corpus& corpus, const lm::Op
       series->remove_own();
     }
   }
-  optim::DataParallel dp = optim::DataParallel::initialize(comm, model, /*root=*/0);
+  optim::DataParallel dp = optim::DataParallel::initialize(dp_comm, model, /*root=*/0);
   const auto span =
       static_cast<std::uint64_t>(corpus.train.size()) - static_cast<std::uint64_t>(o.context) - 1;
-  const std::int64_t lo = o.batch * rank / world;  // this rank's sequences of every batch
-  const std::int64_t hi = o.batch * (rank + 1) / world;
+  const std::int64_t lo = o.batch * dp_comm.rank() / dp_comm.world_size();        // this replica's
+  const std::int64_t hi = o.batch * (dp_comm.rank() + 1) / dp_comm.world_size();  // sequences
+  RankResult r;
   const std::int64_t last = o.stop_after > 0 ? std::min(o.stop_after, o.steps) : o.steps;
   const auto start = Clock::now();
   double pending = 0.0;  // this rank's loss sum since the last report
@@ -171,12 +192,20 @@ RankResult train_rank(Communicator& comm, const lm::Corpus& corpus, const lm::Op
       starts.push_back(static_cast<std::int64_t>(data.next_below(span)));
     }
     optim::GradientsParams grads;
+    double step_loss = 0.0;
     model.zero_grad();
     if (hi > lo) {
       Var loss = batch_loss(model, corpus.train, starts, lo, hi, o.context);
       loss.backward();
-      pending += loss.value().item<double>();
+      step_loss = loss.value().template item<double>();
       grads = optim::GradientsParams::from_module(model);
+    }
+    pending += step_loss;
+    if (o.print_losses) {
+      r.losses.push_back(
+          dp_comm.all_reduce(Tensor::from_vector<double>({step_loss}), ReduceOperation::Sum)
+              .item<double>() /
+          static_cast<double>(o.batch * o.context));
     }
     const optim::GradientsParams mean = dp.reduce(
         model, grads, static_cast<double>((hi - lo) * o.context), optim::LossReduction::Sum);
@@ -195,10 +224,10 @@ RankResult train_rank(Communicator& comm, const lm::Corpus& corpus, const lm::Op
     }
     if (step % o.eval_every == 0 || step == last) {
       const double train =
-          comm.all_reduce(Tensor::from_vector<double>({pending}), ReduceOperation::Sum)
+          dp_comm.all_reduce(Tensor::from_vector<double>({pending}), ReduceOperation::Sum)
               .item<double>() /
           static_cast<double>(pending_steps * o.batch * o.context);
-      const double val = validation_loss(comm, model, corpus, o);
+      const double val = validation_loss(dp_comm, model, corpus, o);
       pending = 0.0;
       pending_steps = 0;
       if (lead) {
@@ -210,24 +239,54 @@ RankResult train_rank(Communicator& comm, const lm::Corpus& corpus, const lm::Op
       }
     }
   }
-  RankResult r;
   r.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   r.steps = step;
-  r.validation = validation_loss(comm, model, corpus, o);
-  for (const nn::Param& p : model.parameters()) r.parameters.push_back(p.value());
-  if (lead && o.sample_chars > 0) {
+  r.validation = validation_loss(dp_comm, model, corpus, o);
+  r.parameters = whole_parameters(model);
+  if (dp_comm.rank() == 0 && o.sample_chars > 0) {  // the tp group of rank 0 samples
     Generator gen(o.seed + 2);
     r.sample = sample(model, corpus, o, gen);
   }
   return r;
 }
 
+RankResult train_rank(Communicator& comm, const lm::Corpus& corpus, const lm::Options& o) {
+  const lm::GptConfig config{.vocab = static_cast<std::int64_t>(corpus.alphabet.size()),
+                             .context = o.context,
+                             .embed = o.embed,
+                             .heads = o.heads,
+                             .layers = o.layers,
+                             .tie_weights = !o.untied};
+  Generator init(o.seed);
+  if (o.tp == 1) {  // the one-rank model, data-parallel over every rank
+    lm::Gpt model(config, init);
+    return train(comm, comm, model, corpus, o);
+  }
+  Mesh mesh(comm, {{"dp", o.dp}, {"tp", o.tp}});
+  lm::TpGpt model(config, mesh.comm("tp"), init);
+  return train(comm, mesh.comm("dp"), model, corpus, o);
+}
+
+// Writes "path numel v0 v1 ..." per parameter, every value with 17 significant digits.
+void save_parameters(const std::string& file,
+                     const std::vector<std::pair<std::string, Tensor>>& parameters) {
+  std::FILE* f = std::fopen(file.c_str(), "w");
+  if (f == nullptr) throw ValueError(str("--save-parameters: cannot write ", file));
+  for (const auto& [path, t] : parameters) {
+    const std::vector<double> v = t.contiguous().to(DType::F64).to_vector<double>();
+    std::fprintf(f, "%s %zu", path.c_str(), v.size());
+    for (double x : v) std::fprintf(f, " %.17g", x);
+    std::fprintf(f, "\n");
+  }
+  std::fclose(f);
+}
+
 // "final parameters: N values, FNV-1a 0x..." of the F32 bytes in visit order.
-void print_parameter_hash(const std::vector<Tensor>& parameters) {
+void print_parameter_hash(const std::vector<std::pair<std::string, Tensor>>& parameters) {
   std::string bytes;
   std::int64_t values = 0;
-  for (const Tensor& p : parameters) {
-    const std::vector<float> v = p.contiguous().to_vector<float>();
+  for (const auto& [path, p] : parameters) {
+    const std::vector<float> v = p.contiguous().to(DType::F32).to_vector<float>();
     bytes.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
     values += static_cast<std::int64_t>(v.size());
   }
@@ -257,7 +316,11 @@ int main(int argc, char** argv) {
       }
       o.ranks = comm->world_size();
     }
-    if (o.batch < o.ranks) lm::usage_error("--batch must be >= the number of ranks");
+    if (o.dp == 0) o.dp = o.ranks / o.tp;
+    if (o.ranks != o.tp * o.dp) {
+      lm::usage_error(str(o.ranks, " ranks are not --tp ", o.tp, " x --dp ", o.dp));
+    }
+    if (o.batch < o.dp) lm::usage_error("--batch must be >= the number of data-parallel ranks");
     const lm::Corpus corpus = lm::read_corpus(o.data_dir);
     const bool lead = !comm || comm->rank() == 0;
     if (lead) {
@@ -266,9 +329,9 @@ int main(int argc, char** argv) {
                 << " validation), vocabulary " << corpus.alphabet.size() << "\nGPT: " << o.layers
                 << " layers, embed " << o.embed << ", " << o.heads << " heads, context "
                 << o.context << (o.untied ? ", untied head" : ", tied head") << "; AdamW lr "
-                << o.lr << ", global batch " << o.batch << " over " << o.ranks
-                << " data-parallel rank(s) (" << (comm ? "processes" : "threads") << "), "
-                << o.steps << " steps\n";
+                << o.lr << ", global batch " << o.batch << " over " << o.ranks << " rank(s) ("
+                << (comm ? "processes" : "threads") << "), mesh {dp: " << o.dp << ", tp: " << o.tp
+                << "}, " << (o.f64 ? "f64" : "f32") << ", " << o.steps << " steps\n";
     }
     const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
     const int sharing = comm ? local_ranks : o.ranks;
@@ -290,6 +353,10 @@ int main(int argc, char** argv) {
                 << std::setprecision(1) << result.seconds << " s\n"
                 << std::defaultfloat;
       print_parameter_hash(result.parameters);
+      for (std::size_t i = 0; i < result.losses.size(); ++i) {
+        std::printf("loss step %zu %.17g\n", i + 1, result.losses[i]);
+      }
+      if (!o.save_parameters.empty()) save_parameters(o.save_parameters, result.parameters);
       if (!result.sample.empty()) std::cout << "sample:\n" << result.sample << "\n";
     }
     return 0;

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# train_char_lm --tp T --dp D (docs/parallelism.md, "The char LM on a mesh"):
+#   train_char_lm_tp.sh TRAIN_CHAR_LM RUCCL_RUN WORKDIR
+# Against the one-rank model (--ranks 1) from the same seed, 6 steps of a small GPT:
+# 1. F64, --tp 2 --dp 2 on threads, --tp 2 as 2 processes under ruccl-run, and --tp 4 (the
+#    vocabulary of 114 padded to 116): every step's loss within 1e-12 relative, the final
+#    parameters gathered within 1e-9 (absolute, or relative where larger than 1);
+# 2. F32, --tp 2 --dp 2: every step's loss within 1e-5 relative;
+# 3. a mesh that does not fit (heads, ranks) is refused with a message.
+# Prints "PASS: ..." and exits 0, or says what differed and exits 1.
+set -euo pipefail
+train=$1 ruccl_run=$2 work=$3
+rm -rf "$work" && mkdir -p "$work"
+tiny=(--steps 6 --batch 4 --context 16 --embed 16 --heads 4 --layers 1 --eval-every 6
+      --eval-batches 2 --warmup 2 --lr 0.01 --threads 1 --sample 0 --print-losses)
+
+fail() { echo "FAIL: $*"; exit 1; }
+# losses LOG: the "loss step N X" lines, without ruccl-run's "[rank] " prefix.
+losses() { sed -n 's/^\(\[[0-9]*\] \)\{0,1\}loss step //p' "$1"; }
+# same_losses REF LOG RTOL: every step's loss of LOG within RTOL (relative) of REF's.
+same_losses() {
+  [[ $(losses "$1" | wc -l) -eq 6 && $(losses "$2" | wc -l) -eq 6 ]] || fail "$2: not 6 step losses"
+  paste <(losses "$1") <(losses "$2") | awk -v tol="$3" '
+    { d = $2 - $4; if (d < 0) d = -d; if (d > tol * $2) { print "step " $1 ": " $2 " vs " $4; bad = 1 } }
+    END { exit bad }' || fail "$2: a step's loss differs from the one-rank run's by more than $3"
+}
+# same_parameters REF OUT TOL: every value of OUT (path numel v...) within TOL x max(1, |ref|).
+same_parameters() {
+  awk -v tol="$3" '
+    NR == FNR { n[$1] = NF; for (i = 3; i <= NF; ++i) ref[$1, i] = $i; next }
+    { if (n[$1] != NF) { print "no " $1 " of that size"; bad = 1; next }
+      seen++
+      for (i = 3; i <= NF; ++i) {
+        d = $i - ref[$1, i]; if (d < 0) d = -d; m = ref[$1, i]; if (m < 0) m = -m; if (m < 1) m = 1
+        if (d > tol * m) { print $1 "[" i - 3 "]: " ref[$1, i] " vs " $i; bad = 1; next }
+      } }
+    END { if (seen != length(n)) { print seen " of " length(n) " parameters"; bad = 1 }; exit bad }
+  ' "$1" "$2" || fail "$2: the gathered parameters differ from the one-rank run's"
+}
+
+"$train" "${tiny[@]}" --ranks 1 --dtype f64 --save-parameters "$work/one64.txt" > "$work/one64.log"
+"$train" "${tiny[@]}" --ranks 1 --save-parameters "$work/one32.txt" > "$work/one32.log"
+
+"$train" "${tiny[@]}" --tp 2 --dp 2 --dtype f64 --save-parameters "$work/tpdp.txt" > "$work/tpdp.log"
+grep -q "over 4 rank(s) (threads), mesh {dp: 2, tp: 2}, f64" "$work/tpdp.log" ||
+  fail "--tp 2 --dp 2 did not run a 2 x 2 mesh of threads"
+same_losses "$work/one64.log" "$work/tpdp.log" 1e-12
+same_parameters "$work/one64.txt" "$work/tpdp.txt" 1e-9
+
+"$ruccl_run" --nproc-per-node 2 "$train" "${tiny[@]}" --tp 2 --dtype f64 \
+  --save-parameters "$work/proc.txt" > "$work/proc.log"
+grep -q "(processes), mesh {dp: 1, tp: 2}" "$work/proc.log" || fail "ruccl-run did not run --tp 2"
+same_losses "$work/one64.log" "$work/proc.log" 1e-12
+same_parameters "$work/one64.txt" "$work/proc.txt" 1e-9
+
+"$train" "${tiny[@]}" --tp 4 --dtype f64 --save-parameters "$work/tp4.txt" > "$work/tp4.log"
+grep -q "mesh {dp: 1, tp: 4}" "$work/tp4.log" || fail "--tp 4 did not run"
+same_losses "$work/one64.log" "$work/tp4.log" 1e-12
+same_parameters "$work/one64.txt" "$work/tp4.txt" 1e-9
+
+"$train" "${tiny[@]}" --tp 2 --dp 2 > "$work/tpdp32.log"
+same_losses "$work/one32.log" "$work/tpdp32.log" 1e-5
+
+if "$train" "${tiny[@]}" --tp 3 > "$work/heads.log" 2>&1; then fail "--tp 3 with 4 heads ran"; fi
+grep -q "num_heads divisible by the group size 3, got 4" "$work/heads.log" || fail "no heads refusal"
+if "$train" "${tiny[@]}" --ranks 3 --tp 2 > "$work/mesh.log" 2>&1; then fail "3 ranks, --tp 2 ran"; fi
+grep -q "3 ranks are not --tp 2 x --dp 1" "$work/mesh.log" || fail "no mesh refusal"
+echo "PASS: --tp 2 --dp 2 (threads), --tp 2 (processes) and --tp 4 (vocabulary padded) equal one rank: F64 losses within 1e-12, parameters within 1e-9; F32 losses within 1e-5"
