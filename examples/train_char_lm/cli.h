@@ -30,6 +30,8 @@ inline constexpr const char* kUsage =
     "  --eval-every N        validation loss every N steps, default 250\n"
     "  --eval-batches N      validation batches, default 8\n"
     "  --checkpoint-dir DIR  save every rank's TrainingRecord (at the end and every N steps)\n"
+    "  --sharded-checkpoint  save a ShardedCheckpoint instead (always with --tp > 1): it\n"
+    "                        resumes on any mesh\n"
     "  --checkpoint-every N  also every N steps (default 0: at the end only)\n"
     "  --resume              continue from the newest checkpoint every rank holds\n"
     "  --stop-after K        stop after step K (a checkpoint is saved there)\n"
@@ -67,6 +69,7 @@ struct Options {
   int dp = 0;  ///< 0: ranks / tp
   bool f64 = false;
   bool print_losses = false;
+  bool sharded_checkpoint = false;
   std::string save_parameters;
 };
 
@@ -94,8 +97,12 @@ inline Options parse(int argc, char** argv) {
       std::cout << kUsage;
       std::exit(0);
     }
-    if (flag == "--resume" || flag == "--untied" || flag == "--print-losses") {
-      (flag == "--resume" ? o.resume : flag == "--untied" ? o.untied : o.print_losses) = true;
+    if (flag == "--resume" || flag == "--untied" || flag == "--print-losses" ||
+        flag == "--sharded-checkpoint") {
+      (flag == "--resume"         ? o.resume
+       : flag == "--untied"       ? o.untied
+       : flag == "--print-losses" ? o.print_losses
+                                  : o.sharded_checkpoint) = true;
       continue;
     }
     if (i + 1 >= argc) usage_error("missing value after " + flag);

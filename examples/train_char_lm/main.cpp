@@ -24,6 +24,7 @@
 #include "examples/train_char_lm/char_corpus.h"
 #include "examples/train_char_lm/cli.h"
 #include "examples/train_char_lm/gpt.h"
+#include "examples/train_char_lm/sharded_state.h"
 #include "examples/train_char_lm/tp_gpt.h"
 #include "optim/optim.h"
 #include "tensor/backend/cpu/cpu_backend.h"
@@ -71,6 +72,10 @@ std::vector<std::pair<std::string, Tensor>> whole_parameters(lm::Gpt& model) {
 std::vector<std::pair<std::string, Tensor>> whole_parameters(lm::TpGpt& model) {
   return model.consolidated();
 }
+lm::ShardLayout layout_of(lm::Gpt& model) {
+  return {0, 1, model.config().vocab, model.config().vocab};
+}
+lm::ShardLayout layout_of(lm::TpGpt& model) { return model.layout(); }
 
 // The summed cross-entropy of rows [lo, hi) of a batch.
 template <typename Model>
@@ -139,7 +144,7 @@ std::string sample(Model& model, const lm::Corpus& corpus, const lm::Options& o,
 
 struct RankResult {
   std::vector<std::pair<std::string, Tensor>> parameters;  ///< whole, by path, in visit order
-  std::vector<double> losses;                              ///< every step's (--print-losses)
+  std::vector<std::pair<std::int64_t, double>> losses;     ///< (step, loss) (--print-losses)
   double validation = 0.0;
   double seconds = 0.0;
   std::int64_t steps = 0;
@@ -158,11 +163,25 @@ RankResult train(Communicator& comm, Communicator& dp_comm, Model& model, const 
   optim::WarmupCosineLr schedule(o.lr, o.warmup, o.steps);
   Generator data(o.seed + 1);  // the batches' start offsets: the same stream on every rank
   std::int64_t step = 0;
-  std::optional<optim::CheckpointSeries> series;
+  std::optional<optim::CheckpointSeries> series;    // per-rank records (one-rank model only)
+  bool sharded = o.tp > 1 || o.sharded_checkpoint;  // or a ShardedCheckpoint (any mesh)
   if (!o.checkpoint_dir.empty()) {
     std::filesystem::create_directories(o.checkpoint_dir);
-    series.emplace(o.checkpoint_dir, rank, world);
-    if (o.resume) {
+    const std::optional<std::int64_t> newest =
+        o.resume ? lm::newest_sharded_step(comm, o.checkpoint_dir) : std::nullopt;
+    sharded = sharded || newest.has_value();
+    if (!sharded) series.emplace(o.checkpoint_dir, rank, world);
+    if (o.resume && sharded) {
+      if (!newest) {
+        throw optim::CheckpointError(
+            str("--resume: ", o.checkpoint_dir, " holds no whole sharded checkpoint"));
+      }
+      const optim::CallerState caller = lm::load_sharded_state(
+          comm, o.checkpoint_dir, *newest, model, layout_of(model), opt, schedule);
+      data.set_state(caller.rng);
+      step = caller.step;
+      if (lead) std::cout << "resuming after step " << step << " (sharded)\n";
+    } else if (o.resume) {
       std::optional<optim::TrainingRecord> record = series->load_newest_common(comm);
       if (!record) {
         throw optim::CheckpointError(
@@ -172,8 +191,10 @@ RankResult train(Communicator& comm, Communicator& dp_comm, Model& model, const 
       data.set_state(record->caller().rng);
       step = record->caller().step;
       if (lead) std::cout << "resuming after step " << step << "\n";
-    } else {
+    } else if (series) {
       series->remove_own();
+    } else {
+      lm::remove_sharded_states(comm, o.checkpoint_dir);
     }
   }
   optim::DataParallel dp = optim::DataParallel::initialize(dp_comm, model, /*root=*/0);
@@ -202,25 +223,30 @@ RankResult train(Communicator& comm, Communicator& dp_comm, Model& model, const 
     }
     pending += step_loss;
     if (o.print_losses) {
-      r.losses.push_back(
-          dp_comm.all_reduce(Tensor::from_vector<double>({step_loss}), ReduceOperation::Sum)
-              .item<double>() /
-          static_cast<double>(o.batch * o.context));
+      r.losses.emplace_back(step + 1, dp_comm.all_reduce(Tensor::from_vector<double>({step_loss}),
+                                                         ReduceOperation::Sum)
+                                              .item<double>() /
+                                          static_cast<double>(o.batch * o.context));
     }
     const optim::GradientsParams mean = dp.reduce(
         model, grads, static_cast<double>((hi - lo) * o.context), optim::LossReduction::Sum);
     opt.step(schedule.step(), model, mean);
     ++step;
     ++pending_steps;
-    if (series && (step == last || (o.checkpoint_every > 0 && step % o.checkpoint_every == 0))) {
-      series->save(comm,
-                   optim::TrainingRecord::capture(model, &opt, &schedule, nullptr,
-                                                  {.step = step,
-                                                   .data_position = step,
-                                                   .rng = data.state(),
-                                                   .rank = rank,
-                                                   .world_size = world}),
-                   step);
+    if (!o.checkpoint_dir.empty() &&
+        (step == last || (o.checkpoint_every > 0 && step % o.checkpoint_every == 0))) {
+      const optim::CallerState caller{.step = step,
+                                      .data_position = step,
+                                      .rng = data.state(),
+                                      .rank = rank,
+                                      .world_size = world};
+      if (series) {
+        series->save(comm, optim::TrainingRecord::capture(model, &opt, &schedule, nullptr, caller),
+                     step);
+      } else {
+        lm::save_sharded_state(comm, o.checkpoint_dir, step, model,
+                               {layout_of(model), dp_comm.rank() == 0}, opt, schedule, caller);
+      }
     }
     if (step % o.eval_every == 0 || step == last) {
       const double train =
@@ -353,8 +379,8 @@ int main(int argc, char** argv) {
                 << std::setprecision(1) << result.seconds << " s\n"
                 << std::defaultfloat;
       print_parameter_hash(result.parameters);
-      for (std::size_t i = 0; i < result.losses.size(); ++i) {
-        std::printf("loss step %zu %.17g\n", i + 1, result.losses[i]);
+      for (const auto& [step, loss] : result.losses) {
+        std::printf("loss step %lld %.17g\n", static_cast<long long>(step), loss);
       }
       if (!o.save_parameters.empty()) save_parameters(o.save_parameters, result.parameters);
       if (!result.sample.empty()) std::cout << "sample:\n" << result.sample << "\n";

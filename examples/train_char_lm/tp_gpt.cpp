@@ -48,6 +48,54 @@ Tensor pad_rows(const Tensor& whole, std::int64_t padded) {
 
 }  // namespace
 
+Shape ShardLayout::whole_shape(const std::string& path, const Shape& shard) const {
+  Shape whole = shard;
+  switch (split_of(path)) {
+    case Split::Replicated:
+      break;
+    case Split::Rows:
+    case Split::Qkv:
+      whole[0] *= world;
+      break;
+    case Split::Columns:
+      whole[1] *= world;
+      break;
+    case Split::Vocab:
+      whole[0] = vocab;
+      break;
+  }
+  return whole;
+}
+
+std::vector<ShardLayout::Piece> ShardLayout::pieces(const std::string& path,
+                                                    const Shape& whole) const {
+  switch (split_of(path)) {
+    case Split::Replicated:
+      return {{0, 0, 0, whole[0]}};
+    case Split::Rows:
+      return {{0, 0, whole[0] / world * rank, whole[0] / world}};
+    case Split::Columns:
+      return {{1, 0, whole[1] / world * rank, whole[1] / world}};
+    case Split::Vocab: {
+      const std::int64_t local = padded / world;
+      const std::int64_t begin = local * rank;
+      const std::int64_t length = std::min(vocab, begin + local) - begin;
+      if (length <= 0) return {};
+      return {{0, 0, begin, length}};
+    }
+    case Split::Qkv: {
+      const std::int64_t e = whole[0] / 3;
+      const std::int64_t local = e / world;
+      std::vector<Piece> out;
+      for (std::int64_t part = 0; part < 3; ++part) {
+        out.push_back({0, part * local, part * e + rank * local, local});
+      }
+      return out;
+    }
+  }
+  return {};
+}
+
 TpGpt::TpGpt(const GptConfig& config, Communicator tp, Generator& gen)
     : config_(config), tp_(std::move(tp)), padded_(padded_vocab(config.vocab, tp_.world_size())) {
   Generator unused(0);  // the parallel layers' own draws are replaced by Gpt's, below

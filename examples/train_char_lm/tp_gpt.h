@@ -22,6 +22,29 @@
 
 namespace ruccl::examples::char_lm {
 
+/// How the parameters of lm::Gpt are laid out over a tensor-parallel group: which parts of the
+/// whole (one-rank) parameter a rank's shard holds. World 1 (lm::Gpt itself): every shard whole.
+struct ShardLayout {
+  int rank = 0;
+  int world = 1;
+  std::int64_t vocab = 0;   ///< V
+  std::int64_t padded = 0;  ///< Vp: V rounded up to a multiple of world
+  /// Shard elements [local_begin, local_begin + length) along `dim` are the whole parameter's
+  /// [global_begin, global_begin + length) there (the other dims whole).
+  struct Piece {
+    int dim = 0;
+    std::int64_t local_begin = 0;
+    std::int64_t global_begin = 0;
+    std::int64_t length = 0;
+  };
+  /// The whole parameter's shape, from the path and this rank's shard shape.
+  Shape whole_shape(const std::string& path, const Shape& shard) const;
+  /// The pieces of the shard of `path` (whole shape `whole`), in local order: one, or three for
+  /// attention's in_proj (its q, k and v rows), none for a rank of only padded vocabulary rows.
+  /// The shard's rows past the last piece are padding (zero).
+  std::vector<Piece> pieces(const std::string& path, const Shape& whole) const;
+};
+
 /// x + attn(ln1(x)), then x + proj(gelu(fc(ln2(x)))), the attention heads and the MLP's hidden
 /// features split over `tp`; x and the output replicated [B, T, E].
 class TpBlock : public nn::Cloneable<TpBlock> {
@@ -74,6 +97,7 @@ class TpGpt : public nn::Cloneable<TpGpt> {
   void load_consolidated(const std::map<std::string, Tensor>& whole);
   const GptConfig& config() const { return config_; }
   Communicator& communicator() { return tp_; }
+  ShardLayout layout() const { return {tp_.rank(), tp_.world_size(), config_.vocab, padded_}; }
 
  private:
   GptConfig config_;

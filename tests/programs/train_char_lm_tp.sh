@@ -6,7 +6,11 @@
 #    vocabulary of 114 padded to 116): every step's loss within 1e-12 relative, the final
 #    parameters gathered within 1e-9 (absolute, or relative where larger than 1);
 # 2. F32, --tp 2 --dp 2: every step's loss within 1e-5 relative;
-# 3. a mesh that does not fit (heads, ranks) is refused with a message.
+# 3. sharded checkpoints (F64, 8 steps): --tp 2 --dp 2 stopped after step 4 and resumed on the
+#    same mesh ends with the uninterrupted run's parameters byte for byte; stopped after step 4,
+#    resumed on one rank (--tp 1) to step 6, then on --tp 4 to step 8: every step's loss within
+#    1e-12 of the uninterrupted run's, the parameters within 1e-9;
+# 4. a mesh that does not fit (heads, ranks) is refused with a message.
 # Prints "PASS: ..." and exits 0, or says what differed and exits 1.
 set -euo pipefail
 train=$1 ruccl_run=$2 work=$3
@@ -20,9 +24,18 @@ losses() { sed -n 's/^\(\[[0-9]*\] \)\{0,1\}loss step //p' "$1"; }
 # same_losses REF LOG RTOL: every step's loss of LOG within RTOL (relative) of REF's.
 same_losses() {
   [[ $(losses "$1" | wc -l) -eq 6 && $(losses "$2" | wc -l) -eq 6 ]] || fail "$2: not 6 step losses"
-  paste <(losses "$1") <(losses "$2") | awk -v tol="$3" '
-    { d = $2 - $4; if (d < 0) d = -d; if (d > tol * $2) { print "step " $1 ": " $2 " vs " $4; bad = 1 } }
+  join <(losses "$1") <(losses "$2") | awk -v tol="$3" '
+    { d = $2 - $3; if (d < 0) d = -d; if (d > tol * $2) { print "step " $1 ": " $2 " vs " $3; bad = 1 } }
     END { exit bad }' || fail "$2: a step's loss differs from the one-rank run's by more than $3"
+}
+# same_step_losses REF RTOL LOG...: the steps the LOGs ran, each within RTOL of REF's.
+same_step_losses() {
+  local ref=$1 tol=$2; shift 2
+  [[ $(cat "$@" | grep -c "loss step") -eq $(losses "$ref" | wc -l) ]] || fail "$*: steps missing"
+  join <(losses "$ref" | sort -k1,1) <(for f in "$@"; do losses "$f"; done | sort -k1,1) |
+    awk -v tol="$tol" '
+    { d = $2 - $3; if (d < 0) d = -d; if (d > tol * $2) { print "step " $1 ": " $2 " vs " $3; bad = 1 } }
+    END { exit bad }' || fail "$*: a step's loss differs from the uninterrupted run's by more than $tol"
 }
 # same_parameters REF OUT TOL: every value of OUT (path numel v...) within TOL x max(1, |ref|).
 same_parameters() {
@@ -61,8 +74,26 @@ same_parameters "$work/one64.txt" "$work/tp4.txt" 1e-9
 "$train" "${tiny[@]}" --tp 2 --dp 2 > "$work/tpdp32.log"
 same_losses "$work/one32.log" "$work/tpdp32.log" 1e-5
 
+long=("${tiny[@]}" --steps 8 --eval-every 8 --dtype f64)
+"$train" "${long[@]}" --tp 2 --dp 2 --save-parameters "$work/whole.txt" > "$work/whole.log"
+"$train" "${long[@]}" --tp 2 --dp 2 --checkpoint-dir "$work/same" --stop-after 4 > "$work/same1.log"
+"$train" "${long[@]}" --tp 2 --dp 2 --checkpoint-dir "$work/same" --resume \
+  --save-parameters "$work/same.txt" > "$work/same2.log"
+grep -q "resuming after step 4 (sharded)" "$work/same2.log" || fail "no sharded resume"
+cmp "$work/whole.txt" "$work/same.txt" || fail "resumed on the same mesh, the parameters differ"
+same_step_losses "$work/whole.log" 0 "$work/same1.log" "$work/same2.log"
+"$train" "${long[@]}" --tp 2 --dp 2 --checkpoint-dir "$work/mesh" --stop-after 4 > "$work/mesh1.log"
+"$train" "${long[@]}" --ranks 1 --checkpoint-dir "$work/mesh" --resume --stop-after 6 \
+  > "$work/mesh2.log"
+grep -q "resuming after step 4 (sharded)" "$work/mesh2.log" || fail "--tp 1 did not resume"
+"$train" "${long[@]}" --tp 4 --checkpoint-dir "$work/mesh" --resume \
+  --save-parameters "$work/mesh.txt" > "$work/mesh3.log"
+grep -q "resuming after step 6 (sharded)" "$work/mesh3.log" || fail "--tp 4 did not resume"
+same_step_losses "$work/whole.log" 1e-12 "$work/mesh1.log" "$work/mesh2.log" "$work/mesh3.log"
+same_parameters "$work/whole.txt" "$work/mesh.txt" 1e-9
+
 if "$train" "${tiny[@]}" --tp 3 > "$work/heads.log" 2>&1; then fail "--tp 3 with 4 heads ran"; fi
 grep -q "num_heads divisible by the group size 3, got 4" "$work/heads.log" || fail "no heads refusal"
 if "$train" "${tiny[@]}" --ranks 3 --tp 2 > "$work/mesh.log" 2>&1; then fail "3 ranks, --tp 2 ran"; fi
 grep -q "3 ranks are not --tp 2 x --dp 1" "$work/mesh.log" || fail "no mesh refusal"
-echo "PASS: --tp 2 --dp 2 (threads), --tp 2 (processes) and --tp 4 (vocabulary padded) equal one rank: F64 losses within 1e-12, parameters within 1e-9; F32 losses within 1e-5"
+echo "PASS: --tp 2 --dp 2 (threads), --tp 2 (processes) and --tp 4 (vocabulary padded) equal one rank: F64 losses within 1e-12, parameters within 1e-9; F32 losses within 1e-5; sharded checkpoint resumed bit for bit on 2 x 2, and 2 x 2 -> 1 -> tp 4"
