@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/tcp_bench_support.h"
 #include "collective/collective.h"
 #include "collective/store/in_memory_store.h"
 #include "collective/tcp_group.h"
@@ -28,25 +29,6 @@ std::size_t open_files() {
   std::size_t n = 0;
   for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) ++n;
   return n;
-}
-
-std::vector<Communicator> tcp_group(int world, bool shared_memory) {
-  auto store = std::make_shared<InMemoryStore>();
-  const SessionId session = random_session_id();
-  std::vector<Communicator> comms(static_cast<std::size_t>(world));
-  std::vector<std::thread> threads;
-  for (int r = 0; r < world; ++r) {
-    threads.emplace_back([&, r] {
-      TcpTransportOptions o;
-      o.listen_host = "127.0.0.1";
-      o.local_ranks = world;
-      if (!shared_memory) o.shared_memory = SharedMemory::Off;
-      comms[static_cast<std::size_t>(r)] =
-          TcpGroup::connect(store, r, world, session, Device::cpu(), {}, o);
-    });
-  }
-  for (auto& t : threads) t.join();
-  return comms;
 }
 
 double median(std::vector<double> v) {
@@ -126,8 +108,8 @@ int main(int argc, char** argv) {
       std::vector<Communicator> (*make)(int);
     } kinds[] = {
         {"threads", [](int w) { return InProcessGroup::create(w); }},
-        {"tcp", [](int w) { return tcp_group(w, false); }},
-        {"tcp + shared memory", [](int w) { return tcp_group(w, true); }},
+        {"tcp", [](int w) { return bench::loopback_tcp_group(w, false); }},
+        {"tcp + shared memory", [](int w) { return bench::loopback_tcp_group(w, true); }},
     };
     for (const auto& kind : kinds) {
       const Row row = measure(kind.make(world), iters);

@@ -24,7 +24,9 @@
 
 #include "collective/launch/launch_env.h"
 #include "collective/net/socket.h"
+#include "collective/store/in_memory_store.h"
 #include "collective/store/store.h"
+#include "collective/tcp_group.h"
 
 extern char** environ;
 
@@ -221,6 +223,27 @@ inline void print_row(const std::vector<std::string>& cells, bool csv) {
   for (std::size_t i = 0; i < cells.size(); ++i)
     line += csv ? (i ? "," : "") + cells[i] : " " + cells[i] + " |";
   std::printf("%s\n", line.c_str());
+}
+
+/// W communicators over TCP on loopback in this process (one thread per rank connects, each with
+/// its own transport; shared memory between them only when `shared_memory`).
+inline std::vector<Communicator> loopback_tcp_group(int world, bool shared_memory) {
+  auto store = std::make_shared<InMemoryStore>();
+  const SessionId session = random_session_id();
+  std::vector<Communicator> comms(static_cast<std::size_t>(world));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < world; ++r) {
+    threads.emplace_back([&, r] {
+      TcpTransportOptions o;
+      o.listen_host = "127.0.0.1";
+      o.local_ranks = world;
+      if (!shared_memory) o.shared_memory = SharedMemory::Off;
+      comms[static_cast<std::size_t>(r)] =
+          TcpGroup::connect(store, r, world, session, Device::cpu(), {}, o);
+    });
+  }
+  for (auto& t : threads) t.join();
+  return comms;
 }
 
 }  // namespace ruccl::bench

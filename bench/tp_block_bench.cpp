@@ -22,9 +22,8 @@
 #include <vector>
 
 #include "bench/peers_dir.h"
+#include "bench/tcp_bench_support.h"
 #include "collective/collective.h"
-#include "collective/store/in_memory_store.h"
-#include "collective/tcp_group.h"
 #include "examples/train_char_lm/tp_gpt.h"
 #include "tensor/backend/cpu/cpu_backend.h"
 
@@ -44,25 +43,6 @@ struct Result {
   double all_reduces = 0.0;  // per step
   double bytes = 0.0;        // all-reduced per step (one rank's tensor bytes)
 };
-
-std::vector<Communicator> tcp_group(int world) {
-  auto store = std::make_shared<InMemoryStore>();
-  const SessionId session = random_session_id();
-  std::vector<Communicator> comms(static_cast<std::size_t>(world));
-  std::vector<std::thread> threads;
-  for (int r = 0; r < world; ++r) {
-    threads.emplace_back([&, r] {
-      TcpTransportOptions o;
-      o.listen_host = "127.0.0.1";
-      o.local_ranks = world;
-      o.shared_memory = SharedMemory::Off;
-      comms[static_cast<std::size_t>(r)] =
-          TcpGroup::connect(store, r, world, session, Device::cpu(), {}, o);
-    });
-  }
-  for (auto& t : threads) t.join();
-  return comms;
-}
 
 std::pair<std::uint64_t, std::uint64_t> all_reduce_totals(const Communicator& comm) {
   std::uint64_t calls = 0, bytes = 0;
@@ -112,7 +92,7 @@ Result run_threads(int tp, const Shape4& s, int iters) {
 
 Result run_tcp(int tp, const Shape4& s, int iters) {
   Result r;
-  std::vector<Communicator> comms = tcp_group(tp);
+  std::vector<Communicator> comms = bench::loopback_tcp_group(tp, /*shared_memory=*/false);
   std::vector<std::thread> threads;
   for (int i = 0; i < tp; ++i) {
     threads.emplace_back([&, i] { measure(comms[static_cast<std::size_t>(i)], s, iters, &r); });
