@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # train_char_lm --tp T --dp D (docs/parallelism.md, "The char LM on a mesh"):
-#   train_char_lm_tp.sh TRAIN_CHAR_LM RUCCL_RUN WORKDIR
+#   train_char_lm_tp.sh TRAIN_CHAR_LM RUCCL_RUN WORKDIR [MPIRUN]
+# With MPIRUN, only: --tp 2 as 4 processes of `mpirun -np 4` (the MPI engine; mesh 2 x 2) against
+# one rank, F64, as in 1.
 # Against the one-rank model (--ranks 1) from the same seed, 6 steps of a small GPT:
 # 1. F64, --tp 2 --dp 2 on threads, --tp 2 as 2 processes under ruccl-run, and --tp 4 (the
 #    vocabulary of 114 padded to 116): every step's loss within 1e-12 relative, the final
@@ -13,7 +15,7 @@
 # 4. a mesh that does not fit (heads, ranks) is refused with a message.
 # Prints "PASS: ..." and exits 0, or says what differed and exits 1.
 set -euo pipefail
-train=$1 ruccl_run=$2 work=$3
+train=$1 ruccl_run=$2 work=$3 mpirun=${4:-}
 rm -rf "$work" && mkdir -p "$work"
 tiny=(--steps 6 --batch 4 --context 16 --embed 16 --heads 4 --layers 1 --eval-every 6
       --eval-batches 2 --warmup 2 --lr 0.01 --threads 1 --sample 0 --print-losses)
@@ -52,6 +54,15 @@ same_parameters() {
 }
 
 "$train" "${tiny[@]}" --ranks 1 --dtype f64 --save-parameters "$work/one64.txt" > "$work/one64.log"
+if [[ -n $mpirun ]]; then
+  "$mpirun" --allow-run-as-root --oversubscribe --mca mpi_yield_when_idle 1 --mca btl self,vader \
+    -np 4 "$train" "${tiny[@]}" --tp 2 --dtype f64 --save-parameters "$work/mpi.txt" > "$work/mpi.log"
+  grep -q "(processes), mesh {dp: 2, tp: 2}" "$work/mpi.log" || fail "mpirun did not run a 2 x 2 mesh"
+  same_losses "$work/one64.log" "$work/mpi.log" 1e-12
+  same_parameters "$work/one64.txt" "$work/mpi.txt" 1e-9
+  echo "PASS: --tp 2 as 4 MPI processes (2 x 2) equals one rank: F64 losses within 1e-12, parameters within 1e-9"
+  exit 0
+fi
 "$train" "${tiny[@]}" --ranks 1 --save-parameters "$work/one32.txt" > "$work/one32.log"
 
 "$train" "${tiny[@]}" --tp 2 --dp 2 --dtype f64 --save-parameters "$work/tpdp.txt" > "$work/tpdp.log"
