@@ -5,8 +5,9 @@
 # one rank, F64, as in 1.
 # Against the one-rank model (--ranks 1) from the same seed, 6 steps of a small GPT:
 # 1. F64, --tp 2 --dp 2 on threads, --tp 2 as 2 processes under ruccl-run, and --tp 4 (the
-#    vocabulary of 114 padded to 116): every step's loss within 1e-12 relative, the final
-#    parameters gathered within 1e-9 (absolute, or relative where larger than 1);
+#    vocabulary of 114 padded to 116), and --tp 2 --untied (a column-parallel head): every step's
+#    loss within 1e-12 relative, the final parameters gathered within 1e-9 (absolute, or relative
+#    where larger than 1); 2 x 2 samples the one-rank run's text;
 # 2. F32, --tp 2 --dp 2: every step's loss within 1e-5 relative;
 # 3. sharded checkpoints (F64, 8 steps): --tp 2 --dp 2 stopped after step 4 and resumed on the
 #    same mesh ends with the uninterrupted run's parameters byte for byte; stopped after step 4,
@@ -65,11 +66,21 @@ if [[ -n $mpirun ]]; then
 fi
 "$train" "${tiny[@]}" --ranks 1 --save-parameters "$work/one32.txt" > "$work/one32.log"
 
-"$train" "${tiny[@]}" --tp 2 --dp 2 --dtype f64 --save-parameters "$work/tpdp.txt" > "$work/tpdp.log"
+"$train" "${tiny[@]}" --tp 2 --dp 2 --dtype f64 --save-parameters "$work/tpdp.txt" --sample 30 \
+  > "$work/tpdp.log"
 grep -q "over 4 rank(s) (threads), mesh {dp: 2, tp: 2}, f64" "$work/tpdp.log" ||
   fail "--tp 2 --dp 2 did not run a 2 x 2 mesh of threads"
 same_losses "$work/one64.log" "$work/tpdp.log" 1e-12
 same_parameters "$work/one64.txt" "$work/tpdp.txt" 1e-9
+"$train" "${tiny[@]}" --ranks 1 --dtype f64 --sample 30 > "$work/sample.log"
+diff <(sed -n '/^sample:/,$p' "$work/sample.log") <(sed -n '/^sample:/,$p' "$work/tpdp.log") ||
+  fail "--tp 2 --dp 2 samples other text than one rank (the logits gathered over tp)"
+"$train" "${tiny[@]}" --ranks 1 --untied --dtype f64 --save-parameters "$work/one_untied.txt" \
+  > "$work/one_untied.log"
+"$train" "${tiny[@]}" --tp 2 --untied --dtype f64 --save-parameters "$work/untied.txt" \
+  > "$work/untied.log"
+same_losses "$work/one_untied.log" "$work/untied.log" 1e-12
+same_parameters "$work/one_untied.txt" "$work/untied.txt" 1e-9
 
 "$ruccl_run" --nproc-per-node 2 "$train" "${tiny[@]}" --tp 2 --dtype f64 \
   --save-parameters "$work/proc.txt" > "$work/proc.log"
