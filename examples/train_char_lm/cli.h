@@ -1,5 +1,6 @@
 #pragma once
 // train_char_lm's command line.
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <iostream>
@@ -16,6 +17,8 @@ inline constexpr const char* kUsage =
     "  --tp T                tensor-parallel ranks per replica (mesh {dp: D, tp: T}), default 1\n"
     "  --dp D                data-parallel replicas, default ranks / T\n"
     "  --dtype f32|f64       parameters' and activations' dtype, default f32\n"
+    "  --overlap             all-reduce gradient buckets along dp while backward runs\n"
+    "  --bucket-mb X         with --overlap: the bucket cap in MiB, default 25\n"
     "  --steps N             optimizer steps, default 1500\n"
     "  --batch N             global batch of sequences (split over the ranks), default 16\n"
     "  --context N           characters per sequence, default 64\n"
@@ -70,6 +73,8 @@ struct Options {
   bool f64 = false;
   bool print_losses = false;
   bool sharded_checkpoint = false;
+  bool overlap = false;
+  std::int64_t bucket_cap_bytes = 25LL << 20;
   std::string save_parameters;
 };
 
@@ -98,10 +103,11 @@ inline Options parse(int argc, char** argv) {
       std::exit(0);
     }
     if (flag == "--resume" || flag == "--untied" || flag == "--print-losses" ||
-        flag == "--sharded-checkpoint") {
+        flag == "--sharded-checkpoint" || flag == "--overlap") {
       (flag == "--resume"         ? o.resume
        : flag == "--untied"       ? o.untied
        : flag == "--print-losses" ? o.print_losses
+       : flag == "--overlap"      ? o.overlap
                                   : o.sharded_checkpoint) = true;
       continue;
     }
@@ -156,6 +162,10 @@ inline Options parse(int argc, char** argv) {
     } else if (flag == "--dtype") {
       if (v != "f32" && v != "f64") usage_error("--dtype expects f32 or f64, got '" + v + "'");
       o.f64 = v == "f64";
+    } else if (flag == "--bucket-mb") {
+      const double mb = to_number(flag, v, false);
+      if (!(mb > 0.0 && mb <= 1 << 20)) usage_error("--bucket-mb expects a size > 0 in MiB");
+      o.bucket_cap_bytes = std::max<std::int64_t>(1, static_cast<std::int64_t>(mb * (1 << 20)));
     } else if (flag == "--save-parameters") {
       o.save_parameters = v;
     } else {

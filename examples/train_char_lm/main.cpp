@@ -197,7 +197,11 @@ RankResult train(Communicator& comm, Communicator& dp_comm, Model& model, const 
       lm::remove_sharded_states(comm, o.checkpoint_dir);
     }
   }
-  optim::DataParallel dp = optim::DataParallel::initialize(dp_comm, model, /*root=*/0);
+  optim::DataParallel dp = optim::DataParallel::initialize(
+      dp_comm, model, /*root=*/0,
+      {.overlap = o.overlap,
+       .bucket_cap_bytes = o.bucket_cap_bytes,
+       .first_bucket_cap_bytes = std::min<std::int64_t>(1 << 20, o.bucket_cap_bytes)});
   const auto span =
       static_cast<std::uint64_t>(corpus.train.size()) - static_cast<std::uint64_t>(o.context) - 1;
   const std::int64_t lo = o.batch * dp_comm.rank() / dp_comm.world_size();        // this replica's
@@ -212,15 +216,17 @@ RankResult train(Communicator& comm, Communicator& dp_comm, Model& model, const 
     for (std::int64_t i = 0; i < o.batch; ++i) {
       starts.push_back(static_cast<std::int64_t>(data.next_below(span)));
     }
-    optim::GradientsParams grads;
     double step_loss = 0.0;
     model.zero_grad();
+    Var loss;  // undefined on a replica with no rows
     if (hi > lo) {
-      Var loss = batch_loss(model, corpus.train, starts, lo, hi, o.context);
-      loss.backward();
+      loss = batch_loss(model, corpus.train, starts, lo, hi, o.context);
       step_loss = loss.value().template item<double>();
-      grads = optim::GradientsParams::from_module(model);
     }
+    // The gradient of the mean over the global batch: backward, then dp's all-reduce (with
+    // --overlap, bucket by bucket while backward runs; bit-identical).
+    const optim::GradientsParams mean = dp.backward(
+        model, loss, static_cast<double>((hi - lo) * o.context), optim::LossReduction::Sum);
     pending += step_loss;
     if (o.print_losses) {
       r.losses.emplace_back(step + 1, dp_comm.all_reduce(Tensor::from_vector<double>({step_loss}),
@@ -228,8 +234,6 @@ RankResult train(Communicator& comm, Communicator& dp_comm, Model& model, const 
                                               .item<double>() /
                                           static_cast<double>(o.batch * o.context));
     }
-    const optim::GradientsParams mean = dp.reduce(
-        model, grads, static_cast<double>((hi - lo) * o.context), optim::LossReduction::Sum);
     opt.step(schedule.step(), model, mean);
     ++step;
     ++pending_steps;

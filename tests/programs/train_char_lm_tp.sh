@@ -8,7 +8,8 @@
 #    vocabulary of 114 padded to 116), and --tp 2 --untied (a column-parallel head): every step's
 #    loss within 1e-12 relative, the final parameters gathered within 1e-9 (absolute, or relative
 #    where larger than 1); 2 x 2 samples the one-rank run's text;
-# 2. F32, --tp 2 --dp 2: every step's loss within 1e-5 relative;
+# 2. F32, --tp 2 --dp 2: every step's loss within 1e-5 relative; with --overlap (dp's buckets of
+#    4 KiB all-reduced while backward runs) the same parameters byte for byte;
 # 3. sharded checkpoints (F64, 8 steps): --tp 2 --dp 2 stopped after step 4 and resumed on the
 #    same mesh ends with the uninterrupted run's parameters byte for byte; stopped after step 4,
 #    resumed on one rank (--tp 1) to step 6, then on --tp 4 to step 8: every step's loss within
@@ -93,8 +94,11 @@ grep -q "mesh {dp: 1, tp: 4}" "$work/tp4.log" || fail "--tp 4 did not run"
 same_losses "$work/one64.log" "$work/tp4.log" 1e-12
 same_parameters "$work/one64.txt" "$work/tp4.txt" 1e-9
 
-"$train" "${tiny[@]}" --tp 2 --dp 2 > "$work/tpdp32.log"
+"$train" "${tiny[@]}" --tp 2 --dp 2 --save-parameters "$work/tpdp32.txt" > "$work/tpdp32.log"
 same_losses "$work/one32.log" "$work/tpdp32.log" 1e-5
+"$train" "${tiny[@]}" --tp 2 --dp 2 --overlap --bucket-mb 0.004 \
+  --save-parameters "$work/overlap.txt" > "$work/overlap.log"
+cmp "$work/tpdp32.txt" "$work/overlap.txt" || fail "--overlap (4 KiB buckets) changed the parameters"
 
 long=("${tiny[@]}" --steps 8 --eval-every 8 --dtype f64)
 "$train" "${long[@]}" --tp 2 --dp 2 --save-parameters "$work/whole.txt" > "$work/whole.log"
