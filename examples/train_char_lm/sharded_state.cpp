@@ -42,27 +42,14 @@ void add_shards(std::vector<optim::TensorShard>& out, const std::string& name,
   }
 }
 
-// This rank's shard of tensor `name` (of parameter `path`, shard shape `local`): its pieces read
-// from the checkpoint, the rows past them zero (padding).
+// This rank's shard of tensor `name` (of parameter `path`, shard shape `local`), read from the
+// checkpoint.
 Tensor read_shard(const optim::ShardedCheckpoint& ckpt, const std::string& name,
                   const std::string& path, const Shape& local, const ShardLayout& layout) {
-  const Shape whole = layout.whole_shape(path, local);
-  std::vector<Tensor> parts;
-  int dim = 0;
-  std::int64_t filled = 0;
-  for (const ShardLayout::Piece& p : layout.pieces(path, whole)) {
-    parts.push_back(
-        ckpt.read(name, optim::ShardBox::along(whole, p.dim, p.global_begin, p.length)));
-    dim = p.dim;
-    filled += p.length;
-  }
-  if (filled < local[dim]) {
-    Shape rest = local;
-    rest[dim] = local[dim] - filled;
-    const DType dtype = ckpt.info(name).dtype;
-    parts.push_back(Tensor::zeros(rest, dtype));
-  }
-  return parts.size() == 1 ? parts[0] : ruccl::cat(parts, dim);
+  return layout.assemble(
+      path, local, ckpt.info(name).dtype, [&](const Shape& whole, const ShardLayout::Piece& p) {
+        return ckpt.read(name, optim::ShardBox::along(whole, p.dim, p.global_begin, p.length));
+      });
 }
 
 }  // namespace

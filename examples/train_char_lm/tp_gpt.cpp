@@ -37,15 +37,6 @@ Split split_of(const std::string& path) {
   return Split::Replicated;
 }
 
-// `whole` [V, ...] with zero rows appended up to `padded` rows.
-Tensor pad_rows(const Tensor& whole, std::int64_t padded) {
-  const std::int64_t rows = whole.shape()[0];
-  if (rows == padded) return whole;
-  Shape zeros_shape = whole.shape();
-  zeros_shape[0] = padded - rows;
-  return ruccl::cat({whole, Tensor::zeros(zeros_shape, whole.dtype(), whole.device())}, 0);
-}
-
 }  // namespace
 
 Shape ShardLayout::whole_shape(const std::string& path, const Shape& shard) const {
@@ -94,6 +85,26 @@ std::vector<ShardLayout::Piece> ShardLayout::pieces(const std::string& path,
     }
   }
   return {};
+}
+
+Tensor ShardLayout::assemble(
+    const std::string& path, const Shape& local, DType dtype,
+    const std::function<Tensor(const Shape& whole, const Piece&)>& read) const {
+  const Shape whole = whole_shape(path, local);
+  std::vector<Tensor> parts;
+  int dim = 0;
+  std::int64_t filled = 0;
+  for (const Piece& p : pieces(path, whole)) {
+    parts.push_back(read(whole, p));
+    dim = p.dim;
+    filled += p.length;
+  }
+  if (filled < local[dim]) {
+    Shape rest = local;
+    rest[dim] = local[dim] - filled;
+    parts.push_back(Tensor::zeros(rest, dtype));
+  }
+  return parts.size() == 1 ? parts[0].contiguous().clone() : ruccl::cat(parts, dim);
 }
 
 TpGpt::TpGpt(const GptConfig& config, Communicator tp, Generator& gen)
@@ -176,14 +187,12 @@ std::vector<std::pair<std::string, Tensor>> TpGpt::consolidated() {
       case Split::Qkv: {
         // Rank r holds [q_r; k_r; v_r]: gathered [w, 3, E / w, ...] -> [3, w, E / w, ...].
         const Tensor g = dc::all_gather_dim(autodiff::Var(shard), 0, tp_).value();
-        Shape blocks = g.shape();
-        const std::int64_t rows = blocks[0] / (3 * w);
-        blocks.erase(0);
-        std::vector<std::int64_t> dims{w, 3, rows};
+        const Shape& all = g.shape();
+        std::vector<std::int64_t> dims{w, 3, all[0] / (3 * w)};
         std::vector<std::int64_t> order{1, 0, 2};
-        for (std::size_t i = 0; i < blocks.size(); ++i) {
-          dims.push_back(blocks[i]);
-          order.push_back(static_cast<std::int64_t>(i) + 3);
+        for (std::int64_t i = 1; i < static_cast<std::int64_t>(all.size()); ++i) {
+          dims.push_back(all[i]);
+          order.push_back(i + 2);
         }
         Shape out = g.shape();
         whole.emplace_back(path, g.reshape(Shape(dims)).permute(order).contiguous().reshape(out));
@@ -195,33 +204,13 @@ std::vector<std::pair<std::string, Tensor>> TpGpt::consolidated() {
 }
 
 std::map<std::string, Tensor> TpGpt::shards_of(const std::map<std::string, Tensor>& whole) const {
-  const int w = tp_.world_size();
-  const int r = tp_.rank();
-  const char* who = "TpGpt";
+  const ShardLayout here = layout();
   std::map<std::string, Tensor> shards;
   for (const auto& [path, t] : whole) {
-    switch (split_of(path)) {
-      case Split::Replicated:
-        shards[path] = t.clone();
-        break;
-      case Split::Rows:
-        shards[path] = nn::shard_along(t, 0, r, w, who);
-        break;
-      case Split::Columns:
-        shards[path] = nn::shard_along(t, 1, r, w, who);
-        break;
-      case Split::Vocab:
-        shards[path] = nn::shard_along(pad_rows(t, padded_), 0, r, w, who);
-        break;
-      case Split::Qkv: {
-        std::vector<Tensor> parts;
-        for (const Tensor& part : ruccl::chunk(t, 3, 0)) {
-          parts.push_back(nn::shard_along(part, 0, r, w, who));
-        }
-        shards[path] = ruccl::cat(parts, 0);
-        break;
-      }
-    }
+    shards[path] = here.assemble(path, param(path).shape(), t.dtype(),
+                                 [&t](const Shape&, const ShardLayout::Piece& p) {
+                                   return t.narrow(p.dim, p.global_begin, p.length);
+                                 });
   }
   return shards;
 }

@@ -13,6 +13,7 @@
 // Initialisation draws what lm::Gpt draws, in its order, from the same generator, and keeps this
 // rank's shards: the shards concatenate (and, for the embedding, cut back to V rows) to Gpt's.
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -43,6 +44,10 @@ struct ShardLayout {
   /// attention's in_proj (its q, k and v rows), none for a rank of only padded vocabulary rows.
   /// The shard's rows past the last piece are padding (zero).
   std::vector<Piece> pieces(const std::string& path, const Shape& whole) const;
+  /// This rank's shard of `path` (shape `local`): `read(whole, piece)` gives the whole
+  /// parameter's elements of each piece; the rows past them are zeros of `dtype` (padding).
+  Tensor assemble(const std::string& path, const Shape& local, DType dtype,
+                  const std::function<Tensor(const Shape& whole, const Piece&)>& read) const;
 };
 
 /// x + attn(ln1(x)), then x + proj(gelu(fc(ln2(x)))), the attention heads and the MLP's hidden
