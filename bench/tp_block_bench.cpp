@@ -7,10 +7,12 @@
 // step), and the tp group's all-reduces per step (calls and bytes, from Communicator::stats())
 // beside Megatron's count (two all-reduces of B·T·E values in forward, two in backward). The
 // PyTorch 1.13 peer bench/peers/tp_block_torch.py runs the same block on TP processes over gloo
-// in the same run (OPENBLAS_CORETYPE unset, 1 thread per rank).
+// in the same run (OPENBLAS_CORETYPE unset, 1 thread per rank). Started by a launcher, each
+// process is a rank and TP is the world size (one row; no peer).
 //
 //   tp_block_bench [--iters N] [--tps 1,2,4] [--batch B] [--seq T] [--embed E] [--heads H]
 //                  [--no-peer]
+//   ruccl-run --nproc-per-node 2 tp_block_bench [--iters N] ...
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -169,6 +171,19 @@ int main(int argc, char** argv) {
     }
   }
   cpu::set_num_threads(1);
+  if (environment_describes_job()) {  // under ruccl-run (or mpirun): TP = the world, processes
+    Communicator comm = Communicator::from_env();
+    Result r;
+    measure(comm, s, iters, &r);
+    if (comm.rank() == 0) {
+      std::printf(
+          "TP %d processes: median %.3f ms, %.1f all-reduces and %.0f bytes per step "
+          "(Megatron: %.0f)\n",
+          comm.world_size(), r.median_ms, r.all_reduces, r.bytes,
+          comm.world_size() > 1 ? 4.0 * static_cast<double>(s.batch * s.seq * s.embed) * 4 : 0.0);
+    }
+    return 0;
+  }
   const double megatron = 4.0 * static_cast<double>(s.batch * s.seq * s.embed) * 4.0;
   std::printf("# TpBlock forward + backward, B %lld, T %lld, E %lld, %lld heads, F32, %d iters\n",
               static_cast<long long>(s.batch), static_cast<long long>(s.seq),
