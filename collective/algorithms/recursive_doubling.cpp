@@ -15,7 +15,7 @@
 //   ranks [v, v + lowbit(v)), so a node stages its own input and its children's subtrees in
 //   virtual-rank order and sends them on in one message; root folds all W canonically.
 #include <algorithm>
-#include <vector>
+#include <memory>
 
 #include "collective/algorithms/algorithm.h"
 #include "collective/algorithms/rank_vector.h"
@@ -25,6 +25,12 @@ namespace ruccl {
 namespace {
 
 unsigned char* at(void* p, std::size_t offset) { return static_cast<unsigned char*>(p) + offset; }
+
+// Uninitialised staging (every byte is received or copied before it is read): a vector would
+// zero W * S bytes first.
+std::unique_ptr<unsigned char[]> staging_of(std::size_t bytes) {
+  return std::unique_ptr<unsigned char[]>(new unsigned char[std::max<std::size_t>(1, bytes)]);
+}
 
 // Virtual ranks of a binomial tree rooted at `root`.
 struct Binomial {
@@ -74,10 +80,10 @@ void recursive_doubling_all_gather(const AlgorithmContext& ctx, const void* in, 
     bruck_gather(ctx, in, out, block_bytes);
     return;
   }
-  std::vector<unsigned char> blocks(std::max<std::size_t>(1, w * block_bytes));
-  bruck_gather(ctx, in, blocks.data(), block_bytes);
+  const auto blocks = staging_of(w * block_bytes);
+  bruck_gather(ctx, in, blocks.get(), block_bytes);
   for (std::size_t i = 0; i < w; ++i) {
-    copy_bytes(at(out, ((r + i) % w) * block_bytes), blocks.data() + i * block_bytes, block_bytes);
+    copy_bytes(at(out, ((r + i) % w) * block_bytes), blocks.get() + i * block_bytes, block_bytes);
   }
 }
 
@@ -86,10 +92,10 @@ void recursive_doubling_all_reduce(const AlgorithmContext& ctx, const void* in, 
   const auto w = static_cast<std::size_t>(ctx.world());
   const auto r = static_cast<std::size_t>(ctx.rank());
   const std::size_t bytes = count * kernel.element_size();
-  std::vector<unsigned char> blocks(std::max<std::size_t>(1, w * bytes));
+  const auto blocks = staging_of(w * bytes);
   RankVector<const void*> data(w);
-  bruck_gather(ctx, in, blocks.data(), bytes);
-  for (std::size_t i = 0; i < w; ++i) data[(r + i) % w] = blocks.data() + i * bytes;
+  bruck_gather(ctx, in, blocks.get(), bytes);
+  for (std::size_t i = 0; i < w; ++i) data[(r + i) % w] = blocks.get() + i * bytes;
   fold_elements(kernel, out, data, ChunkLayout(count, w, ctx.window), 0, count);
   kernel.finish(out, count, ctx.world());
 }
@@ -119,20 +125,20 @@ void recursive_doubling_reduce(const AlgorithmContext& ctx, const void* in, void
   RankVector<int> kids;
   RankVector<void*> dsts;
   RankVector<std::size_t> sizes;
-  std::vector<unsigned char> staging;
+  std::unique_ptr<unsigned char[]> staging;
   if (span > 1 && v + 1 < w) {
-    staging.resize(std::max<std::size_t>(1, static_cast<std::size_t>(tree.subtree(v)) * bytes));
-    copy_bytes(staging.data(), in, bytes);
+    staging = staging_of(static_cast<std::size_t>(tree.subtree(v)) * bytes);
+    copy_bytes(staging.get(), in, bytes);
     for (int m = 1; m < span && v + m < w; m <<= 1) {
       kids.push_back(tree.real(v + m));
-      dsts.push_back(staging.data() + static_cast<std::size_t>(m) * bytes);
+      dsts.push_back(staging.get() + static_cast<std::size_t>(m) * bytes);
       sizes.push_back(static_cast<std::size_t>(tree.subtree(v + m)) * bytes);
     }
     ctx.transport.recv_all_into(kids, ctx.tag, dsts, sizes, ctx.deadline);
   }
   if (v != 0) {
     const int parent = tree.real(v - span);
-    const void* message = kids.empty() ? in : staging.data();
+    const void* message = kids.empty() ? in : staging.get();
     ctx.transport.isend(parent, ctx.tag, message, static_cast<std::size_t>(tree.subtree(v)) * bytes,
                         ctx.deadline);
     ctx.transport.wait_send(parent, ctx.deadline);
@@ -142,7 +148,7 @@ void recursive_doubling_reduce(const AlgorithmContext& ctx, const void* in, void
   data[static_cast<std::size_t>(root)] = in;
   for (int i = 1; i < w; ++i) {
     data[static_cast<std::size_t>(tree.real(i))] =
-        staging.data() + static_cast<std::size_t>(i) * bytes;
+        staging.get() + static_cast<std::size_t>(i) * bytes;
   }
   fold_elements(kernel, out, data, ChunkLayout(count, static_cast<std::size_t>(w), ctx.window), 0,
                 count);

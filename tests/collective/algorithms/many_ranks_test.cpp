@@ -104,7 +104,7 @@ TEST_CASE("the many-rank algorithms run asynchronously, all calls in flight", "[
   }
 }
 
-TEST_CASE("Auto keeps its choices up to 4 ranks and picks the log-step algorithms from 8",
+TEST_CASE("Auto keeps its choices up to 8 ranks and picks the log-step algorithms from 16",
           "[collective]") {
   CommunicatorOptions linear;
   CommunicatorOptions per_algorithm;
@@ -114,12 +114,12 @@ TEST_CASE("Auto keeps its choices up to 4 ranks and picks the log-step algorithm
   const std::size_t large = 64 << 20;
   for (const CommunicatorOptions& o : {linear, per_algorithm}) {
     for (OpKind kind : {OpKind::AllReduce, OpKind::Reduce, OpKind::Broadcast}) {
-      for (int world : {2, 3, 4}) {  // the thresholds measured with 2-4 ranks
+      for (int world : {2, 3, 4, 8}) {  // the thresholds measured with 2-8 ranks
         REQUIRE(auto_algorithm(kind, small, LinkKind::Copying, o, world) == Algorithm::Direct);
         REQUIRE(auto_algorithm(kind, medium, LinkKind::Copying, o, world) == Algorithm::Direct);
         REQUIRE(auto_algorithm(kind, large, LinkKind::Copying, o, world) == Algorithm::Ring);
       }
-      for (int world : {8, 13, 64}) {
+      for (int world : {16, 17, 64}) {
         REQUIRE(auto_algorithm(kind, small, LinkKind::Copying, o, world) ==
                 Algorithm::RecursiveDoubling);
         REQUIRE(auto_algorithm(kind, small, LinkKind::SharedMemory, o, world) ==
@@ -128,18 +128,18 @@ TEST_CASE("Auto keeps its choices up to 4 ranks and picks the log-step algorithm
         REQUIRE(auto_algorithm(kind, small, LinkKind::InProcess, o, world) == Algorithm::Direct);
       }
     }
-    REQUIRE(auto_algorithm(OpKind::AllGather, small, LinkKind::Copying, o, 4) == Algorithm::Direct);
-    REQUIRE(auto_algorithm(OpKind::AllGather, small, LinkKind::Copying, o, 8) ==
+    REQUIRE(auto_algorithm(OpKind::AllGather, small, LinkKind::Copying, o, 8) == Algorithm::Direct);
+    REQUIRE(auto_algorithm(OpKind::AllGather, small, LinkKind::Copying, o, 16) ==
             Algorithm::RecursiveDoubling);
-    REQUIRE(auto_algorithm(OpKind::AllGather, medium, LinkKind::Copying, o, 8) ==
+    REQUIRE(auto_algorithm(OpKind::AllGather, medium, LinkKind::Copying, o, 16) ==
             Algorithm::Direct);
-    REQUIRE(auto_algorithm(OpKind::Broadcast, medium, LinkKind::Copying, o, 8) ==
+    REQUIRE(auto_algorithm(OpKind::Broadcast, medium, LinkKind::Copying, o, 16) ==
             Algorithm::RecursiveDoubling);
   }
   // Between the small-message size and the ring: a tree fold only where the bits may differ.
   for (OpKind kind : {OpKind::AllReduce, OpKind::Reduce}) {
-    REQUIRE(auto_algorithm(kind, medium, LinkKind::Copying, linear, 8) == Algorithm::Direct);
-    REQUIRE(auto_algorithm(kind, medium, LinkKind::Copying, per_algorithm, 8) ==
+    REQUIRE(auto_algorithm(kind, medium, LinkKind::Copying, linear, 16) == Algorithm::Direct);
+    REQUIRE(auto_algorithm(kind, medium, LinkKind::Copying, per_algorithm, 16) ==
             Algorithm::HalvingDoubling);
   }
   REQUIRE(algorithm_runs(OpKind::Broadcast, Algorithm::RecursiveDoubling));
@@ -149,12 +149,13 @@ TEST_CASE("Auto keeps its choices up to 4 ranks and picks the log-step algorithm
   REQUIRE_FALSE(folds_linearly(Algorithm::HalvingDoubling));
 }
 
-TEST_CASE("Auto runs the log-step algorithms at 8 ranks over a copying transport", "[collective]") {
+TEST_CASE("Auto runs the log-step algorithms at 16 ranks over a copying transport",
+          "[collective]") {
   // The stats count each call under the algorithm it ran.
   CommunicatorOptions o = options_for(Algorithm::Auto);
   o.determinism = Determinism::PerAlgorithm;
   auto out = run_group_with(
-      InProcessCopying::make, 8,
+      InProcessCopying::make, 16,
       [](Communicator& comm) {
         const Tensor small = Tensor::ones({16}, DType::F32);
         const Tensor medium = Tensor::ones({1 << 17}, DType::F32);  // 512 KiB
