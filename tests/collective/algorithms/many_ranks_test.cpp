@@ -171,3 +171,20 @@ TEST_CASE("Auto runs the log-step algorithms at 16 ranks over a copying transpor
   REQUIRE(summary.find("recursive_doubling") != std::string::npos);
   REQUIRE(summary.find("halving_doubling") != std::string::npos);
 }
+
+TEST_CASE("ranks that name different all_gather algorithms fail the agreement on every rank",
+          "[collective]") {
+  // all_gather agrees on the algorithm a call names: RecursiveDoubling on rank 0, Auto elsewhere.
+  auto out = run_group_with(
+      InProcess::make, 3,
+      [](Communicator& comm) {
+        const CallOptions o = CallOptions().with_algorithm(
+            comm.rank() == 0 ? Algorithm::RecursiveDoubling : Algorithm::Auto);
+        comm.all_gather(Tensor::ones({2}, DType::F32), o);
+      },
+      options_for(Algorithm::Auto));
+  for (const auto& o : out) {
+    INFO(o.message());
+    REQUIRE(error_kind(o) == CollectiveErrorKind::ArgumentMismatch);
+  }
+}
