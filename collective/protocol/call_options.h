@@ -78,7 +78,8 @@ struct CallOptions {
   int num_words = 0;
   /// Name used in error messages instead of the collective's own (e.g. "all_gather_dim").
   const char* label = nullptr;
-  /// Algorithm of this call (all_reduce, reduce, broadcast); Auto: the communicator's option.
+  /// Algorithm of this call (all_reduce, reduce, broadcast; all_gather: Direct or
+  /// RecursiveDoubling, others ignored there); Auto: the communicator's option.
   /// Every rank must choose the same (checked: ArgumentMismatch).
   Algorithm algorithm = Algorithm::Auto;
   /// Arity of a Tree algorithm for this call; 0: CommunicatorOptions::tree_arity.
