@@ -184,7 +184,9 @@ TrainResult train_rank(Communicator& comm, const LabelledImages& train, const La
   }
   DataParallel dp = DataParallel::initialize(
       comm, *model, /*root=*/0,
-      {.overlap = options.overlap, .bucket_cap_bytes = options.bucket_cap_bytes});
+      {.overlap = options.overlap,
+       .bucket_cap_bytes = options.bucket_cap_bytes,
+       .zero_stage = options.zero_stage});
 
   TrainResult result;
   const auto start = Clock::now();
@@ -214,6 +216,7 @@ TrainResult train_rank(Communicator& comm, const LabelledImages& train, const La
       // overlap, inside dp.backward) reduces the whole window once.
       const int micro = options.accumulate;
       GradientsParams mean;  // Σ G_r / Σ w_r
+      GradientShard shard;   // ZeRO-2: this rank's elements of it
       model->zero_grad();
       for (int k = 0; k < micro; ++k) {
         const std::int64_t mlo = lo + (hi - lo) * k / micro;
@@ -233,6 +236,8 @@ TrainResult train_rank(Communicator& comm, const LabelledImages& train, const La
         if (!last) {
           const TraceSpan phase(comm.trace(), "backward");
           dp.no_sync(*model, loss, weight, LossReduction::Sum);
+        } else if (options.zero_stage == 2) {
+          shard = dp.backward_shard(*model, loss, weight, LossReduction::Sum);
         } else if (options.overlap || micro > 1) {
           mean = dp.backward(*model, loss, weight, LossReduction::Sum);  // traced by DataParallel
         } else {
@@ -251,7 +256,11 @@ TrainResult train_rank(Communicator& comm, const LabelledImages& train, const La
         const double lr = options.cosine_lr
                               ? CosineAnnealingLr(options.lr, batches * options.epochs).lr_at(steps)
                               : options.lr;
-        opt->step(lr, *model, mean);
+        if (options.zero_stage == 2) {
+          dp.step(*opt, lr, *model, shard);
+        } else {
+          dp.step(*opt, lr, *model, mean);  // ZeRO-1: this rank's shard, then the gather
+        }
       }
       step_span.reset();
       ++steps;
@@ -266,6 +275,7 @@ TrainResult train_rank(Communicator& comm, const LabelledImages& train, const La
         kill_self();
       }
       if (checkpoint) {
+        dp.gather_optimizer_state(*opt, *model);  // ZeRO: every rank records the whole state
         series->save(comm,
                      TrainingRecord::capture(
                          *model, opt.get(), nullptr, nullptr,
