@@ -182,11 +182,10 @@ TrainResult train_rank(Communicator& comm, const LabelledImages& train, const La
   } else if (series) {
     series->remove_own();  // a fresh run: no file of an earlier run may be taken for ours
   }
-  DataParallel dp = DataParallel::initialize(
-      comm, *model, /*root=*/0,
-      {.overlap = options.overlap,
-       .bucket_cap_bytes = options.bucket_cap_bytes,
-       .zero_stage = options.zero_stage});
+  DataParallel dp = DataParallel::initialize(comm, *model, /*root=*/0,
+                                             {.overlap = options.overlap,
+                                              .bucket_cap_bytes = options.bucket_cap_bytes,
+                                              .zero_stage = options.zero_stage});
 
   TrainResult result;
   const auto start = Clock::now();
