@@ -267,6 +267,9 @@ TrainResult train_rank(Communicator& comm, const LabelledImages& train, const La
       const bool checkpoint =
           series &&
           (epoch_end || (options.checkpoint_every > 0 && steps % options.checkpoint_every == 0));
+      // ZeRO: every rank records the whole optimizer state (a collective, so before the test
+      // hook below lets one rank die).
+      if (checkpoint) dp.gather_optimizer_state(*opt, *model);
       if (steps == options.kill_after_step && rank == options.kill_rank && options.attempt == 0) {
         // The test hook: no unwinding, no goodbye, like kill -9. At a checkpoint step, first
         // let rank 0 finish its file (a checkpoint that only some ranks wrote).
@@ -274,7 +277,6 @@ TrainResult train_rank(Communicator& comm, const LabelledImages& train, const La
         kill_self();
       }
       if (checkpoint) {
-        dp.gather_optimizer_state(*opt, *model);  // ZeRO: every rank records the whole state
         series->save(comm,
                      TrainingRecord::capture(
                          *model, opt.get(), nullptr, nullptr,
