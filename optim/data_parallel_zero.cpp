@@ -6,6 +6,7 @@
 #include "autodiff/grad_mode.h"
 #include "optim/checkpoint/checkpoint_error.h"
 #include "optim/data_parallel.h"
+#include "optim/rank_agreement.h"
 
 namespace ruccl::optim {
 namespace {
@@ -70,8 +71,20 @@ void DataParallel::step(Optimizer& optimizer, double lr, nn::Module& model,
 void DataParallel::step(Optimizer& optimizer, double lr, nn::Module& model,
                         const GradientShard& grads) {
   require_zero("step of a GradientShard", 1);
-  if (cut_state_) {
-    cut_optimizer_state(optimizer, model);
+  if (cut_state_) {  // the first step after a restore or a gather: agreed, as it may fail
+    std::string problem;
+    try {
+      cut_optimizer_state(optimizer, model);
+    } catch (const Error& e) {
+      problem = e.what();
+    }
+    std::string message;
+    const auto texts = all_gather_strings(comm_, problem, kStepLabel);
+    for (std::size_t r = 0; r < texts.size(); ++r) {
+      if (!texts[r].empty())
+        message += str(message.empty() ? "" : "; ", "rank ", r, ": ", texts[r]);
+    }
+    if (!message.empty()) throw CheckpointError(message);
     cut_state_ = false;
   }
   const auto params = params_by_id(model);

@@ -292,6 +292,42 @@ TEST_CASE("ZeRO's wrong stage and calls are clear errors", "[optim]") {
   REQUIRE_THAT(wrong_call[0].message(),
                Catch::Contains("backward_shard: expected DataParallelOptions::zero_stage >= 2, "
                                "got 1"));
+  const auto plain_step = run_group(1, [](Communicator& comm) {
+    auto mlp = make_mlp(7);
+    DataParallel dp = DataParallel::initialize(comm, *mlp, 0);
+    Adam adam;
+    dp.step(adam, 0.1, *mlp, GradientShard{});
+  });
+  REQUIRE_THAT(plain_step[0].message(),
+               Catch::Contains("step of a GradientShard: expected DataParallelOptions::zero_stage "
+                               ">= 1, got 0"));
+  // A shard's state (2 ranks) stepped on 3 ranks: neither the whole parameter nor the shard.
+  OptimizerState two_rank_state;
+  run_group(2,
+            [&](Communicator& comm) {
+              auto mlp = make_mlp(7);
+              DataParallel dp = DataParallel::initialize(comm, *mlp, 0, {.zero_stage = 1});
+              Adam adam;
+              const auto [x, y] = batch(comm.rank(), 0, DType::F32);
+              const Var loss = nn::mse_loss(mlp->forward(Var(x)), Var(y), nn::Reduction::Sum);
+              dp.step(adam, 0.1, *mlp, dp.backward(*mlp, loss, 1.0, LossReduction::Sum));
+              if (comm.rank() == 0) two_rank_state = adam.state();
+            })[0]
+      .value();
+  const auto resharded = run_group(3, [&](Communicator& comm) {
+    auto mlp = make_mlp(7);
+    DataParallel dp = DataParallel::initialize(comm, *mlp, 0, {.zero_stage = 2});
+    Adam adam;
+    adam.load_state(two_rank_state);
+    const auto [x, y] = batch(comm.rank(), 0, DType::F32);
+    const Var loss = nn::mse_loss(mlp->forward(Var(x)), Var(y), nn::Reduction::Sum);
+    dp.step(adam, 0.1, *mlp, dp.backward_shard(*mlp, loss, 1.0, LossReduction::Sum));
+  });
+  for (const auto& r : resharded) {  // every rank, naming the rank whose state does not fit
+    REQUIRE_THAT(r.message(),
+                 Catch::Contains("rank 1: DataParallel::step: the optimizer state of") &&
+                     Catch::Contains("a state saved for another shard or world size"));
+  }
 }
 
 TEST_CASE("ZeRO-2 clips the shards' gradients with one all_reduce of the squared norm", "[optim]") {
