@@ -36,6 +36,7 @@ struct Measured {
   std::int64_t gradients = 0;  // bytes held once the reduction returned (loss graph dropped)
   std::int64_t shard_elements = 0;
   std::int64_t chunk_elements = 0;
+  std::int64_t peak = 0;  // the most bytes held during the step, above what was held before it
 };
 
 Measured measure(Communicator& comm, int zero) {
@@ -69,6 +70,7 @@ Measured measure(Communicator& comm, int zero) {
   }
   comm.barrier();
   out.state = counter.bytes_in_use() - before_step;
+  out.peak = counter.peak_bytes() - base;
   out.shard_elements = dp.shard().param_numel();
   for (const ShardRange& r : dp.shard().ranges()) out.chunk_elements += r.numel;
   return out;
@@ -81,9 +83,17 @@ TEST_CASE("ZeRO's optimizer state and gradients per rank, measured by the alloca
   constexpr std::int64_t kTotal = kPsi + 4;                   // + one flag word per parameter
   const int world = GENERATE(2, 3, 4);
   INFO("world " << world);
+  std::vector<std::int64_t> plain_peak;  // by rank
   for (int zero : {0, 1, 2}) {
     INFO("zero " << zero);
     const auto out = run_group(world, [&](Communicator& c) { return measure(c, zero); });
+    for (std::size_t r = 0; r < out.size(); ++r) {
+      // Plain holds 4Ψ + 8T + 8Ψ at the end of its step, its peak; ZeRO-2's peak (the
+      // autodiff gradients and the packed buffer during backward) stays below it.
+      if (zero == 0) plain_peak.push_back(out[r].value().peak);
+      if (zero == 0) REQUIRE(out[r].value().peak == 4 * kPsi + 8 * kTotal + 8 * kPsi);
+      if (zero == 2) REQUIRE(out[r].value().peak < plain_peak[r]);
+    }
     std::int64_t elements = 0;
     for (const auto& r : out) {
       const Measured& m = r.value();
