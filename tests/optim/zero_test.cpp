@@ -121,9 +121,9 @@ TEST_CASE("ZeRO-1 and ZeRO-2 step to plain DataParallel's bits at 2, 3 and 4 ran
   }
 }
 
-TEST_CASE("ZeRO-2 reduces a no_sync window to plain's bits, overlapped or not, F32 and F64",
+TEST_CASE("ZeRO-2 reduces a no_sync window to plain's bits, overlapped or not, F32, F64, BF16",
           "[optim]") {
-  const DType dtype = GENERATE(DType::F32, DType::F64);
+  const DType dtype = GENERATE(DType::F32, DType::F64, DType::BF16);
   const int world = 3;
   const auto plain =
       run_group(world, [&](Communicator& c) { return train(c, Run{.accumulate = 2}, dtype); });
