@@ -15,6 +15,9 @@
 //      waited for: every rank always starts every bucket, in plan order, so nothing hangs.
 //   4. The summed flags (one F32/F64 word per parameter after the bucket's gradients: how many
 //      ranks lacked it) are the same on every rank, so the missing-gradient error is too.
+// Under ZeRO-2 (backward_shard) a started bucket is reduced to the owners of its elements
+// (optim/zero_reduce.h) instead of all-reduced, the hook releases each gradient once packed, and
+// the flag words travel in one all_reduce of their own after backward.
 #include <bit>
 #include <cmath>
 #include <exception>
@@ -43,15 +46,6 @@ GradientsParams fold_window(const AccumulatedGradients& window, const GradientsP
     out.insert(id, prev ? add(*prev, term) : term);
   }
   return out;
-}
-
-/// The index of the whole buffer of `dtype` in a shard's ranges.
-std::size_t range_of(const ZeroShard& shard, DType dtype) {
-  for (std::size_t i = 0; i < shard.ranges().size(); ++i) {
-    if (shard.ranges()[i].dtype == dtype) return i;
-  }
-  RUCCL_ASSERT(false);
-  return 0;
 }
 
 }  // namespace
@@ -320,7 +314,7 @@ GradientsParams DataParallel::overlapped_backward(
       own_chunks.push_back(Tensor::zeros(Shape{range.numel}, range.dtype, comm_.device()));
     }
     for (std::size_t b = 0; b < owner_reduces.size(); ++b) {
-      collect_owned(owner_reduces[b], rank(), own_chunks[range_of(this->shard(), buckets[b].dtype)],
+      collect_owned(owner_reduces[b], rank(), own_chunks[this->shard().range_of(buckets[b].dtype)],
                     failure);
     }
     try {

@@ -33,6 +33,15 @@ ZeroShard ZeroShard::of(const BucketPlan& whole, int rank, int world) {
   return shard;
 }
 
+std::size_t ZeroShard::range_of(DType dtype) const {
+  for (std::size_t i = 0; i < ranges_.size(); ++i) {
+    if (ranges_[i].dtype == dtype) return i;
+  }
+  RUCCL_CHECK(false, ValueError, "ZeroShard::range_of: expected a buffer of ", dtype,
+              " in the shard, got none");
+  return 0;
+}
+
 std::int64_t ZeroShard::param_numel() const {
   std::int64_t n = 0;
   for (const ShardRange& range : ranges_) {

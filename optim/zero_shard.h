@@ -55,6 +55,8 @@ class ZeroShard {
   static ZeroShard of(const BucketPlan& whole, int rank, int world);
 
   const std::vector<ShardRange>& ranges() const { return ranges_; }
+  /// The index in ranges() of the buffer of accumulation dtype `dtype`. ValueError for none.
+  std::size_t range_of(DType dtype) const;
   /// The parameter elements the shard holds.
   std::int64_t param_numel() const;
 
