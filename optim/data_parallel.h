@@ -69,7 +69,9 @@ struct DataParallelOptions {
   /// only (step() steps the shard, then all-gathers the parameters); 2 also the gradients: the
   /// *_shard calls reduce each gradient element to the one rank that steps it (bucketed and
   /// overlapped with backward under `overlap`). The shards are the chunks of reduce()'s
-  /// all_reduce, so every stage is bit-identical to plain DataParallel at any world size.
+  /// all_reduce, so every stage is bit-identical to plain DataParallel at any world size (ZeRO-2's
+  /// reductions always fold as reduce() does, whatever exact_buckets says). Under stage 2,
+  /// backward() and reduce() still return the whole reduced gradients (stage 1's memory).
   int zero_stage = 0;
 };
 
