@@ -194,6 +194,15 @@ class DataParallel {
   /// DataParallel's optimizer would hold it), to checkpoint with TrainingRecord::capture; the
   /// next step() cuts it back to the shard. Nothing without ZeRO. Every rank must call it.
   void gather_optimizer_state(Optimizer& optimizer, const nn::Module& model);
+  /// clip_grad_norm_ (optim/clip_grad_norm.h) of the step's reduced gradients, with the norm
+  /// summed as every ZeRO stage sums it: each rank's shard (the squares of its pieces in F64,
+  /// grad_norm_squared), then the ranks' sums in rank order. So plain, ZeRO-1 and ZeRO-2 clip to
+  /// the same bits at any world size (the summation order differs from clip_grad_norm_(grads)'s:
+  /// the norms agree to F64 rounding). Returns the norm before clipping. This overload takes
+  /// whole gradients (backward(), reduce()) and communicates nothing.
+  double clip_grad_norm_(const nn::Module& model, GradientsParams& grads, double max_norm) const;
+  /// The same for a ZeRO-2 shard: one all_gather of the ranks' sums; every rank must call it.
+  double clip_grad_norm_(GradientShard& grads, double max_norm);
   /// This rank's ZeRO shard (empty without ZeRO).
   const ZeroShard& shard() const { return shards_.empty() ? no_shard_ : shards_[rank()]; }
 

@@ -1,10 +1,12 @@
 // DataParallel's ZeRO stages (docs/training.md, "ZeRO"): the sharded reductions, the sharded
 // optimizer step and the parameter gather, the optimizer state gathered for a checkpoint.
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "autodiff/grad_mode.h"
 #include "optim/checkpoint/checkpoint_error.h"
+#include "optim/clip_grad_norm.h"
 #include "optim/data_parallel.h"
 #include "optim/rank_agreement.h"
 
@@ -27,7 +29,49 @@ Tensor flat_value(const nn::Param& p) {
   return (value.is_contiguous() ? value : value.contiguous()).view(Shape{value.numel()});
 }
 
+/// Rank `shard`'s pieces of whole gradients: 1-D views of its elements.
+GradientsParams pieces_of(const ZeroShard& shard, const GradientsParams& grads) {
+  GradientsParams out;
+  for (const ShardRange& range : shard.ranges()) {
+    for (const ShardPiece& piece : range.pieces) {
+      const auto g = grads.get(piece.id);
+      if (!g) continue;
+      out.insert(piece.id,
+                 g->contiguous().view(Shape{g->numel()}).narrow(0, piece.begin, piece.numel));
+    }
+  }
+  return out;
+}
+
 }  // namespace
+
+double DataParallel::clip_grad_norm_(const nn::Module& model, GradientsParams& grads,
+                                     double max_norm) const {
+  const BucketPlan whole = BucketPlan::whole(model);
+  double total = 0.0;  // the ranks' sums in rank order, as the sharded overload adds them
+  for (int r = 0; r < world_size(); ++r) {
+    total += grad_norm_squared(pieces_of(ZeroShard::of(whole, r, world_size()), grads));
+  }
+  const double norm = std::sqrt(total);
+  scale_to_max_norm_(grads, max_norm, norm);
+  return norm;
+}
+
+double DataParallel::clip_grad_norm_(GradientShard& grads, double max_norm) {
+  require_zero("clip_grad_norm_ of a GradientShard", 2);
+  const double mine = grad_norm_squared(grads.pieces);
+  const std::vector<double> sums =
+      comm_
+          .all_gather(Tensor::from_vector<double>({mine}, Shape{1}, comm_.device()),
+                      CallOptions().with_label("DataParallel::clip_grad_norm_"))
+          .to(Device::cpu())
+          .to_vector<double>();
+  double total = 0.0;
+  for (double s : sums) total += s;  // rank order, on every rank
+  const double norm = std::sqrt(total);
+  scale_to_max_norm_(grads.pieces, max_norm, norm);
+  return norm;
+}
 
 void DataParallel::require_zero(const char* what, int stage) const {
   RUCCL_CHECK(options_.zero_stage >= stage, ValueError, "DataParallel::", what,
@@ -55,15 +99,12 @@ void DataParallel::step(Optimizer& optimizer, double lr, nn::Module& model,
     optimizer.step(lr, model, grads);
     return;
   }
-  GradientShard mine;  // ZeRO-1: this rank's elements of the reduced gradients
+  // ZeRO-1: this rank's elements of the reduced gradients (a parameter without a gradient keeps
+  // its value and state, as in Optimizer::step).
+  GradientShard mine;
+  mine.pieces = pieces_of(shard(), grads);
   for (const ShardRange& range : shard().ranges()) {
-    for (const ShardPiece& piece : range.pieces) {
-      const auto g = grads.get(piece.id);
-      if (!g) continue;  // no gradient: the parameter keeps its value and state, as in step()
-      mine.pieces.insert(
-          piece.id, g->contiguous().view(Shape{g->numel()}).narrow(0, piece.begin, piece.numel));
-      mine.begin[piece.id] = piece.begin;
-    }
+    for (const ShardPiece& piece : range.pieces) mine.begin[piece.id] = piece.begin;
   }
   step(optimizer, lr, model, mine);
 }

@@ -43,6 +43,7 @@ struct Run {
   bool overlap = false;
   int accumulate = 1;  // micro-batches per step (no_sync for all but the last)
   std::string optimizer = "adam";
+  bool clip = false;  // DataParallel::clip_grad_norm_ to 0.05 before each step (it does clip)
 };
 
 std::unique_ptr<Optimizer> make_optimizer(const std::string& kind) {
@@ -50,8 +51,12 @@ std::unique_ptr<Optimizer> make_optimizer(const std::string& kind) {
   return std::make_unique<Adam>(AdamOptions{});
 }
 
-/// Three steps of the MLP on this rank; the final parameters in visit order.
-std::vector<Tensor> train(Communicator& comm, const Run& run, DType dtype = DType::F32) {
+/// Three steps of the MLP on this rank; the final parameters in visit order. The norms clipped
+/// (Run::clip) are appended to `clipped_norms`.
+std::vector<Tensor> train(Communicator& comm, const Run& run, DType dtype = DType::F32,
+                          std::vector<double>* norms = nullptr) {
+  std::vector<double> own_norms;
+  std::vector<double>& clipped_norms = norms != nullptr ? *norms : own_norms;
   auto mlp = make_mlp(7, dtype);
   nn::Sequential& model = *mlp;
   // 64-byte buckets: 4 buckets whose edges fall inside the ranks' chunks.
@@ -79,11 +84,13 @@ std::vector<Tensor> train(Communicator& comm, const Run& run, DType dtype = DTyp
     }
     const int last = run.accumulate - 1;
     if (run.zero == 2) {
-      dp.step(*opt, 0.01, model,
-              dp.backward_shard(model, loss_of(last), weight(last), LossReduction::Sum));
+      GradientShard g = dp.backward_shard(model, loss_of(last), weight(last), LossReduction::Sum);
+      if (run.clip) clipped_norms.push_back(dp.clip_grad_norm_(g, 0.05));
+      dp.step(*opt, 0.01, model, g);
     } else {
-      dp.step(*opt, 0.01, model,
-              dp.backward(model, loss_of(last), weight(last), LossReduction::Sum));
+      GradientsParams g = dp.backward(model, loss_of(last), weight(last), LossReduction::Sum);
+      if (run.clip) clipped_norms.push_back(dp.clip_grad_norm_(model, g, 0.05));
+      dp.step(*opt, 0.01, model, g);
     }
   }
   std::vector<Tensor> out;
@@ -118,6 +125,27 @@ TEST_CASE("ZeRO-1 and ZeRO-2 step to plain DataParallel's bits at 2, 3 and 4 ran
         Run{.zero = 1, .overlap = true, .optimizer = optimizer}}) {
     INFO("zero " << run.zero << (run.overlap ? " overlapped" : ""));
     require_same_bits(plain, run_group(world, [&](Communicator& c) { return train(c, run); }));
+  }
+}
+
+TEST_CASE("DataParallel::clip_grad_norm_ clips plain, ZeRO-1 and ZeRO-2 to the same bits",
+          "[optim]") {
+  const int world = GENERATE(2, 3, 4);
+  INFO("world " << world);
+  std::vector<std::vector<double>> norms(static_cast<std::size_t>(world));
+  const auto plain = run_group(world, [&](Communicator& c) {
+    return train(c, Run{.clip = true}, DType::F32, &norms[static_cast<std::size_t>(c.rank())]);
+  });
+  for (double n : norms[0]) REQUIRE(n > 0.05);  // every step was clipped
+  REQUIRE(norms[0].size() == 3);
+  for (const Run& run : {Run{.zero = 1, .clip = true}, Run{.zero = 2, .clip = true},
+                         Run{.zero = 2, .overlap = true, .clip = true}}) {
+    INFO("zero " << run.zero << (run.overlap ? " overlapped" : ""));
+    std::vector<std::vector<double>> got(static_cast<std::size_t>(world));
+    require_same_bits(plain, run_group(world, [&](Communicator& c) {
+                        return train(c, run, DType::F32, &got[static_cast<std::size_t>(c.rank())]);
+                      }));
+    for (const auto& g : got) REQUIRE(g == norms[0]);  // the same norms, bit for bit
   }
 }
 
