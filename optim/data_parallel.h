@@ -21,6 +21,11 @@
 //                                 LossReduction::Mean);
 //   optimizer.step(lr, model, g);
 //
+// With DataParallelOptions::zero_stage (ZeRO, docs/training.md "ZeRO") each rank keeps the
+// optimizer state of its shard only (stage 1) and its shard of the reduced gradients (stage 2,
+// backward_shard); dp.step(optimizer, lr, model, g) steps the shard and all-gathers the
+// parameters, bit-identical to the plain step at any world size.
+//
 // Every contract error (replicas that differ, a missing or extra gradient, a bad weight, a zero
 // total) raises CollectiveError on every rank together, with the same message naming the rank and
 // the problem, before any gradient moves; the communicator stays usable afterwards.
@@ -188,7 +193,10 @@ class DataParallel {
   /// and the parameters are all-gathered. Every rank must call it.
   void step(Optimizer& optimizer, double lr, nn::Module& model, const GradientsParams& grads);
   /// ZeRO: steps this rank's shard (Optimizer::step_range per piece) and all-gathers the
-  /// parameters (one all_gather per accumulation dtype). ValueError without ZeRO.
+  /// parameters (one all_gather per accumulation dtype). The first step after initialize or
+  /// gather_optimizer_state cuts the optimizer's state (a restored whole one) to the shard, agreed:
+  /// a state of another shard or world size is one CheckpointError on every rank naming the rank.
+  /// ValueError without ZeRO.
   void step(Optimizer& optimizer, double lr, nn::Module& model, const GradientShard& grads);
   /// ZeRO: gives every rank the whole optimizer state (all-gathered from the shards, as plain
   /// DataParallel's optimizer would hold it), to checkpoint with TrainingRecord::capture; the
