@@ -20,6 +20,9 @@ void validate_model(const LinkModel& m) {
                         l->alpha_s, " s and ", l->bytes_per_s, " bytes/s"));
     }
   }
+  if (m.cores_per_host < 0) {
+    throw invalid(str("expected cores per host >= 0 (0: a core per rank), got ", m.cores_per_host));
+  }
   if (!(m.nic_bytes_per_s > 0) || !(m.fold_s_per_byte >= 0) || !(m.message_overhead_s >= 0)) {
     throw invalid(str("expected a NIC bandwidth > 0, a fold cost >= 0 and an overhead >= 0, got ",
                       m.nic_bytes_per_s, ", ", m.fold_s_per_byte, " and ", m.message_overhead_s));

@@ -84,8 +84,10 @@ double measure_in_process(int world, std::size_t bytes, Algorithm algorithm) {
     for (std::size_t i = 0; i < per_iter.size(); ++i)
       per_iter[i] = std::max(per_iter[i], rank_times[i]);
   }
+  // The 20th percentile: this machine is shared, and the median of the slow tail moves from run
+  // to run far more than the model's own error.
   std::sort(per_iter.begin(), per_iter.end());
-  return per_iter[per_iter.size() / 2];
+  return per_iter[per_iter.size() / 5];
 }
 
 namespace {
@@ -100,8 +102,11 @@ double fit_error(const std::vector<Measured>& points, const LinkModel& model) {
   return error;
 }
 
+// This machine: one host whose ranks share its cores.
 LinkModel with(double alpha, double bandwidth, double fold) {
-  return LinkModel::one_host(SimLink{alpha, bandwidth}, fold, alpha / 2);
+  LinkModel m = LinkModel::one_host(SimLink{alpha, bandwidth}, fold, alpha / 2);
+  m.cores_per_host = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return m;
 }
 
 }  // namespace

@@ -25,7 +25,8 @@ std::vector<double> simulate_all_reduces(int world, const LinkModel& model,
                                          const std::vector<SimCall>& calls);
 
 /// Measured seconds of an all_reduce of `bytes` over `world` in-process ranks (threads) with
-/// `algorithm` on this machine: barrier, then the call; max over ranks, median over iterations.
+/// `algorithm` on this machine: barrier, then the call; max over ranks, 20th percentile over
+/// iterations.
 double measure_in_process(int world, std::size_t bytes, Algorithm algorithm);
 
 /// One measured point: an all_reduce of `bytes` over `world` ranks with `algorithm` took `seconds`.
@@ -36,9 +37,9 @@ struct Measured {
   double seconds;
 };
 
-/// The one-host link model (latency, bandwidth, fold cost, per-message overhead = latency / 2)
-/// whose simulated times fit `points` best (least squares of log(predicted / measured), by
-/// coordinate search from `start`).
+/// The one-host link model (latency, bandwidth, fold cost, per-message overhead = latency / 2,
+/// this machine's cores shared by its ranks) whose simulated times fit `points` best (least squares
+/// of log(predicted / measured), by coordinate search from `start`).
 LinkModel fit_one_host(const std::vector<Measured>& points, const LinkModel& start);
 
 /// "4 KiB", "1 MiB", ...

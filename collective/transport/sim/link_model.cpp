@@ -26,6 +26,13 @@ const SimLink& LinkModel::link(int a, int b) const {
   return switch_of_host(ha) == switch_of_host(hb) ? in_switch : across_switches;
 }
 
+double LinkModel::cpu_scale(int world, int host) const {
+  if (cores_per_host <= 0) return 1.0;
+  const long long first = static_cast<long long>(host) * ranks_per_host;
+  const long long ranks = std::min<long long>(ranks_per_host, world - first);
+  return std::max(1.0, static_cast<double>(ranks) / cores_per_host);
+}
+
 double LinkModel::agreement_seconds(int world) const {
   if (world <= 1) return 0;
   // The slowest link kind the group uses: the last rank is the farthest from rank 0.
@@ -52,6 +59,7 @@ std::string LinkModel::describe() const {
   } else {
     out << "; one host";
   }
+  if (cores_per_host > 0) out << "; " << cores_per_host << " cores/host";
   return out.str();
 }
 

@@ -45,6 +45,10 @@ struct LinkModel {
   double message_overhead_s = 0.5e-6;  ///< o: CPU time per message at each end
   int ranks_per_host = 8;
   int hosts_per_switch = 16;
+  /// Cores per host; 0: a core per rank. When a host has more ranks than cores they share them:
+  /// every CPU cost of its ranks (o, the fold, the copy of a message between ranks of the host)
+  /// takes ranks / cores times longer (cpu_scale). NIC time and latency are not CPU time.
+  int cores_per_host = 0;
 
   /// A cluster of 8-rank hosts with 100 Gb/s NICs, 16 hosts per switch (the defaults above).
   static LinkModel cluster() { return LinkModel{}; }
@@ -55,6 +59,9 @@ struct LinkModel {
   int switch_of_host(int host) const { return host / hosts_per_switch; }
   /// The link between ranks a and b.
   const SimLink& link(int a, int b) const;
+  /// How much longer a CPU cost takes on `host` in a world of `world` ranks: its ranks over its
+  /// cores, at least 1.
+  double cpu_scale(int world, int host) const;
   /// Whether a message from a to b crosses the hosts' NICs.
   bool crosses_hosts(int a, int b) const { return host_of(a) != host_of(b); }
   /// The cost of one call's agreement once every record is out: a gather to one rank and a

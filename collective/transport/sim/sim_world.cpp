@@ -22,7 +22,11 @@ SimWorld::SimWorld(int world_size, LinkModel model, SimMode mode, RankNames name
       port_in_(static_cast<std::size_t>(world_size)),
       nic_out_(static_cast<std::size_t>(model.host_of(world_size - 1) + 1)),
       nic_in_(nic_out_.size()),
-      records_(static_cast<std::size_t>(world_size) * 2) {}
+      records_(static_cast<std::size_t>(world_size) * 2) {
+  for (std::size_t h = 0; h < nic_out_.size(); ++h) {
+    cpu_scale_.push_back(model_.cpu_scale(world_size, static_cast<int>(h)));
+  }
+}
 
 double SimWorld::clock(int rank) const {
   std::lock_guard<std::mutex> lock(mu_);
@@ -71,17 +75,7 @@ void SimWorld::schedule() {
     const auto i = static_cast<std::size_t>(q);
     if (state_[i] != State::Blocked || waiting_[i] == nullptr) continue;
     const std::vector<int> missing = waiting_[i]->missing();
-    std::vector<int> gone;
-    for (int m : missing) {
-      if (state_[static_cast<std::size_t>(m)] == State::Gone) gone.push_back(m);
-    }
-    if (!gone.empty()) {
-      fail_locked(CollectiveError(
-          CollectiveErrorKind::PeerLost,
-          str(names_.name(q), " lost ", names_.list(gone),
-              " (their communicator was destroyed) while waiting for ", waiting_[i]->what),
-          gone));
-    } else {
+    if (!fail_if_lost(q, missing, waiting_[i]->what, "")) {
       fail_locked(
           CollectiveError(CollectiveErrorKind::Timeout,
                           str("the simulated world can never move again: ", names_.name(q),
@@ -134,21 +128,24 @@ void SimWorld::wake(int rank) {
   ready_.insert({clock_[r], rank});
 }
 
-void SimWorld::check_wait(int rank, const std::vector<int>& missing, const char* what,
-                          const Deadline& deadline, bool expired) {
-  if (failed()) throw *failure_;
+bool SimWorld::fail_if_lost(int rank, const std::vector<int>& missing, const char* what,
+                            const std::string& prefix) {
   std::vector<int> gone;
   for (int m : missing) {
     if (state_[static_cast<std::size_t>(m)] == State::Gone) gone.push_back(m);
   }
-  if (!gone.empty()) {
-    fail_locked(CollectiveError(
-        CollectiveErrorKind::PeerLost,
-        str(deadline.call_name(), ": ", names_.name(rank), " lost ", names_.list(gone),
-            " (their communicator was destroyed) while waiting for ", what),
-        gone));
-    throw *failure_;
-  }
+  if (gone.empty()) return false;
+  fail_locked(CollectiveError(CollectiveErrorKind::PeerLost,
+                              str(prefix, names_.name(rank), " lost ", names_.list(gone),
+                                  " (their communicator was destroyed) while waiting for ", what),
+                              gone));
+  return true;
+}
+
+void SimWorld::check_wait(int rank, const std::vector<int>& missing, const char* what,
+                          const Deadline& deadline, bool expired) {
+  if (failed()) throw *failure_;
+  if (fail_if_lost(rank, missing, what, deadline.call_name() + ": ")) throw *failure_;
   if (!expired || !deadline.expired()) return;
   fail_locked(
       CollectiveError(CollectiveErrorKind::Timeout,
@@ -217,7 +214,8 @@ void SimWorld::publish(int rank, const CallRecord& record, const Deadline& deadl
   if (a.seq != record.seq) a = Arrivals{record.seq, 0, 0.0};
   ++a.count;
   a.last = std::max(a.last, clock_[r]);
-  clock_[r] += model_.message_overhead_s;
+  clock_[r] +=
+      model_.message_overhead_s * cpu_scale_[static_cast<std::size_t>(model_.host_of(rank))];
   if (a.count == world_) {
     for (int q = 0; q < world_; ++q) wake(q);
   }
@@ -263,12 +261,14 @@ void SimWorld::post(int rank, int peer, std::uint64_t tag, const void* data, std
   const auto p = static_cast<std::size_t>(peer);
   const SimLink& link = model_.link(rank, peer);
   const auto n = static_cast<double>(nbytes);
-  const double serialize = n / link.bytes_per_s;
-  const double on_nic = n / model_.nic_bytes_per_s;
   const bool crosses = model_.crosses_hosts(rank, peer);
   const auto from_host = static_cast<std::size_t>(model_.host_of(rank));
   const auto to_host = static_cast<std::size_t>(model_.host_of(peer));
-  clock_[r] += model_.message_overhead_s;
+  const double cpu = cpu_scale_[from_host];
+  // Within a host the copy is CPU work (shared cores slow it); between hosts the NIC moves it.
+  const double serialize = n / link.bytes_per_s * (crosses ? 1.0 : cpu);
+  const double on_nic = n / model_.nic_bytes_per_s;
+  clock_[r] += model_.message_overhead_s * cpu;
   // The send port takes this rank's messages in its own order (its clock only grows); the NICs
   // and the receive port are shared, booked first fit (busy_calendar.h).
   double start = std::max(clock_[r], port_out_[r]);
@@ -349,8 +349,9 @@ std::vector<SimMessage> SimWorld::take(int rank, std::span<const int> peers, std
     }
   }
   double& c = clock_[static_cast<std::size_t>(rank)];
-  c += static_cast<double>(peers.size()) * model_.message_overhead_s +
-       (fold ? bytes * model_.fold_s_per_byte : 0.0);
+  c += (static_cast<double>(peers.size()) * model_.message_overhead_s +
+        (fold ? bytes * model_.fold_s_per_byte : 0.0)) *
+       cpu_scale_[static_cast<std::size_t>(model_.host_of(rank))];
   return out;
 }
 

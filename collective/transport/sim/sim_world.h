@@ -29,6 +29,7 @@
 #include <optional>
 #include <set>
 #include <span>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -126,6 +127,10 @@ class SimWorld {
   void block(int rank, const Waiter& waiter, Lock& lock, const Deadline& deadline);
   /// Rechecks what blocked `rank` waits for (after an event that may satisfy it).
   void wake(int rank);
+  /// Fails the world with PeerLost when a rank of `missing` left (`prefix`: the call's name);
+  /// returns whether it did.
+  bool fail_if_lost(int rank, const std::vector<int>& missing, const char* what,
+                    const std::string& prefix);
   /// Throws the failure, PeerLost (a rank of `missing` left) or Timeout after `deadline`.
   void check_wait(int rank, const std::vector<int>& missing, const char* what,
                   const Deadline& deadline, bool expired);
@@ -154,6 +159,7 @@ class SimWorld {
   std::vector<BusyCalendar> port_in_;  // per rank: its receive port
   std::vector<BusyCalendar> nic_out_, nic_in_;  // per host
   std::vector<RecordSlot> records_;             // rank * 2 + parity
+  std::vector<double> cpu_scale_;               // per host: LinkModel::cpu_scale
   Arrivals arrivals_[2];
 
   std::atomic<bool> failed_{false};

@@ -54,6 +54,20 @@ TEST_CASE("a simulated ring all_reduce takes the link model's closed-form time",
   }
 }
 
+TEST_CASE("simulated ranks that outnumber their host's cores share them", "[sim]") {
+  // The ring's closed form again with 4 ranks on 2 cores: every CPU cost (o, the fold, the copy
+  // between ranks of the host) takes twice as long; the latency and the agreement do not change.
+  constexpr double a = 3e-6, b = 2e9, g = 0.5e-9, o = 1e-6, c = 40000;
+  LinkModel model = LinkModel::one_host(SimLink{a, b}, g, o);
+  model.cores_per_host = 2;
+  const double agree = 2 * 2 * (a + o);
+  const double step = 2 * (2 * o) + a + 2 * c / b;
+  const double expected = agree + 3 * (step + 2 * g * c) + 3 * step;
+  for (double clock : clocks_after(4, model, SimMode::Timing, 4 * 10000, Algorithm::Ring)) {
+    REQUIRE(clock == Approx(expected).epsilon(1e-9));
+  }
+}
+
 TEST_CASE("simulated ranks that share a host share its NIC", "[sim]") {
   // Direct all_reduce of 1 MiB per rank over 2 hosts, a near-free host link so the NIC is what
   // costs. 1 rank per host: each phase (reduce-scatter, all-gather) puts 512 KiB through each NIC.
