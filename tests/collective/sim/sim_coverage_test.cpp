@@ -66,6 +66,14 @@ TEST_CASE("the coverage table is exact over the simulated world at 1 to 13 ranks
   }
 }
 
+TEST_CASE("asynchronous calls are exact over the simulated world at 6 and 33 ranks", "[sim]") {
+  // Every op started with its *_async form, all in flight, waited for last to first: each rank's
+  // progress thread makes its transport calls.
+  for (int world : {6, 33}) {
+    run_and_check(Simulated::make, world, every_op(world, 3), test_options(), Mode::Async);
+  }
+}
+
 TEST_CASE("every algorithm configuration is exact over the simulated world at 7 and 12 ranks",
           "[sim]") {
   for (const AlgorithmConfig& config : algorithm_configs()) {

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <functional>
 #include <thread>
 
 #include "tests/collective/sim/sim_factory.h"
@@ -129,6 +130,62 @@ TEST_CASE("a disagreement among 300 simulated ranks is ShapeMismatch on every ra
   for (int r = 0; r < kWorld; ++r) {
     INFO("rank " << r << ": " << out[static_cast<std::size_t>(r)].message());
     REQUIRE(error_kind(out[static_cast<std::size_t>(r)]) == CollectiveErrorKind::ShapeMismatch);
+  }
+}
+
+TEST_CASE("every disagreement among 257 simulated ranks is its own kind on every rank", "[sim]") {
+  // Rank 200 differs from the others in one argument per case; then the group is finished.
+  struct Case {
+    const char* what;
+    CollectiveErrorKind kind;
+    std::function<void(Communicator&, bool odd)> call;
+  };
+  const std::vector<Case> cases = {
+      {"kind", CollectiveErrorKind::CollectiveKindMismatch,
+       [](Communicator& c, bool odd) {
+         const Tensor t = Tensor::ones({2}, DType::F32);
+         if (odd)
+           c.broadcast(t, 0);
+         else
+           c.all_reduce(t);
+       }},
+      {"dtype", CollectiveErrorKind::DTypeMismatch,
+       [](Communicator& c, bool odd) {
+         c.all_reduce(Tensor::ones({2}, odd ? DType::F64 : DType::F32));
+       }},
+      {"reduce operation", CollectiveErrorKind::ReduceOperationMismatch,
+       [](Communicator& c, bool odd) {
+         c.all_reduce(Tensor::ones({2}, DType::F32),
+                      odd ? ReduceOperation::Max : ReduceOperation::Sum);
+       }},
+      {"root", CollectiveErrorKind::RootMismatch,
+       [](Communicator& c, bool odd) { c.broadcast(Tensor::ones({2}, DType::F32), odd ? 5 : 0); }},
+      {"root out of range", CollectiveErrorKind::InvalidArgument,
+       [](Communicator& c, bool) { c.reduce(Tensor::ones({2}, DType::F32), 257); }},
+  };
+  constexpr int kWorld = 257;
+  for (const Case& k : cases) {
+    std::vector<std::optional<CollectiveErrorKind>> after(kWorld);
+    auto out = run_group_with(
+        Simulated::make, kWorld,
+        [&](Communicator& comm) {
+          try {
+            k.call(comm, comm.rank() == 200);
+          } catch (const CollectiveError&) {
+            try {
+              comm.barrier();
+            } catch (const CollectiveError& e) {
+              after[static_cast<std::size_t>(comm.rank())] = e.kind();
+            }
+            throw;
+          }
+        },
+        with_timeout(std::chrono::seconds(120)));
+    for (int r = 0; r < kWorld; ++r) {
+      INFO(k.what << ", rank " << r << ": " << out[static_cast<std::size_t>(r)].message());
+      REQUIRE(error_kind(out[static_cast<std::size_t>(r)]) == k.kind);
+      REQUIRE(after[static_cast<std::size_t>(r)] == CollectiveErrorKind::Aborted);
+    }
   }
 }
 
