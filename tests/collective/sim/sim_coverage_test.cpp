@@ -74,6 +74,28 @@ TEST_CASE("asynchronous calls are exact over the simulated world at 6 and 33 ran
   }
 }
 
+TEST_CASE("groups split from a simulated world reduce within themselves", "[sim]") {
+  // 30 ranks split by rank % 3 into three groups of 10 (keyed in reverse): each group's
+  // all_reduce sums its own ranks, then the parent still works.
+  constexpr int kWorld = 30;
+  auto out = run_group_with(
+      Simulated::make, kWorld,
+      [](Communicator& comm) {
+        std::optional<Communicator> sub = comm.split(comm.rank() % 3, -comm.rank());
+        const Tensor sum = sub->all_reduce(Tensor::full({4}, comm.rank(), DType::F64));
+        const Tensor all = comm.all_reduce(Tensor::ones({1}, DType::I64));
+        return std::make_pair(sum.to_vector<double>()[0], all.to_vector<std::int64_t>()[0]);
+      },
+      test_options());
+  for (int r = 0; r < kWorld; ++r) {
+    double expected = 0;
+    for (int q = r % 3; q < kWorld; q += 3) expected += q;
+    INFO("rank " << r);
+    REQUIRE(out[static_cast<std::size_t>(r)].value().first == expected);
+    REQUIRE(out[static_cast<std::size_t>(r)].value().second == kWorld);
+  }
+}
+
 TEST_CASE("every algorithm configuration is exact over the simulated world at 7 and 12 ranks",
           "[sim]") {
   for (const AlgorithmConfig& config : algorithm_configs()) {
