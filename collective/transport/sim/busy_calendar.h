@@ -3,7 +3,8 @@
 // NIC) is busy, as disjoint intervals of virtual time. Ranks act one at a time but not in the
 // order of their clocks (a rank runs until it blocks), so a message posted later may be ready
 // earlier than one already booked: it takes the first gap that fits instead of queueing behind
-// it (first fit, not a FIFO in simulation order, which would form convoys).
+// it (first fit, not a FIFO in simulation order, which would form convoys). First fit looks at
+// 32 intervals at most, then books after the last one.
 #include <algorithm>
 #include <cstddef>
 #include <iterator>
@@ -22,9 +23,14 @@ class BusyCalendar {
       const auto prev = std::prev(it);
       t = std::max(t, prev->second);
     }
-    while (it != busy_.end() && it->first < t + duration) {
+    // First fit among the next kMaxLook intervals, else after the last one (always free): a
+    // port booked by 1,023 senders would otherwise be scanned end to end by every message.
+    for (std::size_t look = 0; it != busy_.end() && it->first < t + duration; ++look, ++it) {
+      if (look == kMaxLook) {
+        t = std::max(t, busy_.rbegin()->second);
+        break;
+      }
       t = std::max(t, it->second);
-      ++it;
     }
     insert(t, t + duration);
     return t;
@@ -60,7 +66,8 @@ class BusyCalendar {
     busy_.emplace(floor, until);
   }
 
-  static constexpr std::size_t kMaxIntervals = 4096;
+  static constexpr std::size_t kMaxIntervals = 128;
+  static constexpr std::size_t kMaxLook = 32;
   std::map<double, double> busy_;  // start -> end
 };
 
