@@ -132,8 +132,8 @@ TEST_CASE("half the ops are exact over the simulated world at 1024 ranks", "[sim
   // One dtype per op (the 64- and 100-rank case has them all), counts 0, 1 and odd, roots far
   // from rank 0, and one all_reduce large enough for the direct algorithm's pairwise
   // reduce-scatter and all-gather (each rank sends 2 x 1023 messages). The other half of the ops
-  // run at 1000 ranks (a call costs about 1 s at 1024 ranks here: every rank's 1023 messages and
-  // records).
+  // run at 1000 ranks (a call costs 1-2 CPU-seconds at 1024 ranks here: every rank's 1023 messages
+  // and records).
   const std::vector<Call> at_1024 = {
       {Op::AllReduce, DType::F32, ReduceOperation::Sum, 3},
       {Op::AllReduce, DType::BF16, ReduceOperation::Max, 20001},
