@@ -18,6 +18,7 @@
 //   world 2, 3, 4 and 8, Auto's Direct;
 //   TCP and shared memory: the processes of tcp_collective_bench's 2026-12-03 run (commit
 //   213269b, docs/performance.md "Current tables"), worlds 2 and 4, the algorithm Auto chose.
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -55,23 +56,24 @@ void print_predictions(const std::vector<std::size_t>& worlds,
   std::printf("\n");
   for (std::size_t w : worlds) {
     const int world = static_cast<int>(w);
-    std::vector<SimCall> calls;
-    for (std::size_t bytes : sizes) {
-      for (Algorithm a : algorithms) {
-        if (a == Algorithm::Auto) continue;  // the same run as the algorithm it picks
-        if (a == Algorithm::Tree && bytes * w > (std::size_t{1} << 30)) continue;
-        calls.push_back({a, bytes});
+    auto skipped = [&](Algorithm a, std::size_t bytes) {
+      return a == Algorithm::Auto ||  // the same run as the algorithm it picks
+             (a == Algorithm::Tree && bytes * w > (std::size_t{1} << 30));
+    };
+    // One group per algorithm: an algorithm that fails (NaN: "error") takes only its own column.
+    std::vector<std::vector<double>> by_algorithm(algorithms.size());
+    for (std::size_t i = 0; i < algorithms.size(); ++i) {
+      std::vector<SimCall> calls;
+      for (std::size_t bytes : sizes) {
+        if (!skipped(algorithms[i], bytes)) calls.push_back({algorithms[i], bytes});
       }
+      if (!calls.empty()) by_algorithm[i] = simulate_all_reduces(world, model, calls);
     }
-    const std::vector<double> times = simulate_all_reduces(world, model, calls);
-    std::size_t k = 0;
+    std::vector<std::size_t> next(algorithms.size(), 0);
     for (std::size_t bytes : sizes) {
       std::vector<double> row(algorithms.size(), -1.0);
       for (std::size_t i = 0; i < algorithms.size(); ++i) {
-        const Algorithm a = algorithms[i];
-        if (a == Algorithm::Auto) continue;
-        if (a == Algorithm::Tree && bytes * w > (std::size_t{1} << 30)) continue;
-        row[i] = times[k++];
+        if (!skipped(algorithms[i], bytes)) row[i] = by_algorithm[i][next[i]++];
       }
       const Algorithm picked =
           auto_algorithm(OpKind::AllReduce, bytes, LinkKind::Copying, CommunicatorOptions{}, world);
@@ -82,6 +84,8 @@ void print_predictions(const std::vector<std::size_t>& worlds,
             if (algorithms[j] == picked)
               std::printf(" %.1f (%s) |", row[j] * 1e6, algorithm_name(picked));
           }
+        } else if (std::isnan(row[i])) {
+          std::printf(" error |");
         } else if (row[i] < 0) {
           std::printf(" - |");
         } else {

@@ -36,13 +36,19 @@ std::vector<double> simulate_all_reduces(int world, const LinkModel& model,
     threads.emplace_back([&, r] {
       Communicator comm = std::move(group.communicators[static_cast<std::size_t>(r)]);
       const auto i = static_cast<std::size_t>(r);
-      for (std::size_t k = 0; k < n; ++k) {
-        const auto count = static_cast<std::int64_t>(calls[k].bytes / sizeof(float));
-        comm.barrier();
-        start[i][k] = group.clock(r);
-        comm.all_reduce(input.narrow(0, 0, count), ReduceOperation::Sum,
-                        CallOptions{}.with_algorithm(calls[k].algorithm));
-        end[i][k] = group.clock(r);
+      std::size_t k = 0;
+      try {
+        for (; k < n; ++k) {
+          const auto count = static_cast<std::int64_t>(calls[k].bytes / sizeof(float));
+          comm.barrier();
+          start[i][k] = group.clock(r);
+          comm.all_reduce(input.narrow(0, 0, count), ReduceOperation::Sum,
+                          CallOptions{}.with_algorithm(calls[k].algorithm));
+          end[i][k] = group.clock(r);
+        }
+      } catch (const std::exception& e) {  // this call and every later one: NaN
+        if (r == 0) std::fprintf(stderr, "sim_bench: %s\n", e.what());
+        for (; k < n; ++k) end[i][k] = std::nan("");
       }
     });
   }

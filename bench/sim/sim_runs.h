@@ -20,7 +20,8 @@ struct SimCall {
 std::vector<Algorithm> all_algorithms();
 
 /// Simulated seconds of each call on one group of `world` ranks in timing mode: every rank runs
-/// barrier() then the call; a call's time is the last rank's end minus the last rank's start.
+/// barrier() then the call; a call's time is the last rank's end minus the last rank's start. A
+/// call that fails (and every later one: the group is finished) is NaN.
 std::vector<double> simulate_all_reduces(int world, const LinkModel& model,
                                          const std::vector<SimCall>& calls);
 
