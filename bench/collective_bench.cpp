@@ -11,7 +11,8 @@
 // broadcast. GB = 1e9 bytes. Our ops return a new tensor, so the time includes its allocation.
 //
 //   collective_bench [--quick] [--no-peers] [--peers DIR] [--worlds 2,4]
-//                    [--algorithm auto|direct|ring|tree|centralized] [--segment-bytes N]
+//                    [--algorithm auto|direct|ring|tree|centralized|recursive_doubling|
+//                                 halving_doubling] [--segment-bytes N]
 //                    [--ops all_reduce,broadcast] [--csv]
 //
 // --csv prints one tidy CSV instead of the tables, a row per measurement and implementation
@@ -95,8 +96,15 @@ Row measure(BenchOp op, int world, std::size_t bytes, bool quick, Algorithm algo
   CommunicatorOptions options;
   options.all_reduce_algorithm = algorithm;
   options.reduce_algorithm = algorithm;
-  options.broadcast_algorithm = algorithm;
+  // HalvingDoubling folds in a tree (Determinism::PerAlgorithm) and broadcasts nothing: its
+  // broadcast keeps Auto.
+  const bool tree_fold = algorithm == Algorithm::HalvingDoubling;
+  options.broadcast_algorithm = tree_fold ? Algorithm::Auto : algorithm;
+  if (tree_fold) options.determinism = Determinism::PerAlgorithm;
   if (segment_bytes != 0) options.segment_bytes = segment_bytes;
+  // all_gather runs RecursiveDoubling when asked per call (it has no group option).
+  const CallOptions gather_options = CallOptions().with_algorithm(
+      algorithm == Algorithm::RecursiveDoubling ? algorithm : Algorithm::Auto);
   std::vector<Communicator> comms = InProcessGroup::create(world, {}, options);
   std::vector<std::vector<double>> times(static_cast<std::size_t>(world));
   std::vector<std::thread> threads;
@@ -114,7 +122,7 @@ Row measure(BenchOp op, int world, std::size_t bytes, bool quick, Algorithm algo
           case BenchOp::AllReduce:
             return comm.all_reduce(in, ReduceOperation::Sum);
           case BenchOp::AllGather:
-            return comm.all_gather(in);
+            return comm.all_gather(in, gather_options);
           case BenchOp::ReduceScatter:
             return comm.reduce_scatter(in, ReduceOperation::Sum);
           case BenchOp::Broadcast:
@@ -244,8 +252,9 @@ int main(int argc, char** argv) {
     } else if (!std::strcmp(argv[a], "--algorithm") && a + 1 < argc) {
       const std::string name = argv[++a];
       bool known = false;
-      for (Algorithm x : {Algorithm::Auto, Algorithm::Direct, Algorithm::Ring, Algorithm::Tree,
-                          Algorithm::Centralized}) {
+      for (Algorithm x :
+           {Algorithm::Auto, Algorithm::Direct, Algorithm::Ring, Algorithm::Tree,
+            Algorithm::Centralized, Algorithm::RecursiveDoubling, Algorithm::HalvingDoubling}) {
         if (name == algorithm_name(x)) {
           algorithm = x;
           known = true;

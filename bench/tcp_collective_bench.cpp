@@ -20,12 +20,14 @@
 // through ruccl-run, --ruccl-run PATH), joined by Communicator::from_env().
 //
 //   tcp_collective_bench [--ops all_reduce,all_gather,reduce_scatter,broadcast] [--worlds 2,4]
-//       [--sizes 4096,65536,...] [--algorithm auto|direct|ring|tree] [--segment-bytes N]
+//       [--sizes 4096,65536,...] [--algorithm auto|direct|ring|tree|recursive_doubling|
+//                                             halving_doubling] [--segment-bytes N]
 //       [--rounds R] [--quick] [--no-peers] [--peers DIR] [--csv] [--ruccl-run PATH]
 //   tcp_collective_bench --crossover [--worlds 2,4] [--rounds R] [--quick] [--csv]
 //       [--shared-memory off|auto]
-//       Direct vs Ring vs Tree all_reduce, 4 KiB .. 16 MiB: where Algorithm::Auto should switch
-//       (every message over TCP, or, with --shared-memory auto, through shared memory).
+//       Direct vs Ring vs Tree vs RecursiveDoubling vs HalvingDoubling all_reduce, 4 KiB .. 16 MiB:
+//       where Algorithm::Auto should switch (every message over TCP, or, with --shared-memory
+//       auto, through shared memory).
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -68,10 +70,13 @@ std::string join(const std::vector<std::string>& items) {
 }
 
 Algorithm algorithm_from(const std::string& name) {
-  for (Algorithm a : {Algorithm::Auto, Algorithm::Direct, Algorithm::Ring, Algorithm::Tree}) {
+  for (Algorithm a : {Algorithm::Auto, Algorithm::Direct, Algorithm::Ring, Algorithm::Tree,
+                      Algorithm::RecursiveDoubling, Algorithm::HalvingDoubling}) {
     if (name == algorithm_name(a)) return a;
   }
-  throw std::invalid_argument("expected auto, direct, ring or tree, got '" + name + "'");
+  throw std::invalid_argument(
+      "expected auto, direct, ring, tree, recursive_doubling or halving_doubling, got '" + name +
+      "'");
 }
 
 // One rank: argv = --worker OPS SIZES ITER_DIV ALGORITHM SEGMENT_BYTES SHARED_MEMORY (auto|off).
@@ -86,6 +91,12 @@ int worker(char** argv) {
   options.timeout = std::chrono::seconds(120);
   const Algorithm algorithm = algorithm_from(argv[5]);
   options.all_reduce_algorithm = options.reduce_algorithm = options.broadcast_algorithm = algorithm;
+  if (algorithm == Algorithm::HalvingDoubling) {  // a tree fold: no broadcast, per-algorithm bits
+    options.broadcast_algorithm = Algorithm::Auto;
+    options.determinism = Determinism::PerAlgorithm;
+  }
+  const CallOptions gather_options = CallOptions().with_algorithm(
+      algorithm == Algorithm::RecursiveDoubling ? algorithm : Algorithm::Auto);
   if (std::atoll(argv[6]) > 0) options.segment_bytes = std::stoull(argv[6]);
   Communicator comm = Communicator::from_env(Device::cpu(), options);
   const int n = comm.world_size(), r = comm.rank();
@@ -99,7 +110,7 @@ int worker(char** argv) {
           Tensor::full({static_cast<std::int64_t>(in_bytes / 4)}, r + 1.0, DType::F32);
       auto run = [&] {
         if (op == "all_reduce") return comm.all_reduce(in, ReduceOperation::Sum);
-        if (op == "all_gather") return comm.all_gather(in);
+        if (op == "all_gather") return comm.all_gather(in, gather_options);
         if (op == "reduce_scatter") return comm.reduce_scatter(in, ReduceOperation::Sum);
         return comm.broadcast(in, 0);
       };
@@ -310,17 +321,24 @@ void print_tables(const Config& c, const Results& res) {
   }
 }
 
+const std::vector<std::string> kCrossoverAlgorithms = {"direct", "ring", "tree",
+                                                       "recursive_doubling", "halving_doubling"};
+
 void print_crossover(const Config& c, const Results& res) {
-  const std::vector<std::string> algos = {"direct", "ring", "tree"};
+  const std::vector<std::string>& algos = kCrossoverAlgorithms;
   CommunicatorOptions defaults;
   for (int w : c.worlds) {
     std::printf(
-        "\n%sall_reduce over TCP (shared memory %s), %d processes: Direct vs Ring vs Tree, time "
+        "\n%sall_reduce over TCP (shared memory %s), %d processes: every algorithm, time "
         "us (median over %d rounds)\n\n",
         c.csv ? "# " : "#### ", c.crossover_shared_memory.c_str(), w, c.rounds);
-    print_row({"size", "direct us", "ring us", "tree us", "fastest", "ring / direct", "Auto today"},
+    print_row({"size", "direct us", "ring us", "tree us", "rec. doubling us", "halving-doubling us",
+               "fastest", "ring / direct", "Auto today", "Auto per-algorithm"},
               c.csv);
-    if (!c.csv) print_row({"---:", "---:", "---:", "---:", "---", "---:", "---"}, false);
+    if (!c.csv) {
+      print_row({"---:", "---:", "---:", "---:", "---:", "---:", "---", "---:", "---", "---"},
+                false);
+    }
     std::size_t ring_from = 0;
     for (std::size_t bytes : c.sizes) {
       std::vector<double> t;
@@ -330,10 +348,15 @@ void print_crossover(const Config& c, const Results& res) {
         if (t[i] > 0 && (t[best] <= 0 || t[i] < t[best])) best = i;
       if (best == 1 && ring_from == 0) ring_from = bytes;
       if (best != 1) ring_from = 0;  // Ring must keep winning from there on
-      const Algorithm today =
-          auto_algorithm(OpKind::AllReduce, bytes, LinkKind::Copying, defaults, w);
-      print_row({size_text(bytes), cell(t[0], 1), cell(t[1], 1), cell(t[2], 1), algos[best],
-                 cell(t[0] > 0 && t[1] > 0 ? t[1] / t[0] : -1, 2), algorithm_name(today)},
+      const LinkKind link =
+          c.crossover_shared_memory == "off" ? LinkKind::Copying : LinkKind::SharedMemory;
+      const Algorithm today = auto_algorithm(OpKind::AllReduce, bytes, link, defaults, w);
+      CommunicatorOptions per_algorithm = defaults;
+      per_algorithm.determinism = Determinism::PerAlgorithm;
+      const Algorithm fastest = auto_algorithm(OpKind::AllReduce, bytes, link, per_algorithm, w);
+      print_row({size_text(bytes), cell(t[0], 1), cell(t[1], 1), cell(t[2], 1), cell(t[3], 1),
+                 cell(t[4], 1), algos[best], cell(t[0] > 0 && t[1] > 0 ? t[1] / t[0] : -1, 2),
+                 algorithm_name(today), algorithm_name(fastest)},
                 c.csv);
     }
     std::printf(
@@ -442,7 +465,7 @@ int main(int argc, char** argv) {
                    c.rounds, w);
       std::vector<std::function<void()>> steps;
       if (c.crossover) {
-        for (const char* a : {"direct", "ring", "tree"})
+        for (const std::string& a : kCrossoverAlgorithms)
           steps.push_back([&, a] { run_ours(c, w, a, a, res, c.crossover_shared_memory.c_str()); });
       } else {
         steps.push_back([&] { run_ours(c, w, c.algorithm, "ruccl", res); });

@@ -9,3 +9,4 @@
 #include "collective/registered/collective_config.h"
 #include "collective/registered/register_peer.h"
 #include "collective/run_ranks.h"
+#include "collective/sim_group.h"

@@ -70,6 +70,12 @@ Tensor all_gather_call(CommunicatorCore& c, const Tensor& t, const CallOptions& 
                        Issued issued) {
   CallScope scope = c.begin(OpKind::AllGather, call, issued);
   c.describe_tensor(scope, t, "input");
+  // An all_gather runs the algorithm a call names (RecursiveDoubling, Direct); Auto stays Auto in
+  // the record and the engine resolves it from the agreed shape. Before RecursiveDoubling the
+  // option was ignored here, so the other algorithms still are.
+  if (call.algorithm == Algorithm::RecursiveDoubling || call.algorithm == Algorithm::Direct) {
+    c.choose_algorithm(scope, call, Algorithm::Auto, std::nullopt);
+  }
   return c.execute(scope, [&](const EngineCall& e) { return c.engine().all_gather(e, t); });
 }
 

@@ -182,9 +182,10 @@ TrainResult train_rank(Communicator& comm, const LabelledImages& train, const La
   } else if (series) {
     series->remove_own();  // a fresh run: no file of an earlier run may be taken for ours
   }
-  DataParallel dp = DataParallel::initialize(
-      comm, *model, /*root=*/0,
-      {.overlap = options.overlap, .bucket_cap_bytes = options.bucket_cap_bytes});
+  DataParallel dp = DataParallel::initialize(comm, *model, /*root=*/0,
+                                             {.overlap = options.overlap,
+                                              .bucket_cap_bytes = options.bucket_cap_bytes,
+                                              .zero_stage = options.zero_stage});
 
   TrainResult result;
   const auto start = Clock::now();
@@ -214,6 +215,7 @@ TrainResult train_rank(Communicator& comm, const LabelledImages& train, const La
       // overlap, inside dp.backward) reduces the whole window once.
       const int micro = options.accumulate;
       GradientsParams mean;  // Σ G_r / Σ w_r
+      GradientShard shard;   // ZeRO-2: this rank's elements of it
       model->zero_grad();
       for (int k = 0; k < micro; ++k) {
         const std::int64_t mlo = lo + (hi - lo) * k / micro;
@@ -233,6 +235,8 @@ TrainResult train_rank(Communicator& comm, const LabelledImages& train, const La
         if (!last) {
           const TraceSpan phase(comm.trace(), "backward");
           dp.no_sync(*model, loss, weight, LossReduction::Sum);
+        } else if (options.zero_stage == 2) {
+          shard = dp.backward_shard(*model, loss, weight, LossReduction::Sum);
         } else if (options.overlap || micro > 1) {
           mean = dp.backward(*model, loss, weight, LossReduction::Sum);  // traced by DataParallel
         } else {
@@ -251,7 +255,11 @@ TrainResult train_rank(Communicator& comm, const LabelledImages& train, const La
         const double lr = options.cosine_lr
                               ? CosineAnnealingLr(options.lr, batches * options.epochs).lr_at(steps)
                               : options.lr;
-        opt->step(lr, *model, mean);
+        if (options.zero_stage == 2) {
+          dp.step(*opt, lr, *model, shard);
+        } else {
+          dp.step(*opt, lr, *model, mean);  // ZeRO-1: this rank's shard, then the gather
+        }
       }
       step_span.reset();
       ++steps;
@@ -259,6 +267,9 @@ TrainResult train_rank(Communicator& comm, const LabelledImages& train, const La
       const bool checkpoint =
           series &&
           (epoch_end || (options.checkpoint_every > 0 && steps % options.checkpoint_every == 0));
+      // ZeRO: every rank records the whole optimizer state (a collective, so before the test
+      // hook below lets one rank die).
+      if (checkpoint) dp.gather_optimizer_state(*opt, *model);
       if (steps == options.kill_after_step && rank == options.kill_rank && options.attempt == 0) {
         // The test hook: no unwinding, no goodbye, like kill -9. At a checkpoint step, first
         // let rank 0 finish its file (a checkpoint that only some ranks wrote).

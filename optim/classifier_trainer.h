@@ -55,6 +55,9 @@ struct TrainOptions {
   /// ones folded by DataParallel::no_sync (nothing communicated), the last one's backward
   /// reducing the whole window once (overlapped under `overlap`). 1: no accumulation.
   int accumulate = 1;
+  /// ZeRO stage (DataParallelOptions::zero_stage): 1 shards the optimizer state, 2 the gradients
+  /// too; the final parameters are the plain run's, byte for byte. 0: off.
+  int zero_stage = 0;
   /// Test hook: rank kill_rank SIGKILLs itself right after optimizer step kill_after_step (before
   /// writing that step's checkpoint; when it is a checkpoint step, once rank 0 has written its
   /// file), on the first attempt of the job only (attempt 0). -1: never.

@@ -11,6 +11,7 @@
 #include "collective/trace/call_trace.h"
 #include "optim/rank_agreement.h"
 #include "optim/replica_description.h"
+#include "optim/zero_reduce.h"
 
 namespace ruccl::optim {
 namespace {
@@ -64,10 +65,16 @@ DataParallel DataParallel::initialize(Communicator comm, nn::Module& model, int 
   } catch (const ValueError& e) {
     local.add_problem(CollectiveErrorKind::InvalidArgument, e.what());
   }
+  if (options.zero_stage < 0 || options.zero_stage > 2) {
+    local.add_problem(
+        CollectiveErrorKind::InvalidArgument,
+        str("expected DataParallelOptions::zero_stage 0, 1 or 2, got ", options.zero_stage));
+  }
   // The plan's hash and the flags travel beside the description: equal descriptions with
   // different words mean different caps or flags.
-  const auto plan_word = static_cast<std::int64_t>(plan.hash() ^ (options.overlap ? 1 : 0) ^
-                                                   (options.exact_buckets ? 2 : 0));
+  const auto plan_word = static_cast<std::int64_t>(
+      plan.hash() ^ (options.overlap ? 1 : 0) ^ (options.exact_buckets ? 2 : 0) ^
+      (static_cast<std::uint64_t>(options.zero_stage & 3) << 2));
   std::vector<std::int64_t> plan_words;
   agree(comm, local, plan_word, &plan_words, kInitLabel);
   for (std::size_t r = 0; r < plan_words.size(); ++r) {
@@ -77,7 +84,7 @@ DataParallel DataParallel::initialize(Communicator comm, nn::Module& model, int 
           str(kInitLabel, ": rank ", r,
               "'s bucket plan or overlap flags differ from rank 0's "
               "(DataParallelOptions: overlap, bucket_cap_bytes, first_bucket_cap_bytes, "
-              "exact_buckets must be the same on every rank)"));
+              "exact_buckets, zero_stage must be the same on every rank)"));
     }
   }
   autodiff::NoGradGuard no_grad;
@@ -89,7 +96,14 @@ DataParallel DataParallel::initialize(Communicator comm, nn::Module& model, int 
     Tensor value = comm.broadcast(b, root, CallOptions().with_label(kInitLabel));
     if (comm.rank() != root) model.set_buffer(path, value);
   }
-  return DataParallel(std::move(comm), root, options, std::move(plan));
+  DataParallel dp(std::move(comm), root, options, std::move(plan));
+  if (options.zero_stage > 0) {
+    const BucketPlan whole = BucketPlan::whole(model);
+    for (int r = 0; r < dp.world_size(); ++r) {
+      dp.shards_.push_back(ZeroShard::of(whole, r, dp.world_size()));
+    }
+  }
+  return dp;
 }
 
 GradientsParams DataParallel::reduce(const nn::Module& model, const GradientsParams& grads,
@@ -118,7 +132,8 @@ GradientsParams DataParallel::reduce_fp32(const nn::Module& model, AccumulatedGr
 
 GradientsParams DataParallel::reduce_impl(const nn::Module& model, const GradientsParams& grads,
                                           double local_weight, LossReduction loss,
-                                          MissingGradientPolicy policy, bool fp32) {
+                                          MissingGradientPolicy policy, bool fp32,
+                                          GradientShard* shard) {
   ReplicaDescription local = ReplicaDescription::of(model, root_, comm_.device());
   if (!held_window_problem().empty()) {
     local.add_problem(CollectiveErrorKind::InvalidArgument, held_window_problem());
@@ -229,6 +244,13 @@ GradientsParams DataParallel::reduce_impl(const nn::Module& model, const Gradien
     const TraceSpan span(comm_.trace(),
                          bucket.dtype == DType::F64 ? "gradient bucket F64" : "gradient bucket F32",
                          flat.nbytes());
+    if (shard != nullptr) {  // ZeRO-2: each chunk to the rank that owns it, folded alike
+      Tensor own = reduce_to_owners(comm_, flat, 0, flat.numel(), kReduceLabel);
+      own.div_(total);
+      const auto index = static_cast<std::size_t>(&bucket - layout.buckets().data());
+      add_pieces(*shard, own, this->shard().ranges()[index]);  // the same layout: !fp32
+      continue;
+    }
     Tensor sum =
         comm_.all_reduce(flat, ReduceOperation::Sum, CallOptions().with_label(kReduceLabel));
     sum.div_(total);  // this rank's own result buffer
@@ -237,6 +259,7 @@ GradientsParams DataParallel::reduce_impl(const nn::Module& model, const Gradien
       out.insert(entry.id, fp32 ? g : g.to(entry.param_dtype));
     }
   }
+  if (shard != nullptr) flat_.clear();  // ZeRO-2 keeps no whole buffer between steps
   return out;
 }
 

@@ -21,6 +21,11 @@
 //                                 LossReduction::Mean);
 //   optimizer.step(lr, model, g);
 //
+// With DataParallelOptions::zero_stage (ZeRO, docs/training.md "ZeRO") each rank keeps the
+// optimizer state of its shard only (stage 1) and its shard of the reduced gradients (stage 2,
+// backward_shard); dp.step(optimizer, lr, model, g) steps the shard and all-gathers the
+// parameters, bit-identical to the plain step at any world size.
+//
 // Every contract error (replicas that differ, a missing or extra gradient, a bad weight, a zero
 // total) raises CollectiveError on every rank together, with the same message naming the rank and
 // the problem, before any gradient moves; the communicator stays usable afterwards.
@@ -35,6 +40,8 @@
 #include "optim/bucket_plan.h"
 #include "optim/gradients_accumulator.h"
 #include "optim/gradients_params.h"
+#include "optim/optimizer.h"
+#include "optim/zero_shard.h"
 
 namespace ruccl::optim {
 
@@ -63,6 +70,14 @@ struct DataParallelOptions {
   /// own (the ring's balanced chunks at 3+ ranks; bit-identical to reduce() with 2 ranks or one
   /// bucket, the same on every rank and run always).
   bool exact_buckets = true;
+  /// ZeRO (docs/training.md, "ZeRO"): 0 off; 1 each rank keeps the optimizer state of its shard
+  /// only (step() steps the shard, then all-gathers the parameters); 2 also the gradients: the
+  /// *_shard calls reduce each gradient element to the one rank that steps it (bucketed and
+  /// overlapped with backward under `overlap`). The shards are the chunks of reduce()'s
+  /// all_reduce, so every stage is bit-identical to plain DataParallel at any world size (ZeRO-2's
+  /// reductions always fold as reduce() does, whatever exact_buckets says). Under stage 2,
+  /// backward() and reduce() still return the whole reduced gradients (stage 1's memory).
+  int zero_stage = 0;
 };
 
 /// Token-weighted data parallelism over any Communicator. See the file comment.
@@ -154,6 +169,51 @@ class DataParallel {
   GradientsParams reduce_fp32(const nn::Module& model, AccumulatedGradients window,
                               MissingGradientPolicy policy = MissingGradientPolicy::Error);
 
+  /// ZeRO-2: backward() that leaves this rank only its shard of the reduced gradients: each
+  /// gradient element is reduced to the rank that steps it (one windowed reduce per rank whose
+  /// shard a bucket meets, overlapped with backward under options.overlap), folded as reduce()
+  /// folds it. The parameters' gradients are released as they are packed. Same contract and
+  /// errors as backward(); a held no_sync window is reduced with it. ValueError unless
+  /// options.zero_stage is 2.
+  ///
+  ///   GradientShard g = dp.backward_shard(model, loss, batch_size, LossReduction::Sum);
+  ///   dp.step(optimizer, lr, model, g);
+  GradientShard backward_shard(const nn::Module& model, const autodiff::Var& loss,
+                               double local_weight, LossReduction reduction,
+                               MissingGradientPolicy policy = MissingGradientPolicy::Error);
+  /// ZeRO-2: reduce() that leaves this rank only its shard (see backward_shard).
+  GradientShard reduce_shard(const nn::Module& model, const GradientsParams& grads,
+                             double local_weight, LossReduction loss,
+                             MissingGradientPolicy policy = MissingGradientPolicy::Error);
+  /// ZeRO-2: reduce_shard() of an accumulation window (GradientsAccumulator::take).
+  GradientShard reduce_shard(const nn::Module& model, AccumulatedGradients window,
+                             MissingGradientPolicy policy = MissingGradientPolicy::Error);
+  /// The optimizer step of every stage: without ZeRO optimizer.step(lr, model, grads); with
+  /// ZeRO this rank steps its shard of `grads` (the reduced gradients of backward() or reduce())
+  /// and the parameters are all-gathered. Every rank must call it.
+  void step(Optimizer& optimizer, double lr, nn::Module& model, const GradientsParams& grads);
+  /// ZeRO: steps this rank's shard (Optimizer::step_range per piece) and all-gathers the
+  /// parameters (one all_gather per accumulation dtype). The first step after initialize or
+  /// gather_optimizer_state cuts the optimizer's state (a restored whole one) to the shard, agreed:
+  /// a state of another shard or world size is one CheckpointError on every rank naming the rank.
+  /// ValueError without ZeRO.
+  void step(Optimizer& optimizer, double lr, nn::Module& model, const GradientShard& grads);
+  /// ZeRO: gives every rank the whole optimizer state (all-gathered from the shards, as plain
+  /// DataParallel's optimizer would hold it), to checkpoint with TrainingRecord::capture; the
+  /// next step() cuts it back to the shard. Nothing without ZeRO. Every rank must call it.
+  void gather_optimizer_state(Optimizer& optimizer, const nn::Module& model);
+  /// clip_grad_norm_ (optim/clip_grad_norm.h) of the step's reduced gradients, with the norm
+  /// summed as every ZeRO stage sums it: each rank's shard (the squares of its pieces in F64,
+  /// grad_norm_squared), then the ranks' sums in rank order. So plain, ZeRO-1 and ZeRO-2 clip to
+  /// the same bits at any world size (the summation order differs from clip_grad_norm_(grads)'s:
+  /// the norms agree to F64 rounding). Returns the norm before clipping. This overload takes
+  /// whole gradients (backward(), reduce()) and communicates nothing.
+  double clip_grad_norm_(const nn::Module& model, GradientsParams& grads, double max_norm) const;
+  /// The same for a ZeRO-2 shard: one all_gather of the ranks' sums; every rank must call it.
+  double clip_grad_norm_(GradientShard& grads, double max_norm);
+  /// This rank's ZeRO shard (empty without ZeRO).
+  const ZeroShard& shard() const { return shards_.empty() ? no_shard_ : shards_[rank()]; }
+
   /// Σ_r w_r of the last reduce (0 before the first).
   double last_total_weight() const { return last_total_weight_; }
   Communicator& communicator() { return comm_; }
@@ -167,13 +227,18 @@ class DataParallel {
   GradientsParams overlapped_backward(const nn::Module& model, const autodiff::Var& loss,
                                       double local_weight, LossReduction reduction,
                                       const AccumulatedGradients* window,
-                                      MissingGradientPolicy policy);
+                                      MissingGradientPolicy policy, GradientShard* shard = nullptr);
+  /// Copies the shards' parameter values to every rank (ZeRO).
+  void gather_parameters(nn::Module& model);
+  void require_zero(const char* what, int stage) const;
+  /// Cuts whatever state `optimizer` holds (a full one: restored, gathered) to this rank's shard.
+  void cut_optimizer_state(Optimizer& optimizer, const nn::Module& model) const;
   /// What a reduction other than backward(model, loss, local_weight, reduction) reports on every
   /// rank while this rank holds a no_sync window ("" when it holds none).
   std::string held_window_problem() const;
   GradientsParams reduce_impl(const nn::Module& model, const GradientsParams& grads,
                               double local_weight, LossReduction loss, MissingGradientPolicy policy,
-                              bool fp32);
+                              bool fp32, GradientShard* shard = nullptr);
 
   Communicator comm_;
   int root_;
@@ -181,8 +246,11 @@ class DataParallel {
   std::map<DType, Tensor> flat_;  // the packed gradients per accumulation dtype, reused
   DataParallelOptions options_;
   BucketPlan plan_;
-  std::vector<Tensor> buckets_;  // one buffer per bucket of plan_ (gradients, then flags), reused
-  GradientsAccumulator window_;  // the no_sync micro-batches not yet reduced
+  std::vector<Tensor> buckets_;    // one buffer per bucket of plan_ (gradients, then flags), reused
+  GradientsAccumulator window_;    // the no_sync micro-batches not yet reduced
+  std::vector<ZeroShard> shards_;  // ZeRO: every rank's shard, by rank
+  ZeroShard no_shard_;
+  bool cut_state_ = true;  // ZeRO: the next step() first cuts the optimizer's state to the shard
 };
 
 }  // namespace ruccl::optim

@@ -15,6 +15,9 @@
 //      waited for: every rank always starts every bucket, in plan order, so nothing hangs.
 //   4. The summed flags (one F32/F64 word per parameter after the bucket's gradients: how many
 //      ranks lacked it) are the same on every rank, so the missing-gradient error is too.
+// Under ZeRO-2 (backward_shard) a started bucket is reduced to the owners of its elements
+// (optim/zero_reduce.h) instead of all-reduced, the hook releases each gradient once packed, and
+// the flag words travel in one all_reduce of their own after backward.
 #include <bit>
 #include <cmath>
 #include <exception>
@@ -22,6 +25,7 @@
 
 #include "optim/data_parallel.h"
 #include "optim/rank_agreement.h"
+#include "optim/zero_reduce.h"
 #include "tensor/ops/elementwise.h"
 
 namespace ruccl::optim {
@@ -99,11 +103,37 @@ GradientsParams DataParallel::backward(const nn::Module& model, const autodiff::
   return reduce(model, std::move(all), policy);
 }
 
-GradientsParams DataParallel::overlapped_backward(const nn::Module& model,
-                                                  const autodiff::Var& loss, double weight,
-                                                  LossReduction reduction,
-                                                  const AccumulatedGradients* window,
-                                                  MissingGradientPolicy policy) {
+GradientShard DataParallel::backward_shard(const nn::Module& model, const autodiff::Var& loss,
+                                           double local_weight, LossReduction reduction,
+                                           MissingGradientPolicy policy) {
+  require_zero("backward_shard", 2);
+  GradientShard out;
+  const bool held = !window_.empty();  // the last micro-batch of a no_sync window
+  const AccumulatedGradients window = held ? window_.take() : AccumulatedGradients{};
+  if (options_.overlap) {
+    overlapped_backward(model, loss, local_weight, reduction, held ? &window : nullptr, policy,
+                        &out);
+    return out;
+  }
+  // backward()'s arithmetic, then the sharded reduction.
+  if (loss.defined()) loss.backward();
+  const GradientsParams grads =
+      loss.defined() ? GradientsParams::from_module(model) : GradientsParams();
+  for (nn::Param p : model.parameters()) p.zero_grad();  // only `grads` holds them now
+  if (!held) {
+    reduce_impl(model, grads, local_weight, reduction, policy, /*fp32=*/false, &out);
+    return out;
+  }
+  const bool weight_ok = std::isfinite(local_weight) && local_weight >= 0.0;
+  reduce_impl(model, fold_window(window, grads, local_weight, reduction),
+              weight_ok ? window.weight + local_weight : local_weight, LossReduction::Sum, policy,
+              /*fp32=*/false, &out);
+  return out;
+}
+
+GradientsParams DataParallel::overlapped_backward(
+    const nn::Module& model, const autodiff::Var& loss, double weight, LossReduction reduction,
+    const AccumulatedGradients* window, MissingGradientPolicy policy, GradientShard* shard) {
   const std::vector<Bucket>& buckets = plan_.buckets();
   // Where each parameter's leaf lives in the plan.
   std::unordered_map<const autodiff::VarImpl*, std::pair<std::size_t, std::size_t>> where;
@@ -169,9 +199,17 @@ GradientsParams DataParallel::overlapped_backward(const nn::Module& model,
     written[b].assign(bucket.entries.size(), false);
   }
   std::vector<Work> works;
-  std::size_t next = 0;  // the next bucket to start
+  std::vector<std::vector<OwnerReduce>> owner_reduces;  // ZeRO-2: per bucket
+  std::size_t next = 0;                                 // the next bucket to start
   const auto start_ready = [&] {
     while (next < buckets.size() && pending[next] == 0) {
+      if (shard != nullptr) {  // ZeRO-2: each element to its owner, folded as reduce() folds it
+        owner_reduces.push_back(start_owner_reduces(
+            comm_, buckets_[next].narrow(0, 0, buckets[next].numel), buckets[next].whole_offset,
+            buckets[next].whole_total, kBackwardLabel));
+        ++next;
+        continue;
+      }
       // Folded as reduce() folds these elements: the bucket's range of its whole buffer.
       CallOptions call = CallOptions().with_label(kBackwardLabel);
       if (options_.exact_buckets) {
@@ -211,6 +249,10 @@ GradientsParams DataParallel::overlapped_backward(const nn::Module& model,
     const auto [b, e] = it->second;
     if (written[b][e]) return;
     write(b, e, leaf.grad());
+    if (shard != nullptr) {  // ZeRO-2: the bucket holds it now; the full gradient is not kept
+      autodiff::Var packed = leaf;
+      packed.zero_grad();
+    }
     start_ready();
   };
   std::exception_ptr failure;
@@ -231,6 +273,26 @@ GradientsParams DataParallel::overlapped_backward(const nn::Module& model,
   } catch (...) {
     if (!failure) failure = std::current_exception();
   }
+  // ZeRO-2: the flag words travel in one all_reduce of their own (every rank gets here).
+  Work flag_sum;
+  if (shard != nullptr) {
+    std::vector<double> flags;
+    for (std::size_t b = 0; b < buckets.size(); ++b) {
+      const auto n = static_cast<std::int64_t>(buckets[b].entries.size());
+      for (double f :
+           buckets_[b].narrow(0, buckets[b].numel, n).to(DType::F64).to_vector<double>()) {
+        flags.push_back(f);
+      }
+    }
+    try {
+      flag_sum = comm_.all_reduce_async(
+          Tensor::from_vector<double>(flags, Shape{static_cast<std::int64_t>(flags.size())},
+                                      comm_.device()),
+          ReduceOperation::Sum, CallOptions().with_label(kBackwardLabel));
+    } catch (...) {
+      if (!failure) failure = std::current_exception();
+    }
+  }
   std::vector<Tensor> sums;
   Tensor gathered;
   try {
@@ -241,6 +303,22 @@ GradientsParams DataParallel::overlapped_backward(const nn::Module& model,
   for (Work& w : works) {
     try {
       sums.push_back(w.result());
+    } catch (...) {
+      if (!failure) failure = std::current_exception();
+    }
+  }
+  std::vector<Tensor> own_chunks;  // ZeRO-2: this rank's chunk of each whole buffer
+  std::vector<double> summed_flags;
+  if (shard != nullptr) {
+    for (const ShardRange& range : this->shard().ranges()) {
+      own_chunks.push_back(Tensor::zeros(Shape{range.numel}, range.dtype, comm_.device()));
+    }
+    for (std::size_t b = 0; b < owner_reduces.size(); ++b) {
+      collect_owned(owner_reduces[b], rank(), own_chunks[this->shard().range_of(buckets[b].dtype)],
+                    failure);
+    }
+    try {
+      summed_flags = flag_sum.result().to_vector<double>();
     } catch (...) {
       if (!failure) failure = std::current_exception();
     }
@@ -264,12 +342,17 @@ GradientsParams DataParallel::overlapped_backward(const nn::Module& model,
     throw CollectiveError(CollectiveErrorKind::InvalidArgument, message);
   }
   std::string missing;
+  std::size_t flag_at = 0;  // ZeRO-2: into summed_flags
   for (std::size_t b = 0; b < buckets.size(); ++b) {
-    const auto flags =
-        sums[b]
-            .narrow(0, buckets[b].numel, static_cast<std::int64_t>(buckets[b].entries.size()))
-            .to(DType::F64)
-            .to_vector<double>();
+    const auto count = static_cast<std::int64_t>(buckets[b].entries.size());
+    std::vector<double> flags;
+    if (shard != nullptr) {
+      flags.assign(summed_flags.begin() + static_cast<std::ptrdiff_t>(flag_at),
+                   summed_flags.begin() + static_cast<std::ptrdiff_t>(flag_at) + count);
+      flag_at += static_cast<std::size_t>(count);
+    } else {
+      flags = sums[b].narrow(0, buckets[b].numel, count).to(DType::F64).to_vector<double>();
+    }
     for (std::size_t e = 0; e < flags.size(); ++e) {
       if (flags[e] == 0.0) continue;
       const BucketEntry& entry = buckets[b].entries[e];
@@ -292,6 +375,14 @@ GradientsParams DataParallel::overlapped_backward(const nn::Module& model,
                               "rank must have a positive token or sample count"));
   }
   last_total_weight_ = total;
+  if (shard != nullptr) {
+    for (std::size_t i = 0; i < own_chunks.size(); ++i) {
+      own_chunks[i].div_(total);  // as reduce() divides the whole buffer
+      add_pieces(*shard, own_chunks[i], this->shard().ranges()[i]);
+    }
+    buckets_.clear();  // ZeRO-2 keeps no whole buffer between steps
+    return {};
+  }
   GradientsParams out;
   for (std::size_t b = 0; b < buckets.size(); ++b) {
     Tensor mean = sums[b].narrow(0, 0, buckets[b].numel);

@@ -57,25 +57,67 @@ void Optimizer::step(double lr, nn::Module& model, const GradientsParams& grads)
     const Tensor work = in_place ? value : operand(value, dtype, device);
     const Tensor g = operand(*grad, dtype, device);
 
-    Slot& slot = slots_[p.id()];
-    if (slot.buffers.size() != buffer_count()) {
-      slot.buffers.clear();
-      for (std::size_t i = 0; i < buffer_count(); ++i) {
-        slot.buffers.push_back(Tensor::zeros(value.shape(), dtype, device));
-      }
-    } else if (!slot.buffers.empty() &&
-               (slot.buffers[0].dtype() != dtype || slot.buffers[0].device() != device)) {
-      // The parameter changed dtype or device (module.to, a loaded state): its state follows,
-      // values kept.
-      for (Tensor& b : slot.buffers) b = operand(b, dtype, device);
-    }
-    update(work, g, slot, lr);
-    ++slot.steps;
+    update_slot(p.id(), work, g, value.shape(), lr);
     if (!in_place) {
       nn::Param target = p;
       target.set_value(work.to(p.dtype()));
     }
   }
+}
+
+void Optimizer::update_slot(ParamId id, const Tensor& work, const Tensor& grad, const Shape& shape,
+                            double lr) {
+  const DType dtype = work.dtype();
+  const Device device = work.device();
+  Slot& slot = slots_[id];
+  if (slot.buffers.size() != buffer_count()) {
+    slot.buffers.clear();
+    for (std::size_t i = 0; i < buffer_count(); ++i) {
+      slot.buffers.push_back(Tensor::zeros(shape, dtype, device));
+    }
+  } else if (!slot.buffers.empty() &&
+             (slot.buffers[0].dtype() != dtype || slot.buffers[0].device() != device)) {
+    // The parameter changed dtype or device (module.to, a loaded state): its state follows,
+    // values kept.
+    for (Tensor& b : slot.buffers) b = operand(b, dtype, device);
+  }
+  update(work, grad, slot, lr);
+  ++slot.steps;
+}
+
+void Optimizer::step_range(double lr, nn::Param& param, std::int64_t begin, const Tensor& grad) {
+  RUCCL_CHECK(lr >= 0.0, ValueError, kind(), "::step_range: expected lr >= 0, got ", lr);
+  RUCCL_CHECK(is_floating(param.dtype()) && is_floating(grad.dtype()), DTypeError, kind(),
+              "::step_range: expected a floating parameter and gradient, got ", param.dtype(),
+              " and ", grad.dtype(), " for ParamId ", param.id());
+  const std::int64_t n = grad.numel();
+  RUCCL_CHECK(grad.dim() == 1 && begin >= 0 && begin + n <= param.numel(), ValueError, kind(),
+              "::step_range: expected a 1-D gradient of elements [begin, begin + n) within the ",
+              param.numel(), " elements of ParamId ", param.id(), ", got begin ", begin,
+              " and shape ", grad.shape());
+  autodiff::NoGradGuard no_grad;
+  const DType dtype = compute_dtype(param.dtype());
+  const Tensor& value = param.value();
+  const Device device = value.device();
+  const bool in_place = value.dtype() == dtype && value.is_contiguous();
+  // The whole parameter (itself, or a contiguous copy in the compute dtype) and the range of it.
+  const Tensor whole = in_place ? value : operand(value, dtype, device);
+  const Tensor work = whole.reshape(Shape{whole.numel()}).narrow(0, begin, n);
+  const Tensor g = operand(grad, dtype, device);
+  const auto it = slots_.find(param.id());
+  if (it != slots_.end() && !it->second.buffers.empty() && it->second.buffers[0].numel() != n) {
+    // A full state (a record, gather_optimizer_state) is cut to this range; anything else is
+    // the state of another shard.
+    RUCCL_CHECK(it->second.buffers[0].numel() == param.numel(), ValueError, kind(),
+                "::step_range: ParamId ", param.id(), ": expected optimizer state of ", n,
+                " elements (this range) or ", param.numel(), " (the whole parameter), got ",
+                it->second.buffers[0].numel(), " (a state saved for another shard or world size)");
+    for (Tensor& b : it->second.buffers) {
+      b = b.reshape(Shape{b.numel()}).narrow(0, begin, n).clone();
+    }
+  }
+  update_slot(param.id(), work, g, Shape{n}, lr);
+  if (!in_place) param.set_value(whole.to(param.dtype()));
 }
 
 OptimizerState Optimizer::state() const {

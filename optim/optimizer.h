@@ -64,6 +64,14 @@ class Optimizer {
   /// ShapeError when a gradient's shape differs from its parameter's; DTypeError for a
   /// non-floating parameter or gradient.
   void step(double lr, nn::Module& model, const GradientsParams& grads);
+  /// One update of elements [begin, begin + grad.numel()) of trainable parameter `param`'s
+  /// flattened value from `grad` (1-D: those elements' gradient), the part of the parameter a
+  /// ZeRO rank steps (DataParallel::step, docs/training.md "ZeRO"). The parameter's state then
+  /// covers those elements only (buffers of grad.numel() elements); a full state (loaded from a
+  /// record, or after DataParallel::gather_optimizer_state) is cut to them first. Every element is
+  /// updated exactly as step() updates it (the updates are elementwise). ValueError for a range
+  /// outside the parameter or a state of another size; DTypeError for a non-floating gradient.
+  void step_range(double lr, nn::Param& param, std::int64_t begin, const Tensor& grad);
 
   /// "sgd", "adam", "adamw".
   virtual std::string kind() const = 0;
@@ -107,6 +115,10 @@ class Optimizer {
   virtual void update(const Tensor& param, const Tensor& grad, Slot& slot, double lr) = 0;
 
  private:
+  /// update() of `work` (contiguous, compute dtype, on `device`) with the slot of `id`, whose
+  /// buffers get `shape` (allocated or converted as needed).
+  void update_slot(ParamId id, const Tensor& work, const Tensor& grad, const Shape& shape,
+                   double lr);
   std::map<ParamId, Slot> slots_;
 };
 

@@ -2,15 +2,15 @@
 # Runs every benchmark of bench/ one after another with its peer from bench/peers/ (when the
 # peer's Debian packages are installed, see docs/performance.md) and prints the tables, for
 # docs/performance.md. Run it on an idle machine: every figure is a wall-clock time.
-# Usage: bash tools/run_benchmarks.sh [BUILD_DIR] [NAME...]   (all eleven by default)
+# Usage: bash tools/run_benchmarks.sh [BUILD_DIR] [NAME...]   (all twelve by default)
 #   BUILD_DIR defaults to $RUCCL_BUILD_DIR, else build/release (the release preset's folder; it is
 #   configured first if it does not exist yet). NAME: gemm elementwise autodiff collective
 #   diff_collective ddp handoff crc32c tcp_collective (the tables, then its
-#   --crossover table) conv model_step. $RUCCL_PEERS_DIR names another folder of peer programs
-#   (bench/peers_dir.h).
+#   --crossover table) conv model_step sim (simulated times, then --validate). $RUCCL_PEERS_DIR
+#   names another folder of peer programs (bench/peers_dir.h).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-all=(gemm elementwise autodiff collective diff_collective ddp handoff crc32c tcp_collective conv model_step)
+all=(gemm elementwise autodiff collective diff_collective ddp handoff crc32c tcp_collective conv model_step sim)
 build="${RUCCL_BUILD_DIR:-$root/build/release}"
 if (($# > 0)) && [[ " ${all[*]} " != *" $1 "* ]]; then  # a first argument that is no NAME
   build="${1:-$build}"
@@ -32,6 +32,7 @@ for name in "${names[@]}"; do
     ddp) "$build/bench/ddp_bench" --peer "$peers/ddp_mlp_torch.py" ;;
     conv) "$build/bench/conv_bench" --peer "$peers/conv_torch.py" ;;
     model_step) "$build/bench/model_step_bench" --peer "$peers/model_step_torch.py" ;;
+    sim) "$build/bench/sim_bench" --validate ;;
     tcp_collective)
       "$build/bench/tcp_collective_bench" --peers "$peers"
       "$build/bench/tcp_collective_bench" --crossover

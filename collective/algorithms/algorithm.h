@@ -11,9 +11,9 @@
 // isend and its wait_send an algorithm calls only the transport (which withdraws this rank's sends
 // before anything it throws) and non-throwing code: what it allocates, it allocates first.
 //
-// Reduction order (the same for every algorithm, so results are bit-identical whatever the
-// algorithm, on every rank, every run): split the `count` elements into W balanced chunks
-// (chunk_begin/chunk_size); the elements of chunk c are folded left to right over the ranks
+// Reduction order (the same for every algorithm but HalvingDoubling, so results are bit-identical
+// whatever the algorithm, on every rank, every run): split the `count` elements into W balanced
+// chunks (chunk_begin/chunk_size); the elements of chunk c are folded left to right over the ranks
 // (c+1) % W, (c+2) % W, ..., c -- the order in which a ring reduce-scatter that leaves chunk c on
 // rank c meets them. Mean then divides once by W.
 //
@@ -136,6 +136,16 @@ void tree_all_reduce(const AlgorithmContext& ctx, const void* in, void* out, std
 /// Rank 0 receives every input, folds, and sends the result to every rank.
 void centralized_all_reduce(const AlgorithmContext& ctx, const void* in, void* out,
                             std::size_t count, const ReduceKernel& kernel);
+/// Bruck's all-gather of the raw inputs (ceil(log2 W) rounds, any W), then every rank folds all W
+/// in the canonical order (recursive_doubling.cpp). The small-message path for many ranks.
+void recursive_doubling_all_reduce(const AlgorithmContext& ctx, const void* in, void* out,
+                                   std::size_t count, const ReduceKernel& kernel);
+/// Rabenseifner: recursive-halving reduce-scatter then recursive-doubling all-gather, any W (the
+/// extra ranks fold into a neighbour first). Its fold is a fixed tree over the ranks, NOT the
+/// canonical order: bit-identical on every rank and run, not across algorithms
+/// (halving_doubling.cpp; only under Determinism::PerAlgorithm).
+void halving_doubling_all_reduce(const AlgorithmContext& ctx, const void* in, void* out,
+                                 std::size_t count, const ReduceKernel& kernel);
 
 // ---- reduce: like all-reduce, `out` written on root only (may be null elsewhere) -------------
 /// Root receives every input and folds (also the centralized reduce).
@@ -148,6 +158,13 @@ void ring_reduce(const AlgorithmContext& ctx, const void* in, void* out, std::si
 /// Inputs travel up a tree rooted at root; root folds.
 void tree_reduce(const AlgorithmContext& ctx, const void* in, void* out, std::size_t count,
                  const ReduceKernel& kernel, int root, int arity);
+/// Raw inputs travel up a binomial tree rooted at root (ceil(log2 W) rounds); root folds.
+void recursive_doubling_reduce(const AlgorithmContext& ctx, const void* in, void* out,
+                               std::size_t count, const ReduceKernel& kernel, int root);
+/// The halving reduce-scatter of halving_doubling_all_reduce, then every owner sends its range to
+/// root (the same tree fold).
+void halving_doubling_reduce(const AlgorithmContext& ctx, const void* in, void* out,
+                             std::size_t count, const ReduceKernel& kernel, int root);
 
 // ---- reduce-scatter: in has count = W * m elements; out gets chunk rank (m elements) ---------
 /// Rank j sends chunk r of its input to rank r; rank r folds its chunk.
@@ -163,11 +180,17 @@ void ring_broadcast(const AlgorithmContext& ctx, void* buf, std::size_t nbytes, 
 /// Down a tree of the given arity rooted at root.
 void tree_broadcast(const AlgorithmContext& ctx, void* buf, std::size_t nbytes, int root,
                     int arity);
+/// Down a binomial tree rooted at root: ceil(log2 W) rounds.
+void recursive_doubling_broadcast(const AlgorithmContext& ctx, void* buf, std::size_t nbytes,
+                                  int root);
 
 // ---- data movement (pairwise messages) --------------------------------------------------------
 /// out = the W inputs (block_bytes each) in rank order.
 void direct_all_gather(const AlgorithmContext& ctx, const void* in, void* out,
                        std::size_t block_bytes);
+/// The same by Bruck's concatenation: ceil(log2 W) rounds for any W (recursive_doubling.cpp).
+void recursive_doubling_all_gather(const AlgorithmContext& ctx, const void* in, void* out,
+                                   std::size_t block_bytes);
 /// Root's out = the W inputs in rank order; out unused elsewhere.
 void direct_gather(const AlgorithmContext& ctx, const void* in, void* out, std::size_t block_bytes,
                    int root);

@@ -12,13 +12,36 @@
 
 namespace ruccl {
 
+/// From this many ranks up, over links that copy (TCP, shared memory), Auto runs the log-step
+/// algorithms: RecursiveDoubling for messages up to options.direct_fold_all_bytes (all_reduce,
+/// reduce; all_gather blocks up to that size) and for every broadcast below the ring threshold, and
+/// under Determinism::PerAlgorithm HalvingDoubling for all_reduce and reduce between that and the
+/// ring threshold. Below it the rules measured with 2-4 ranks stay as they were. Measured at 8
+/// processes on this 2-core machine, Direct still won at 4 KiB (the log-step rounds each wait for
+/// a descheduled peer) and HalvingDoubling won at 64 KiB but not at 1 MiB
+/// (docs/performance.md, "Algorithms for many ranks"): so not yet at 8. 16 is the message-count
+/// argument (Direct posts W - 1 messages per rank, the log-step ones log2 W rounds), not a
+/// measurement; the fitted cost model is to replace it.
+inline constexpr int kLogStepMinWorld = 16;
+
+/// Whether `algorithm` can run a collective of `kind`: every one runs all_reduce and reduce
+/// (Auto included); broadcast all but HalvingDoubling; all_gather Auto, Direct and
+/// RecursiveDoubling.
+bool algorithm_runs(OpKind kind, Algorithm algorithm);
+/// Whether `algorithm` folds in the canonical linear order (all but HalvingDoubling), so its
+/// results are the same bits as every other such algorithm's.
+bool folds_linearly(Algorithm algorithm);
+
 /// What Algorithm::Auto means for a collective of `kind` (AllReduce, Reduce or Broadcast) moving
 /// `bytes` per rank (all_reduce / reduce: the input in its accumulation dtype; broadcast: root's
 /// tensor) over links of kind `link` (Transport::traits). In process always Direct (every rank
 /// reads its peers' memory in place, the fewest bytes moved); a copying transport Direct below
 /// options.ring_threshold_bytes and Ring at or above (bandwidth-optimal, pipelined in segments);
 /// an all_reduce or reduce of `world` >= 3 ranks uses options.ring_threshold_bytes_from_3
-/// instead; links through shared memory the shared_memory_ thresholds. Never returns Auto.
+/// instead; links through shared memory the shared_memory_ thresholds. From kLogStepMinWorld ranks
+/// up over copying links, the log-step algorithms below the ring threshold (see there).
+/// AllGather: RecursiveDoubling from kLogStepMinWorld ranks over copying links for blocks up to
+/// options.direct_fold_all_bytes, else Direct. Never returns Auto.
 Algorithm auto_algorithm(OpKind kind, std::size_t bytes, LinkKind link,
                          const CommunicatorOptions& options, int world = 2);
 

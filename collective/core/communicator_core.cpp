@@ -165,6 +165,16 @@ Algorithm CommunicatorCore::choose_algorithm(CallScope& scope, const CallOptions
     scope.record.algorithm = static_cast<std::uint8_t>(a);
     return Algorithm::Direct;  // never runs: agreement raises the rejection on every rank
   }
+  if (!algorithm_runs(scope.record.kind, a)) {
+    reject(scope, CollectiveErrorKind::InvalidArgument,
+           str("expected an algorithm that runs ", op_kind_name(scope.record.kind), ", got ",
+               algorithm_name(a)));
+  } else if (!folds_linearly(a) && options_.determinism != Determinism::PerAlgorithm) {
+    reject(scope, CollectiveErrorKind::InvalidArgument,
+           str("expected Determinism::PerAlgorithm for ", algorithm_name(a),
+               " (its tree fold may differ in the last bits from the other algorithms), got "
+               "Determinism::AlgorithmIndependent"));
+  }
   if (a == Algorithm::Auto && bytes.has_value()) {
     a = auto_algorithm(scope.record.kind, *bytes, transport_->traits().link, options_,
                        transport_->world_size());

@@ -76,6 +76,12 @@ Tensor AlgorithmEngine::all_reduce(const EngineCall& call, const Tensor& t, Redu
     case Algorithm::Centralized:
       centralized_all_reduce(ctx, in.data_ptr(), out.data_ptr(), count, kernel);
       break;
+    case Algorithm::RecursiveDoubling:
+      recursive_doubling_all_reduce(ctx, in.data_ptr(), out.data_ptr(), count, kernel);
+      break;
+    case Algorithm::HalvingDoubling:
+      halving_doubling_all_reduce(ctx, in.data_ptr(), out.data_ptr(), count, kernel);
+      break;
     default:
       direct_all_reduce(ctx, in.data_ptr(), out.data_ptr(), count, kernel,
                         options_.direct_fold_all_bytes);
@@ -100,6 +106,12 @@ std::optional<Tensor> AlgorithmEngine::reduce(const EngineCall& call, const Tens
       break;
     case Algorithm::Tree:
       tree_reduce(ctx, in.data_ptr(), out_ptr, count, kernel, root, call.record.tree_arity);
+      break;
+    case Algorithm::RecursiveDoubling:
+      recursive_doubling_reduce(ctx, in.data_ptr(), out_ptr, count, kernel, root);
+      break;
+    case Algorithm::HalvingDoubling:
+      halving_doubling_reduce(ctx, in.data_ptr(), out_ptr, count, kernel, root);
       break;
     default:
       direct_reduce(ctx, in.data_ptr(), out_ptr, count, kernel, root);
@@ -145,6 +157,9 @@ Tensor AlgorithmEngine::broadcast(const EngineCall& call, const Tensor& t, int r
       break;
     case Algorithm::Tree:
       tree_broadcast(ctx, buf, nbytes, root, call.record.tree_arity);
+      break;
+    case Algorithm::RecursiveDoubling:
+      recursive_doubling_broadcast(ctx, buf, nbytes, root);
       break;
     default:
       direct_broadcast(ctx, buf, nbytes, root);

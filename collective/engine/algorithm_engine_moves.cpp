@@ -3,6 +3,7 @@
 #include <numeric>
 
 #include "collective/algorithms/algorithm.h"
+#include "collective/algorithms/selection.h"
 #include "collective/engine/algorithm_engine.h"
 
 namespace ruccl {
@@ -26,7 +27,18 @@ Tensor AlgorithmEngine::all_gather(const EngineCall& call, const Tensor& t) {
   if (device_engine_) return device_engine_->all_gather(call, t);
   const Tensor in = host_contiguous(t);
   Tensor out = Tensor::empty(gathered_shape(in.shape(), transport_.world_size()), in.dtype());
-  direct_all_gather(call.context.on(transport_), in.data_ptr(), out.data_ptr(), in.nbytes());
+  // Auto stays Auto in the record: resolved here from the agreed shape, the same on every rank.
+  Algorithm algorithm = call.algorithm();
+  if (algorithm == Algorithm::Auto) {
+    algorithm = auto_algorithm(OpKind::AllGather, in.nbytes(), transport_.traits().link, options_,
+                               transport_.world_size());
+  }
+  if (algorithm == Algorithm::RecursiveDoubling) {
+    recursive_doubling_all_gather(call.context.on(transport_), in.data_ptr(), out.data_ptr(),
+                                  in.nbytes());
+  } else {
+    direct_all_gather(call.context.on(transport_), in.data_ptr(), out.data_ptr(), in.nbytes());
+  }
   return to_device(out, device_);
 }
 

@@ -40,12 +40,17 @@ const char* algorithm_name(Algorithm algorithm) {
       return "tree";
     case Algorithm::Centralized:
       return "centralized";
+    case Algorithm::RecursiveDoubling:
+      return "recursive_doubling";
+    case Algorithm::HalvingDoubling:
+      return "halving_doubling";
   }
   return nullptr;
 }
 
 std::string invalid_algorithm_message(Algorithm algorithm) {
-  return "expected an Algorithm (Auto, Direct, Ring, Tree, Centralized), got Algorithm(" +
+  return "expected an Algorithm (Auto, Direct, Ring, Tree, Centralized, RecursiveDoubling, "
+         "HalvingDoubling), got Algorithm(" +
          std::to_string(static_cast<int>(algorithm)) + ")";
 }
 
@@ -59,6 +64,26 @@ void validate_communicator_options(const CommunicatorOptions& options, const std
   for (const Algorithm a :
        {options.all_reduce_algorithm, options.reduce_algorithm, options.broadcast_algorithm}) {
     if (algorithm_name(a) == nullptr) throw invalid(invalid_algorithm_message(a));
+  }
+  if (options.determinism != Determinism::AlgorithmIndependent &&
+      options.determinism != Determinism::PerAlgorithm) {
+    throw invalid(
+        str("expected a Determinism (AlgorithmIndependent, PerAlgorithm), got "
+            "Determinism(",
+            static_cast<int>(options.determinism), ")"));
+  }
+  if (options.broadcast_algorithm == Algorithm::HalvingDoubling) {
+    throw invalid(
+        "expected a broadcast_algorithm that broadcasts (Auto, Direct, Ring, Tree, "
+        "Centralized, RecursiveDoubling), got HalvingDoubling (an all_reduce and reduce "
+        "algorithm)");
+  }
+  for (const Algorithm a : {options.all_reduce_algorithm, options.reduce_algorithm}) {
+    if (a == Algorithm::HalvingDoubling && options.determinism != Determinism::PerAlgorithm) {
+      throw invalid(str("expected Determinism::PerAlgorithm with HalvingDoubling (its tree fold ",
+                        "differs in the last bits from the other algorithms), got ",
+                        "Determinism::AlgorithmIndependent"));
+    }
   }
   if (options.timeout.count() <= 0) {
     throw invalid(str("expected a positive timeout, got ", options.timeout.count(), " ms"));

@@ -12,12 +12,35 @@
 
 namespace ruccl {
 
-/// Which algorithm a collective uses. Auto picks by message size (docs/collectives.md).
-/// Every algorithm gives bit-identical results (one reduction order for all of them).
-enum class Algorithm : unsigned char { Auto, Direct, Ring, Tree, Centralized };
+/// Which algorithm a collective uses. Auto picks by message size and world size
+/// (docs/collectives.md). Every algorithm but HalvingDoubling folds in one canonical order, so they
+/// give bit-identical results; HalvingDoubling folds in a tree (Determinism::PerAlgorithm only).
+/// RecursiveDoubling: ceil(log2 W) rounds for all_reduce, reduce, broadcast and all_gather;
+/// HalvingDoubling: Rabenseifner's all_reduce (and reduce), bandwidth-optimal in 2 log2 W steps.
+enum class Algorithm : unsigned char {
+  Auto,
+  Direct,
+  Ring,
+  Tree,
+  Centralized,
+  RecursiveDoubling,
+  HalvingDoubling
+};
 
-/// "auto", "direct", "ring", "tree", "centralized"; nullptr for a value that is not an Algorithm
-/// (such as Algorithm(9)), which every call rejects as InvalidArgument.
+/// What "deterministic" promises for reductions (CommunicatorOptions::determinism). Both modes
+/// give bit-identical results on every rank and every run.
+enum class Determinism : unsigned char {
+  /// Also the same bits whatever the algorithm (the canonical linear fold): Auto never picks an
+  /// algorithm with another fold, and asking for one (HalvingDoubling) is InvalidArgument.
+  AlgorithmIndependent,
+  /// The bits may differ in the last place between algorithms (HalvingDoubling's tree fold), so
+  /// Auto may pick the fastest.
+  PerAlgorithm
+};
+
+/// "auto", "direct", "ring", "tree", "centralized", "recursive_doubling", "halving_doubling";
+/// nullptr for a value that is not an Algorithm (such as Algorithm(9)), which every call rejects
+/// as InvalidArgument.
 const char* algorithm_name(Algorithm algorithm);
 /// "expected an Algorithm (Auto, ...), got Algorithm(9)": the message for such a value.
 std::string invalid_algorithm_message(Algorithm algorithm);
@@ -55,7 +78,8 @@ struct CallOptions {
   int num_words = 0;
   /// Name used in error messages instead of the collective's own (e.g. "all_gather_dim").
   const char* label = nullptr;
-  /// Algorithm of this call (all_reduce, reduce, broadcast); Auto: the communicator's option.
+  /// Algorithm of this call (all_reduce, reduce, broadcast; all_gather: Direct or
+  /// RecursiveDoubling, others ignored there); Auto: the communicator's option.
   /// Every rank must choose the same (checked: ArgumentMismatch).
   Algorithm algorithm = Algorithm::Auto;
   /// Arity of a Tree algorithm for this call; 0: CommunicatorOptions::tree_arity.
@@ -148,10 +172,16 @@ struct CommunicatorOptions {
   /// reductions do not (MPI's order is the implementation's) runs ours instead; a group whose
   /// engine cannot is refused with InvalidConfig.
   bool require_bit_identical = false;
+  /// Whether reductions must also be bit-identical across algorithms (the default, the canonical
+  /// order) or only on every rank and run (lets Auto pick HalvingDoubling). Every rank of a group
+  /// must use the same (a different choice shows up as an algorithm mismatch).
+  Determinism determinism = Determinism::AlgorithmIndependent;
 };
 
 /// Checks options a group is made with; throws CollectiveError(InvalidConfig) "<who>: expected X,
-/// got Y" naming the field (tree_arity < 2, timeout <= 0, an Algorithm that is no enumerator,
+/// got Y" naming the field (tree_arity < 2, timeout <= 0, an Algorithm that is no enumerator or
+/// cannot run the collective it is set for, HalvingDoubling without Determinism::PerAlgorithm, a
+/// Determinism that is no enumerator,
 /// segment_bytes 0 or not a multiple of 64). Every group factory calls it (InProcessGroup::create,
 /// TCP). Rank names and devices are the factory's to check (it knows the world size).
 void validate_communicator_options(const CommunicatorOptions& options, const std::string& who);

@@ -171,6 +171,8 @@ TraceEvent CallObserver::event_of(const CallRecord& record, std::span<const Call
   auto a = static_cast<Algorithm>(record.algorithm);
   if (a == Algorithm::Auto && is_broadcast(record.kind) && ok) {
     a = auto_algorithm(OpKind::Broadcast, e.bytes, link_, options_, world_);
+  } else if (a == Algorithm::Auto && record.kind == OpKind::AllGather) {
+    a = auto_algorithm(OpKind::AllGather, e.bytes, link_, options_, world_);
   } else if (a == Algorithm::Auto && !is_broadcast(record.kind)) {
     a = Algorithm::Direct;  // the collectives with one algorithm; barrier: the agreement itself
   }
@@ -198,7 +200,8 @@ void CallObserver::finish(const CallRecord& record, std::span<const CallRecord> 
   log_refusals();
   const bool tracing = trace_.enabled();
   const bool logging = log_.enabled(DebugLevel::Trace);
-  if (!tracing && !logging && !is_broadcast(record.kind)) {  // the common case: statistics only
+  // The common case: statistics only (broadcast and all_gather resolve Auto in event_of).
+  if (!tracing && !logging && !is_broadcast(record.kind) && record.kind != OpKind::AllGather) {
     const std::uint8_t a =
         record.algorithm != 0 ? record.algorithm : static_cast<std::uint8_t>(Algorithm::Direct);
     stats_.add(static_cast<int>(record.kind), a, record_bytes(record), end_ns - start_ns, ok);

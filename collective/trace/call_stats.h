@@ -33,7 +33,7 @@ class CollectiveStats {
   static constexpr int kSend = static_cast<int>(OpKind::AllToAllV) + 1;
   static constexpr int kRecv = kSend + 1;
   static constexpr int kOps = kRecv + 1;
-  static constexpr int kAlgorithms = static_cast<int>(Algorithm::Centralized) + 1;
+  static constexpr int kAlgorithms = static_cast<int>(Algorithm::HalvingDoubling) + 1;
 
   /// Adds one call of operation `op` (an OpKind, kSend or kRecv) on `algorithm` (an Algorithm's
   /// value; anything else counts as Auto).

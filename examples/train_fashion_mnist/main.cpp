@@ -69,6 +69,8 @@ constexpr const char* kUsage =
     "  --overlap            reduce gradient buckets while backward runs (same parameters)\n"
     "  --bucket-mb X        with --overlap: the bucket cap in MiB, default 25\n"
     "  --accumulate K       K micro-batches per step (DataParallel::no_sync), default 1\n"
+    "  --zero S             ZeRO stage: 1 shards the optimizer state, 2 the gradients too\n"
+    "                       (same parameters as without), default 0\n"
     "  --test-limit N       evaluate on the first N test images only (short runs)\n"
     "  --save-parameters F  write the final parameters to F (raw F32, visit order)\n"
     "  --kill-after-step K  test hook: rank --kill-rank (default 1) SIGKILLs itself after\n"
@@ -129,6 +131,10 @@ Cli parse(int argc, char** argv) {
       const std::int64_t k = to_int(flag, value);
       if (k < 1 || k > 1 << 20) usage_error("--accumulate expects K >= 1, got " + value);
       cli.options.accumulate = static_cast<int>(k);
+    } else if (flag == "--zero") {
+      const std::int64_t stage = to_int(flag, value);
+      if (stage < 0 || stage > 2) usage_error("--zero expects 0, 1 or 2, got " + value);
+      cli.options.zero_stage = static_cast<int>(stage);
     } else if (flag == "--epochs") {
       cli.options.epochs = static_cast<int>(to_int(flag, value));
     } else if (flag == "--batch") {

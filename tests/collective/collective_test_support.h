@@ -141,6 +141,7 @@ inline std::vector<AlgorithmConfig> algorithm_configs() {
   out.push_back({"tree(2)", with(Algorithm::Tree, 2, 0)});
   out.push_back({"tree(3)", with(Algorithm::Tree, 3, 0)});
   out.push_back({"centralized", with(Algorithm::Centralized, 2, 0)});
+  out.push_back({"recursive doubling", with(Algorithm::RecursiveDoubling, 2, 0)});
   return out;
 }
 

@@ -59,6 +59,9 @@ struct Call {
   std::int64_t cols = 0;
   Layout layout = Layout::Contiguous;
   int root = 0;
+  /// The per-call algorithm (CallOptions::with_algorithm) of all_reduce, reduce, broadcast and
+  /// all_gather; Auto: the communicator's option.
+  Algorithm algorithm = Algorithm::Auto;
 };
 
 /// "all_gather", "reduce_scatter", ...
@@ -256,17 +259,19 @@ using Outputs = std::vector<std::optional<Tensor>>;
 inline Outputs run_call(Communicator& comm, const Call& c, const Tensor& in) {
   const int r = comm.rank();
   const int world = comm.world_size();
+  const CallOptions o = CallOptions().with_algorithm(c.algorithm);
   switch (c.op) {
     case Op::Broadcast:
-      return {comm.broadcast(in, c.root)};
+      return {comm.broadcast(in, c.root, o)};
     case Op::BroadcastFromSender:
-      return {comm.broadcast_from_sender(r == c.root ? std::optional<Tensor>(in) : std::nullopt)};
+      return {
+          comm.broadcast_from_sender(r == c.root ? std::optional<Tensor>(in) : std::nullopt, o)};
     case Op::AllReduce:
-      return {comm.all_reduce(in, c.reduce_op)};
+      return {comm.all_reduce(in, c.reduce_op, o)};
     case Op::Reduce:
-      return {comm.reduce(in, c.root, c.reduce_op)};
+      return {comm.reduce(in, c.root, c.reduce_op, o)};
     case Op::AllGather:
-      return {comm.all_gather(in)};
+      return {comm.all_gather(in, o)};
     case Op::Gather:
       return {comm.gather(in, c.root)};
     case Op::Scatter:
@@ -308,18 +313,19 @@ enum class Mode { Blocking, Async };
 inline std::vector<Work> start_call(Communicator& comm, const Call& c, const Tensor& in) {
   const int r = comm.rank();
   const int world = comm.world_size();
+  const CallOptions o = CallOptions().with_algorithm(c.algorithm);
   switch (c.op) {
     case Op::Broadcast:
-      return {comm.broadcast_async(in, c.root)};
+      return {comm.broadcast_async(in, c.root, o)};
     case Op::BroadcastFromSender:
-      return {
-          comm.broadcast_from_sender_async(r == c.root ? std::optional<Tensor>(in) : std::nullopt)};
+      return {comm.broadcast_from_sender_async(
+          r == c.root ? std::optional<Tensor>(in) : std::nullopt, o)};
     case Op::AllReduce:
-      return {comm.all_reduce_async(in, c.reduce_op)};
+      return {comm.all_reduce_async(in, c.reduce_op, o)};
     case Op::Reduce:
-      return {comm.reduce_async(in, c.root, c.reduce_op)};
+      return {comm.reduce_async(in, c.root, c.reduce_op, o)};
     case Op::AllGather:
-      return {comm.all_gather_async(in)};
+      return {comm.all_gather_async(in, o)};
     case Op::Gather:
       return {comm.gather_async(in, c.root)};
     case Op::Scatter:
@@ -442,6 +448,7 @@ inline std::string describe(const Call& c) {
   if (reduces(c.op)) s += " " + std::string(reduce_operation_name(c.reduce_op));
   s += ", rows " + std::to_string(c.rows) + ", cols " + std::to_string(c.cols) + ", " +
        kLayouts[static_cast<int>(c.layout)] + ", root " + std::to_string(c.root);
+  if (c.algorithm != Algorithm::Auto) s += ", " + std::string(algorithm_name(c.algorithm));
   return s;
 }
 

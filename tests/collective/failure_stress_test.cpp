@@ -30,12 +30,20 @@ enum class Op {
   AllReduceRing,
   AllReduceTree,
   AllReduceCentral,
-  AllGather
+  AllGather,
+  AllReduceRecursiveDoubling,
+  AllReduceHalvingDoubling
 };
 enum class Failure { OutsideAbort, ShortDeadline, ThrowingRank };
 
-constexpr Op kOps[] = {Op::Broadcast,     Op::AllReduceDirect,  Op::AllReduceRing,
-                       Op::AllReduceTree, Op::AllReduceCentral, Op::AllGather};
+constexpr Op kOps[] = {Op::Broadcast,
+                       Op::AllReduceDirect,
+                       Op::AllReduceRing,
+                       Op::AllReduceTree,
+                       Op::AllReduceCentral,
+                       Op::AllGather,
+                       Op::AllReduceRecursiveDoubling,
+                       Op::AllReduceHalvingDoubling};
 constexpr Failure kFailures[] = {Failure::OutsideAbort, Failure::ShortDeadline,
                                  Failure::ThrowingRank};
 
@@ -53,6 +61,10 @@ const char* op_name(Op op) {
       return "all_reduce centralized";
     case Op::AllGather:
       return "all_gather";
+    case Op::AllReduceRecursiveDoubling:
+      return "all_reduce recursive doubling";
+    case Op::AllReduceHalvingDoubling:
+      return "all_reduce halving-doubling";
   }
   return "?";
 }
@@ -65,6 +77,10 @@ Algorithm algorithm_of(Op op) {
       return Algorithm::Tree;
     case Op::AllReduceCentral:
       return Algorithm::Centralized;
+    case Op::AllReduceRecursiveDoubling:
+      return Algorithm::RecursiveDoubling;
+    case Op::AllReduceHalvingDoubling:
+      return Algorithm::HalvingDoubling;
     default:
       return Algorithm::Direct;
   }
@@ -162,6 +178,7 @@ TEST_CASE("Groups failing at random points of collectives end promptly with ever
 
     CommunicatorOptions options;
     options.timeout = 30s;  // a hang fails the test below instead of waiting 300 s
+    options.determinism = Determinism::PerAlgorithm;  // HalvingDoubling may run
     std::vector<Communicator> comms = InProcessGroup::create(world, {}, options);
     const int max_calls = n > 64 ? 40 : 200;
     std::atomic<bool> stop{false};

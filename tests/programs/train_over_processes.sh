@@ -12,6 +12,10 @@
 #   accumulate   --accumulate 3 (three micro-batches a step, DataParallel::no_sync) plain, and with
 #                --overlap as 2 threads and as 2 processes: byte-identical to each other; refusal
 #                of --accumulate 0
+#   zero         --zero 1 and --zero 2 (sharded optimizer state; sharded gradients, with --overlap
+#                too) as 2 threads, and --zero 2 --overlap as 2 processes over shared memory and
+#                over TCP (RUCCL_TCP_SHARED_MEMORY=off), and killed after step 15 and resumed at
+#                step 10: byte-identical to the plain run; refusal of --zero 3
 #   kill-resume  rank 1 SIGKILLs itself after step 15 (a checkpoint step: rank 0 writes step 15,
 #                rank 1 never does) under ruccl-run --max-restarts 1; the restarted job must
 #                resume at step 10, the newest step BOTH ranks wrote, pass over step 15, and end
@@ -34,6 +38,38 @@ same() {  # same FILE_A FILE_B WHAT
 grep -q "(threads)" "$work/threads.log" || fail "the baseline did not run on threads"
 
 case $case_name in
+  zero)
+    for z in 1 2; do
+      "$train" "${short[@]}" --zero $z --ranks 2 --save-parameters "$work/zero$z-threads.bin" \
+        > "$work/zero$z-threads.log"
+      same "$work/threads.bin" "$work/zero$z-threads.bin" "--zero $z on 2 threads"
+    done
+    zero2=(--zero 2 --overlap --bucket-mb 0.5)
+    "$train" "${short[@]}" "${zero2[@]}" --ranks 2 --save-parameters "$work/zero2o-threads.bin" \
+      > "$work/zero2o-threads.log"
+    same "$work/threads.bin" "$work/zero2o-threads.bin" "--zero 2 --overlap on 2 threads"
+    for shm in auto off; do
+      RUCCL_TCP_SHARED_MEMORY=$shm "$ruccl_run" --nproc-per-node 2 "$train" "${short[@]}" \
+        "${zero2[@]}" --save-parameters "$work/zero2-processes-$shm.bin" \
+        > "$work/zero2-processes-$shm.log"
+      grep -q "^\[0\] .*(processes)" "$work/zero2-processes-$shm.log" ||
+        fail "ruccl-run did not run processes"
+      same "$work/threads.bin" "$work/zero2-processes-$shm.bin" \
+        "--zero 2 --overlap on 2 processes (RUCCL_TCP_SHARED_MEMORY=$shm)"
+    done
+    # Killed after step 15 and resumed from step 10 (the optimizer state gathered into each
+    # rank's record, cut back to the shard at the first step after the restore).
+    "$ruccl_run" --nproc-per-node 2 --max-restarts 1 "$train" "${short[@]}" "${zero2[@]}" \
+      --checkpoint-dir "$work/zero-ckpt" --checkpoint-every 5 --kill-after-step 15 \
+      --save-parameters "$work/zero2-resumed.bin" > "$work/zero2-resumed.log" 2>&1 ||
+      fail "the restarted --zero 2 job failed: $(tail -5 "$work/zero2-resumed.log")"
+    grep -q "^\[0\] resuming at step 10 .*(step 15 passed over: not every rank wrote it)" \
+      "$work/zero2-resumed.log" || fail "the --zero 2 job did not resume at step 10, passing over 15"
+    same "$work/threads.bin" "$work/zero2-resumed.bin" "--zero 2 --overlap killed and resumed"
+    if "$train" --zero 3 > "$work/zero3.log" 2>&1; then fail "--zero 3 was accepted"; fi
+    grep -q -- "--zero expects 0, 1 or 2" "$work/zero3.log" || fail "no --zero 3 refusal"
+    echo "PASS: --zero 1 and --zero 2 (with --overlap) end with the plain run's parameters, byte for byte, on threads, on processes over shared memory and TCP, and killed and resumed"
+    ;;
   overlap)
     overlap=(--overlap --bucket-mb 0.5)
     "$train" "${short[@]}" "${overlap[@]}" --ranks 2 --save-parameters "$work/overlap-threads.bin" \

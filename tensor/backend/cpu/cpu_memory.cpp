@@ -5,6 +5,7 @@
 
 #include "tensor/backend/cpu/cpu_backend.h"
 #include "tensor/backend/cpu/cpu_block_cache.h"
+#include "tensor/backend/cpu/cpu_memory_counter.h"
 #include "tensor/backend/cpu/strided_loop.h"
 #include "tensor/core/checked_arithmetic.h"
 #include "tensor/core/tensor.h"
@@ -15,8 +16,15 @@ namespace {
 
 constexpr std::size_t kAlignment = 64;  // a cache line, and enough for AVX-512 loads
 
-void free_aligned(void* p, void* /*context*/) { std::free(p); }
-void release_cached(void* p, void* /*context*/) { release_block(p); }
+// The context is a counted allocation's record (cpu_memory_counter.h), or null.
+void free_aligned(void* p, void* context) {
+  std::free(p);
+  if (context != nullptr) count_free(context);
+}
+void release_cached(void* p, void* context) {
+  release_block(p);
+  if (context != nullptr) count_free(context);
+}
 
 // Element conversion that goes through float for Half/BFloat16 and never hits UB for integers.
 template <typename To, typename From>
@@ -50,7 +58,10 @@ std::shared_ptr<Storage> CpuBackend::allocate(std::size_t nbytes, Device device)
   RUCCL_CHECK(fits && (rounded == 0 || p != nullptr), OutOfMemoryError,
               "CpuBackend::allocate: out of memory: the system could not provide ", nbytes,
               " bytes", fits ? "" : " (no block can be that large)");
-  return std::make_shared<Storage>(p, nbytes, device, cached ? &release_cached : &free_aligned);
+  const auto counter = active_memory_counter();  // null unless a MemoryCounter runs here
+  void* context = counter != nullptr && p != nullptr ? count_allocation(counter, nbytes) : nullptr;
+  return std::make_shared<Storage>(p, nbytes, device, cached ? &release_cached : &free_aligned,
+                                   context);
 }
 
 void CpuBackend::copy_bytes(const Storage& src, std::size_t src_offset, Storage& dst,

@@ -1,7 +1,8 @@
 // CpuBackend: the optimizer updates (Backend::sgd_update, Backend::adam_update), mirroring
 // torch.optim's single-tensor code (torch 1.13) operation by operation, in the parameter's float
 // type, so trajectories match PyTorch to rounding (torch's vectorised CPU kernels use FMA; these
-// loops may or may not, hence the tolerance documented in tests/optim/optimizer_golden_test.cpp).
+// loops do not: CMakeLists.txt compiles this file with -ffp-contract=off; hence the tolerance
+// documented in tests/optim/optimizer_golden_test.cpp).
 
 // g++ 12 warns "'__Y' may be used uninitialized" inside its own avx512fintrin.h when Eigen's
 // AVX-512 sqrt is inlined here: a false positive of the intrinsics header (GCC bug 105593).
@@ -78,28 +79,54 @@ void adam_loop(T* p, const T* g, T* m, T* v, std::int64_t n, const AdamStep& o) 
   const T decay = static_cast<T>(1.0 - lr * o.weight_decay);
   const bool coupled_wd = !decoupled && o.weight_decay != 0.0;
   const bool decoupled_wd = decoupled && o.weight_decay != 0.0;
-  // Eigen array expressions over L1-sized chunks: one pass over memory, and vectorised sqrt and
-  // division (a plain loop calling std::sqrt stays scalar under -fmath-errno).
-  using Array = Eigen::Array<T, Eigen::Dynamic, 1>;
-  constexpr std::int64_t kChunk = 1024;
-  Eigen::Array<T, kChunk, 1> grad_buffer;
-  for (std::int64_t start = 0; start < n; start += kChunk) {
-    const Eigen::Index len = static_cast<Eigen::Index>(std::min(kChunk, n - start));
-    Eigen::Map<Array> P(p + start, len), M(m + start, len), V(v + start, len);
-    Eigen::Map<const Array> G(g + start, len);
+  // Eigen array expressions: one pass over memory, and vectorised sqrt and division (a plain loop
+  // calling std::sqrt stays scalar under -fmath-errno). Every element goes through the same
+  // packet code, a packet at a time (fixed-size arrays: no
+  // alignment peeling, no scalar tail; the last partial packet is padded with zeros whose results
+  // are dropped). Eigen's dynamic loops would update the elements before the first aligned
+  // address and after the last whole packet with scalar code, whose std::sqrt rounds differently
+  // from the fast packet sqrt (an rsqrt estimate and a Newton step): an element's update would
+  // depend on where the tensor starts. Here it does not, so a ZeRO rank stepping a slice
+  // (Optimizer::step_range) gets the bits of the whole tensor's step.
+  constexpr std::int64_t kPacket = Eigen::internal::packet_traits<T>::size;
+  using Packet = Eigen::Array<T, kPacket, 1>;
+  using Map = Eigen::Map<Packet>;
+  using ConstMap = Eigen::Map<const Packet>;
+  const auto update = [&](Packet& P, const Packet& G, Packet& M, Packet& V) {
     if (decoupled_wd) P *= decay;  // AdamW: param.mul_(1 - lr * wd)
-    const auto moments = [&](const auto& Gi) {
-      M = M * b1 + one_minus_b1 * Gi;
-      V = V * b2 + (one_minus_b2 * Gi) * Gi;  // addcmul: v + (value * g) * g
+    const auto moments = [&](const Packet& Gm) {
+      M = M * b1 + one_minus_b1 * Gm;
+      V = V * b2 + (one_minus_b2 * Gm) * Gm;  // addcmul: v + (value * g) * g
     };
     if (coupled_wd) {
-      auto Gi = grad_buffer.head(len);
-      Gi = G + wd * P;  // Adam: grad.add(param, alpha=wd)
+      const Packet Gi = G + wd * P;  // Adam: grad.add(param, alpha=wd)
       moments(Gi);
     } else {
       moments(G);
     }
     P = P + (neg_step_size * M) / (V.sqrt() / bc2_sqrt + eps);  // addcdiv: p + (value * m) / d
+  };
+  const std::int64_t body = n - n % kPacket;
+  for (std::int64_t i = 0; i < body; i += kPacket) {
+    Packet P = ConstMap(p + i), M = ConstMap(m + i), V = ConstMap(v + i);
+    update(P, ConstMap(g + i), M, V);
+    Map(p + i) = P;
+    Map(m + i) = M;
+    Map(v + i) = V;
+  }
+  if (body < n) {
+    const auto t = static_cast<Eigen::Index>(n - body);
+    using Tail = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
+    using TailOut = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
+    Packet P = Packet::Zero(), G = Packet::Zero(), M = Packet::Zero(), V = Packet::Zero();
+    P.head(t) = Tail(p + body, t);
+    G.head(t) = Tail(g + body, t);
+    M.head(t) = Tail(m + body, t);
+    V.head(t) = Tail(v + body, t);
+    update(P, G, M, V);
+    TailOut(p + body, t) = P.head(t);
+    TailOut(m + body, t) = M.head(t);
+    TailOut(v + body, t) = V.head(t);
   }
 }
 
