@@ -19,6 +19,7 @@ inline constexpr const char* kUsage =
     "  --dtype f32|f64       parameters' and activations' dtype, default f32\n"
     "  --overlap             all-reduce gradient buckets along dp while backward runs\n"
     "  --bucket-mb X         with --overlap: the bucket cap in MiB, default 25\n"
+    "  --zero-stage 0|1|2    ZeRO along dp: shard the optimizer state (1) and gradients (2)\n"
     "  --steps N             optimizer steps, default 1500\n"
     "  --batch N             global batch of sequences (split over the ranks), default 16\n"
     "  --context N           characters per sequence, default 64\n"
@@ -75,6 +76,7 @@ struct Options {
   bool sharded_checkpoint = false;
   bool overlap = false;
   std::int64_t bucket_cap_bytes = 25LL << 20;
+  int zero_stage = 0;
   std::string save_parameters;
 };
 
@@ -162,6 +164,9 @@ inline Options parse(int argc, char** argv) {
     } else if (flag == "--dtype") {
       if (v != "f32" && v != "f64") usage_error("--dtype expects f32 or f64, got '" + v + "'");
       o.f64 = v == "f64";
+    } else if (flag == "--zero-stage") {
+      o.zero_stage = static_cast<int>(integer());
+      if (o.zero_stage < 0 || o.zero_stage > 2) usage_error("--zero-stage expects 0, 1 or 2");
     } else if (flag == "--bucket-mb") {
       const double mb = to_number(flag, v, false);
       if (!(mb > 0.0 && mb <= 1 << 20)) usage_error("--bucket-mb expects a size > 0 in MiB");

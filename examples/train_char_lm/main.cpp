@@ -201,7 +201,8 @@ RankResult train(Communicator& comm, Communicator& dp_comm, Model& model, const 
       dp_comm, model, /*root=*/0,
       {.overlap = o.overlap,
        .bucket_cap_bytes = o.bucket_cap_bytes,
-       .first_bucket_cap_bytes = std::min<std::int64_t>(1 << 20, o.bucket_cap_bytes)});
+       .first_bucket_cap_bytes = std::min<std::int64_t>(1 << 20, o.bucket_cap_bytes),
+       .zero_stage = o.zero_stage});
   const auto span =
       static_cast<std::uint64_t>(corpus.train.size()) - static_cast<std::uint64_t>(o.context) - 1;
   const std::int64_t lo = o.batch * dp_comm.rank() / dp_comm.world_size();        // this replica's
@@ -224,9 +225,16 @@ RankResult train(Communicator& comm, Communicator& dp_comm, Model& model, const 
       step_loss = loss.value().template item<double>();
     }
     // The gradient of the mean over the global batch: backward, then dp's all-reduce (with
-    // --overlap, bucket by bucket while backward runs; bit-identical).
-    const optim::GradientsParams mean = dp.backward(
-        model, loss, static_cast<double>((hi - lo) * o.context), optim::LossReduction::Sum);
+    // --overlap, bucket by bucket while backward runs; with ZeRO-2, only this rank's shard of it;
+    // every way bit-identical), and the step (with ZeRO, of this rank's shard, then gathered).
+    const double weight = static_cast<double>((hi - lo) * o.context);
+    if (o.zero_stage == 2) {
+      dp.step(opt, schedule.step(), model,
+              dp.backward_shard(model, loss, weight, optim::LossReduction::Sum));
+    } else {
+      dp.step(opt, schedule.step(), model,
+              dp.backward(model, loss, weight, optim::LossReduction::Sum));
+    }
     pending += step_loss;
     if (o.print_losses) {
       r.losses.emplace_back(step + 1, dp_comm.all_reduce(Tensor::from_vector<double>({step_loss}),
@@ -234,7 +242,6 @@ RankResult train(Communicator& comm, Communicator& dp_comm, Model& model, const 
                                               .item<double>() /
                                           static_cast<double>(o.batch * o.context));
     }
-    opt.step(schedule.step(), model, mean);
     ++step;
     ++pending_steps;
     if (!o.checkpoint_dir.empty() &&
@@ -244,6 +251,7 @@ RankResult train(Communicator& comm, Communicator& dp_comm, Model& model, const 
                                       .rng = data.state(),
                                       .rank = rank,
                                       .world_size = world};
+      dp.gather_optimizer_state(opt, model);  // ZeRO: the whole state on every dp rank
       if (series) {
         series->save(comm, optim::TrainingRecord::capture(model, &opt, &schedule, nullptr, caller),
                      step);

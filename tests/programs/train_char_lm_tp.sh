@@ -9,9 +9,11 @@
 #    loss within 1e-12 relative, the final parameters gathered within 1e-9 (absolute, or relative
 #    where larger than 1); 2 x 2 samples the one-rank run's text;
 # 2. F32, --tp 2 --dp 2: every step's loss within 1e-5 relative; with --overlap (dp's buckets of
-#    4 KiB all-reduced while backward runs) the same parameters byte for byte;
+#    4 KiB all-reduced while backward runs), --zero-stage 1 and --zero-stage 2 --overlap the same
+#    parameters byte for byte;
 # 3. sharded checkpoints (F64, 8 steps): --tp 2 --dp 2 stopped after step 4 and resumed on the
-#    same mesh ends with the uninterrupted run's parameters byte for byte; stopped after step 4,
+#    same mesh ends with the uninterrupted run's parameters byte for byte (and with
+#    --zero-stage 2, its optimizer state gathered for the save); stopped after step 4,
 #    resumed on one rank (--tp 1) to step 6, then on --tp 4 to step 8: every step's loss within
 #    1e-12 of the uninterrupted run's, the parameters within 1e-9;
 # 4. a mesh that does not fit (heads, ranks) is refused with a message.
@@ -99,6 +101,12 @@ same_losses "$work/one32.log" "$work/tpdp32.log" 1e-5
 "$train" "${tiny[@]}" --tp 2 --dp 2 --overlap --bucket-mb 0.004 \
   --save-parameters "$work/overlap.txt" > "$work/overlap.log"
 cmp "$work/tpdp32.txt" "$work/overlap.txt" || fail "--overlap (4 KiB buckets) changed the parameters"
+"$train" "${tiny[@]}" --tp 2 --dp 2 --zero-stage 1 --save-parameters "$work/zero1.txt" \
+  > "$work/zero1.log"
+cmp "$work/tpdp32.txt" "$work/zero1.txt" || fail "--zero-stage 1 changed the parameters"
+"$train" "${tiny[@]}" --tp 2 --dp 2 --zero-stage 2 --overlap --bucket-mb 0.004 \
+  --save-parameters "$work/zero2.txt" > "$work/zero2.log"
+cmp "$work/tpdp32.txt" "$work/zero2.txt" || fail "--zero-stage 2 --overlap changed the parameters"
 
 long=("${tiny[@]}" --steps 8 --eval-every 8 --dtype f64)
 "$train" "${long[@]}" --tp 2 --dp 2 --save-parameters "$work/whole.txt" > "$work/whole.log"
@@ -108,6 +116,11 @@ long=("${tiny[@]}" --steps 8 --eval-every 8 --dtype f64)
 grep -q "resuming after step 4 (sharded)" "$work/same2.log" || fail "no sharded resume"
 cmp "$work/whole.txt" "$work/same.txt" || fail "resumed on the same mesh, the parameters differ"
 same_step_losses "$work/whole.log" 0 "$work/same1.log" "$work/same2.log"
+"$train" "${long[@]}" --tp 2 --dp 2 --zero-stage 2 --checkpoint-dir "$work/zero" --stop-after 4 \
+  > "$work/zck1.log"
+"$train" "${long[@]}" --tp 2 --dp 2 --zero-stage 2 --checkpoint-dir "$work/zero" --resume \
+  --save-parameters "$work/zero.txt" > "$work/zck2.log"
+cmp "$work/whole.txt" "$work/zero.txt" || fail "ZeRO-2 stopped and resumed: other parameters"
 "$train" "${long[@]}" --tp 2 --dp 2 --checkpoint-dir "$work/mesh" --stop-after 4 > "$work/mesh1.log"
 "$train" "${long[@]}" --ranks 1 --checkpoint-dir "$work/mesh" --resume --stop-after 6 \
   > "$work/mesh2.log"
@@ -122,4 +135,4 @@ if "$train" "${tiny[@]}" --tp 3 > "$work/heads.log" 2>&1; then fail "--tp 3 with
 grep -q "num_heads divisible by the group size 3, got 4" "$work/heads.log" || fail "no heads refusal"
 if "$train" "${tiny[@]}" --ranks 3 --tp 2 > "$work/mesh.log" 2>&1; then fail "3 ranks, --tp 2 ran"; fi
 grep -q "3 ranks are not --tp 2 x --dp 1" "$work/mesh.log" || fail "no mesh refusal"
-echo "PASS: --tp 2 --dp 2 (threads), --tp 2 (processes) and --tp 4 (vocabulary padded) equal one rank: F64 losses within 1e-12, parameters within 1e-9; F32 losses within 1e-5; sharded checkpoint resumed bit for bit on 2 x 2, and 2 x 2 -> 1 -> tp 4"
+echo "PASS: --tp 2 --dp 2 (threads), --tp 2 (processes) and --tp 4 (vocabulary padded) equal one rank: F64 losses within 1e-12, parameters within 1e-9; F32 losses within 1e-5; --overlap and ZeRO 1, 2 byte for byte; sharded checkpoint resumed bit for bit on 2 x 2, and 2 x 2 -> 1 -> tp 4"
