@@ -8,12 +8,13 @@
 //   zero_bench [--worlds 2,4] [--hidden 4096] [--layers 7] [--batch 8] [--warmup 1] [--steps 3]
 //              [--no-peer] [--ruccl-run PATH]
 //
-// Memory per rank: our allocator's peak (cpu::MemoryCounter: every tensor the rank's thread
-// allocated, the collectives' buffers included) and the process's peak RSS (VmHWM), the maximum
-// over the ranks; the formulas of FP32 Adam (Ψ parameters): plain 16Ψ bytes, ZeRO-1 8Ψ + 8Ψ/W,
-// ZeRO-2 4Ψ + 12Ψ/W. PyTorch's figure is the peak RSS (it has no CPU allocator counter), which
-// includes its runtime (about 0.3 GB). samples/s = W x batch / the median step (a step lasts as
-// long as its slowest rank).
+// Memory per rank, the maximum over the ranks: what our allocator holds between steps (held:
+// cpu::MemoryCounter::bytes_in_use after the last step, every tensor the rank's thread allocated,
+// the collectives' buffers included; what the formulas count), its peak over the run, and the
+// process's peak RSS (VmHWM); the formulas of FP32 Adam (Ψ parameters): plain 16Ψ bytes, ZeRO-1 8Ψ
+// + 8Ψ/W, ZeRO-2 4Ψ + 12Ψ/W. PyTorch's figure is the peak RSS (it has no CPU allocator counter),
+// which includes its runtime (about 0.3 GB). samples/s = W x batch / the median step (a step lasts
+// as long as its slowest rank).
 #include <unistd.h>
 
 #include <algorithm>
@@ -115,21 +116,23 @@ int worker(char** argv) {
   const std::vector<double> slowest =
       comm.all_reduce(Tensor::from_vector(times), ReduceOperation::Max).to_vector<double>();
   const std::vector<std::int64_t> peaks =
-      comm.all_reduce(Tensor::from_vector<std::int64_t>({counter.peak_bytes(), peak_rss()}),
+      comm.all_reduce(Tensor::from_vector<std::int64_t>(
+                          {counter.peak_bytes(), peak_rss(), counter.bytes_in_use()}),
                       ReduceOperation::Max)
           .to_vector<std::int64_t>();
   std::vector<double> sorted = slowest;
   std::sort(sorted.begin(), sorted.end());
   if (comm.rank() == 0) {
-    std::printf("Z %.3f %lld %lld\n", 1e3 * sorted[sorted.size() / 2],
-                static_cast<long long>(peaks[0]), static_cast<long long>(peaks[1]));
+    std::printf("Z %.3f %lld %lld %lld\n", 1e3 * sorted[sorted.size() / 2],
+                static_cast<long long>(peaks[0]), static_cast<long long>(peaks[1]),
+                static_cast<long long>(peaks[2]));
   }
   return 0;
 }
 
 struct Row {
   double ms = 0;
-  double peak = 0, rss = 0;  // bytes
+  double peak = 0, rss = 0, held = 0;  // bytes (held: between steps; ours only)
   bool ok = false;
 };
 
@@ -142,6 +145,7 @@ Row parse_row(const std::string& out, const char* tag) {
     if (at == std::string::npos) continue;
     std::istringstream f(line.substr(at + std::strlen(tag)));
     if (f >> row.ms >> row.peak >> row.rss) row.ok = true;
+    if (!(f >> row.held)) row.held = 0;
   }
   return row;
 }
@@ -236,9 +240,9 @@ int main(int argc, char** argv) {
       "rank, %d warm-up + %d timed steps, processes over shared memory, 1 thread each\n",
       static_cast<long long>(c.hidden), static_cast<long long>(c.layers), psi / 1e6,
       static_cast<long long>(c.batch), c.warmup, c.steps);
-  std::printf("%-3s %-6s %9s %9s | %10s %8s %8s %7s | %10s %9s %7s | %9s\n", "W", "mode", "step ms",
-              "samples/s", "peak GB", "formula", "peak/f", "RSS GB", "torch ms", "torch s/s",
-              "RSS GB", "ours/torch");
+  std::printf("%-3s %-6s %9s %9s | %8s %8s %7s %8s %7s | %10s %9s %7s | %9s\n", "W", "mode",
+              "step ms", "samples/s", "formula", "held GB", "held/f", "peak GB", "RSS GB",
+              "torch ms", "torch s/s", "RSS GB", "ours/torch");
   for (int world : c.worlds) {
     double plain_sps = 0;
     for (const std::string& mode : kModes) {
@@ -249,8 +253,9 @@ int main(int argc, char** argv) {
       if (mode == "plain") plain_sps = sps;
       const double f = formula(mode, psi, world);
       const double tsps = torch.ok ? static_cast<double>(world * c.batch) / (torch.ms / 1e3) : 0;
-      std::printf("%-3d %-6s %9.1f %9.2f | %10.3f %8.3f %8.2f %7.3f | ", world, mode.c_str(),
-                  ours.ms, sps, ours.peak / gb, f / gb, ours.peak / f, ours.rss / gb);
+      std::printf("%-3d %-6s %9.1f %9.2f | %8.3f %8.3f %7.2f %8.3f %7.3f | ", world, mode.c_str(),
+                  ours.ms, sps, f / gb, ours.held / gb, ours.held / f, ours.peak / gb,
+                  ours.rss / gb);
       if (torch.ok) {
         std::printf("%10.1f %9.2f %7.3f | %9.2f", torch.ms, tsps, torch.rss / gb, sps / tsps);
       } else {
