@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
 #include <ctime>
 #include <optional>
 #include <thread>
@@ -19,6 +20,7 @@
 #include "optim/data_parallel.h"
 #include "optim/lr_scheduler.h"
 #include "optim/sgd.h"
+#include "optim/zero_checkpoint.h"
 #include "tensor/backend/cpu/cpu_backend.h"
 #include "tensor/ops/elementwise.h"
 #include "tensor/ops/reduce.h"
@@ -100,6 +102,22 @@ void wait_for_file(const std::filesystem::path& path) {
   }
 }
 
+/// The sharded checkpoint of step `step` under --zero (beside the step's records).
+std::filesystem::path zero_checkpoint_dir(const std::filesystem::path& dir, std::int64_t step) {
+  return dir / str("zero-step", step);
+}
+
+/// Removes the sharded checkpoints of steps before `keep` (all of them for -1).
+void remove_zero_checkpoints(const std::filesystem::path& dir, std::int64_t keep) {
+  std::error_code ignored;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ignored)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("zero-step", 0) != 0) continue;
+    const std::int64_t step = std::atoll(name.c_str() + 9);
+    if (keep < 0 || step < keep) std::filesystem::remove_all(e.path(), ignored);
+  }
+}
+
 /// The checks train_classifier() and train_classifier_rank() share. ValueError for bad options.
 void check_options(const LabelledImages& train, const ModelFactory& make_model,
                    const TrainOptions& options, int ranks) {
@@ -162,6 +180,7 @@ TrainResult train_rank(Communicator& comm, const LabelledImages& train, const La
     std::filesystem::create_directories(options.checkpoint_dir);
     series.emplace(options.checkpoint_dir, rank, world);
   }
+  bool resume_zero = false;
   if (series && (options.resume || options.resume_if_any)) {
     // Every rank verifies its files; the ranks resume from the newest step all of them hold.
     std::int64_t newest_anywhere = -1;
@@ -171,7 +190,10 @@ TrainResult train_rank(Communicator& comm, const LabelledImages& train, const La
                                 " holds no checkpoint that every rank wrote and verified"));
     }
     if (record) {
-      record->restore(*model, opt.get(), nullptr, nullptr, {.rank = rank, .world_size = world});
+      // Under --zero the optimizer state is in the step's sharded checkpoint (loaded below).
+      resume_zero = !record->has_optimizer();
+      record->restore(*model, resume_zero ? nullptr : opt.get(), nullptr, nullptr,
+                      {.rank = rank, .world_size = world});
       shuffle.set_state(record->caller().rng);  // as it was before this epoch's permutation
       steps = record->caller().step;
       if (report != nullptr) {
@@ -181,11 +203,14 @@ TrainResult train_rank(Communicator& comm, const LabelledImages& train, const La
     }
   } else if (series) {
     series->remove_own();  // a fresh run: no file of an earlier run may be taken for ours
+    if (rank == 0) remove_zero_checkpoints(options.checkpoint_dir, -1);
   }
   DataParallel dp = DataParallel::initialize(comm, *model, /*root=*/0,
                                              {.overlap = options.overlap,
                                               .bucket_cap_bytes = options.bucket_cap_bytes,
                                               .zero_stage = options.zero_stage});
+  if (resume_zero)
+    load_zero_checkpoint(dp, zero_checkpoint_dir(options.checkpoint_dir, steps), *opt, *model);
 
   TrainResult result;
   const auto start = Clock::now();
@@ -267,9 +292,14 @@ TrainResult train_rank(Communicator& comm, const LabelledImages& train, const La
       const bool checkpoint =
           series &&
           (epoch_end || (options.checkpoint_every > 0 && steps % options.checkpoint_every == 0));
-      // ZeRO: every rank records the whole optimizer state (a collective, so before the test
-      // hook below lets one rank die).
-      if (checkpoint) dp.gather_optimizer_state(*opt, *model);
+      // ZeRO: every rank writes its shard of the optimizer state into the step's sharded
+      // checkpoint (a collective, so before the test hook below lets one rank die); the step's
+      // records then hold no optimizer state.
+      const bool sharded = checkpoint && options.zero_stage > 0;
+      if (sharded) {
+        save_zero_checkpoint(dp, zero_checkpoint_dir(options.checkpoint_dir, steps), *opt, *model,
+                             {.step = steps});
+      }
       if (steps == options.kill_after_step && rank == options.kill_rank && options.attempt == 0) {
         // The test hook: no unwinding, no goodbye, like kill -9. At a checkpoint step, first
         // let rank 0 finish its file (a checkpoint that only some ranks wrote).
@@ -279,13 +309,15 @@ TrainResult train_rank(Communicator& comm, const LabelledImages& train, const La
       if (checkpoint) {
         series->save(comm,
                      TrainingRecord::capture(
-                         *model, opt.get(), nullptr, nullptr,
+                         *model, sharded ? nullptr : opt.get(), nullptr, nullptr,
                          {.step = steps,
                           .data_position = steps,  // batches consumed: epoch * batches + batch
                           .rng = epoch_end ? shuffle.state() : epoch_rng,
                           .rank = rank,
                           .world_size = world}),
                      steps);
+        // Every rank holds this step now: the older sharded checkpoints go.
+        if (sharded && rank == 0) remove_zero_checkpoints(options.checkpoint_dir, steps);
       }
       if ((b + 1) % report_every == 0 || epoch_end) {
         const double global_loss =

@@ -23,3 +23,4 @@
 #include "optim/optimizer.h"
 #include "optim/progress_line.h"
 #include "optim/sgd.h"
+#include "optim/zero_checkpoint.h"

@@ -171,6 +171,39 @@ TEST_CASE(
   }
 }
 
+TEST_CASE(
+    "the trainer under --zero checkpoints the optimizer shards and resumes bit for bit, as ZeRO "
+    "or plain",
+    "[optim][zero]") {
+  const optim::LabelledImages train = synthetic(90, 1);
+  const optim::LabelledImages test = synthetic(40, 2);
+  ScratchDir dir;
+  optim::TrainOptions o = tiny_options(2);  // 5 batches per epoch
+  o.zero_stage = 2;
+  o.epochs = 4;
+  const optim::TrainResult straight = train_tiny(train, test, o);
+  o.epochs = 3;
+  o.checkpoint_dir = dir / "ckpt";
+  o.checkpoint_every = 3;
+  train_tiny(train, test, o);
+  CHECK(std::filesystem::exists(dir / "ckpt" / "zero-step15" / "manifest.shards"));
+  CHECK_FALSE(std::filesystem::exists(dir / "ckpt" / "zero-step12"));  // pruned after 15
+  o.epochs = 4;
+  o.resume = true;
+  for (int zero : {2, 0}) {
+    INFO("resumed with zero_stage " << zero);
+    std::filesystem::remove_all(dir / "again");
+    std::filesystem::copy(dir / "ckpt", dir / "again", std::filesystem::copy_options::recursive);
+    o.checkpoint_dir = dir / "again";
+    o.zero_stage = zero;
+    const optim::TrainResult resumed = train_tiny(train, test, o);
+    REQUIRE(resumed.epochs.size() == 1);
+    for (std::size_t i = 0; i < straight.parameters.size(); ++i) {
+      REQUIRE_THAT(resumed.parameters[i], TensorEqual(straight.parameters[i]));
+    }
+  }
+}
+
 TEST_CASE("cosine_lr anneals the learning rate over all the epochs' steps", "[optim]") {
   const optim::LabelledImages train = synthetic(90, 1);
   const optim::LabelledImages test = synthetic(40, 2);

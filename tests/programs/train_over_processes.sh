@@ -57,8 +57,8 @@ case $case_name in
       same "$work/threads.bin" "$work/zero2-processes-$shm.bin" \
         "--zero 2 --overlap on 2 processes (RUCCL_TCP_SHARED_MEMORY=$shm)"
     done
-    # Killed after step 15 and resumed from step 10 (the optimizer state gathered into each
-    # rank's record, cut back to the shard at the first step after the restore).
+    # Killed after step 15 and resumed from step 10 (each rank's shard of the optimizer state in
+    # the step's sharded checkpoint, zero-step10/, read back by load_zero_checkpoint).
     "$ruccl_run" --nproc-per-node 2 --max-restarts 1 "$train" "${short[@]}" "${zero2[@]}" \
       --checkpoint-dir "$work/zero-ckpt" --checkpoint-every 5 --kill-after-step 15 \
       --save-parameters "$work/zero2-resumed.bin" > "$work/zero2-resumed.log" 2>&1 ||
@@ -66,6 +66,8 @@ case $case_name in
     grep -q "^\[0\] resuming at step 10 .*(step 15 passed over: not every rank wrote it)" \
       "$work/zero2-resumed.log" || fail "the --zero 2 job did not resume at step 10, passing over 15"
     same "$work/threads.bin" "$work/zero2-resumed.bin" "--zero 2 --overlap killed and resumed"
+    [ -f "$work/zero-ckpt/zero-step40/manifest.shards" ] && [ ! -e "$work/zero-ckpt/zero-step10" ] ||
+      fail "the --zero job did not keep its newest sharded checkpoint alone"
     if "$train" --zero 3 > "$work/zero3.log" 2>&1; then fail "--zero 3 was accepted"; fi
     grep -q -- "--zero expects 0, 1 or 2" "$work/zero3.log" || fail "no --zero 3 refusal"
     echo "PASS: --zero 1 and --zero 2 (with --overlap) end with the plain run's parameters, byte for byte, on threads, on processes over shared memory and TCP, and killed and resumed"
