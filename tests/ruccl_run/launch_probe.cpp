@@ -14,6 +14,7 @@
 //                        "joined sum=A,B" (or "join-error <message>" on stderr, exit 8); the
 //                        communicator stays up for the actions that follow
 //   barrier              a barrier on it: prints "barrier"
+//   sockets              print "sockets N": the sockets this process holds open (/proc/self/fd)
 //   reduce-until-error   all_reduces on it until one fails: prints "lost ms=M kind=K calls=N" on
 //                        stderr (M: how long the failing call waited, K: its error kind) and
 //                        exits 8
@@ -23,6 +24,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -49,6 +51,16 @@ void put(int fd, const std::string& text) {
 int env_int(const char* name) {
   const char* v = std::getenv(name);
   return v ? std::atoi(v) : 0;
+}
+
+/// The sockets this process holds open (links "socket:[inode]" in /proc/self/fd).
+std::size_t open_sockets() {
+  std::size_t n = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    std::error_code error;
+    if (std::filesystem::read_symlink(entry.path(), error).string().rfind("socket:", 0) == 0) ++n;
+  }
+  return n;
 }
 
 volatile sig_atomic_t trap_code = 0;
@@ -159,6 +171,8 @@ int main(int argc, char** argv) {
           return 8;
         }
       }
+    } else if (action == "sockets") {
+      if (run) put(1, "sockets " + std::to_string(open_sockets()) + "\n");
     } else if (action == "leave") {
       if (run) joined.reset();
     } else if (action == "print" || action == "eprint" || action == "partial") {
