@@ -3,12 +3,17 @@
 // not a measurement: the real Communicator and algorithms run over SimTransport in timing mode
 // (sizes only, no payload), one rank at a time on this machine.
 //
-//   sim_bench [--worlds 8,64,256,1024] [--sizes 4096,...] [--validate] [--quick]
+//   sim_bench [--worlds 8,64,256,1024] [--sizes 4096,...] [--validate] [--quick] [--hierarchical]
 //
 // Table 1: for each world size and size per rank, the simulated all_reduce time (µs) of every
 // Algorithm this build has (Auto's column says which one it picks for the cluster model), on the
 // cluster model (LinkModel::cluster(): 8 ranks per host, 100 Gb/s NICs, 16 hosts per switch).
 // Tree stages W x size bytes at its root: "-" where that is over 1 GiB.
+//
+// --hierarchical: instead of table 1, flat against hierarchical on the cluster model: the best
+// flat algorithm (Direct, Ring, RecursiveDoubling, HalvingDoubling) against HostHierarchy's
+// all_reduce (simulate_hierarchical: host reduce, the leaders' all_reduce with the best of the same
+// four, host broadcast), each with the algorithm that won.
 //
 // --validate: how far the model is from this machine. Fits a one-host model (latency, bandwidth,
 // fold cost; the ranks share this machine's cores) to measured all_reduce times of 2 ranks, then
@@ -24,6 +29,7 @@
 #include <cstring>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bench/sim/sim_runs.h"
@@ -93,6 +99,52 @@ void print_predictions(const std::vector<std::size_t>& worlds,
         }
       }
       std::printf("\n");
+      std::fflush(stdout);
+    }
+  }
+  std::printf("\n");
+}
+
+// The fastest of `algorithms`' times (NaN: failed), with its algorithm.
+std::pair<double, Algorithm> fastest(const std::vector<Algorithm>& algorithms,
+                                     const std::vector<double>& times) {
+  std::pair<double, Algorithm> best{std::nan(""), Algorithm::Auto};
+  for (std::size_t i = 0; i < algorithms.size(); ++i) {
+    if (!std::isnan(times[i]) && !(times[i] >= best.first)) best = {times[i], algorithms[i]};
+  }
+  return best;
+}
+
+void print_hierarchical(const std::vector<std::size_t>& worlds,
+                        const std::vector<std::size_t>& sizes) {
+  const LinkModel model = LinkModel::cluster();
+  const std::vector<Algorithm> flat = {Algorithm::Direct, Algorithm::Ring,
+                                       Algorithm::RecursiveDoubling, Algorithm::HalvingDoubling};
+  std::printf(
+      "## Simulated all_reduce (F32), flat against hierarchical, virtual µs: SIMULATED\n\n");
+  std::printf("Link model: %s\n\n", model.describe().c_str());
+  std::printf(
+      "| world | size | best flat | hierarchical (leaders' algorithm) | flat / hierarchical |\n");
+  std::printf("|---:|---:|---:|---:|---:|\n");
+  for (std::size_t w : worlds) {
+    const int world = static_cast<int>(w);
+    std::vector<std::vector<double>> by_algorithm;  // [algorithm][size]
+    for (Algorithm a : flat) {
+      std::vector<SimCall> calls;
+      for (std::size_t bytes : sizes) calls.push_back({a, bytes});
+      by_algorithm.push_back(simulate_all_reduces(world, model, calls));
+    }
+    for (std::size_t s = 0; s < sizes.size(); ++s) {
+      std::vector<double> flat_times, hier_times;
+      for (std::size_t i = 0; i < flat.size(); ++i) {
+        flat_times.push_back(by_algorithm[i][s]);
+        hier_times.push_back(simulate_hierarchical(world, model, sizes[s], flat[i]));
+      }
+      const auto [f, fa] = fastest(flat, flat_times);
+      const auto [h, ha] = fastest(flat, hier_times);
+      std::printf("| %d | %s | %.1f (%s) | %.1f (%s) | %.2f |\n", world,
+                  size_text(sizes[s]).c_str(), f * 1e6, algorithm_name(fa), h * 1e6,
+                  algorithm_name(ha), f / h);
       std::fflush(stdout);
     }
   }
@@ -184,7 +236,7 @@ void validate(bool quick) {
 int main(int argc, char** argv) {
   std::vector<std::size_t> worlds = {8, 64, 256, 1024};
   std::vector<std::size_t> sizes = {4096, 65536, 1u << 20, 16u << 20, 256u << 20, 1u << 30};
-  bool validate_only = false, quick = false, with_validation = false;
+  bool validate_only = false, quick = false, with_validation = false, hierarchical = false;
   for (int a = 1; a < argc; ++a) {
     if (!std::strcmp(argv[a], "--worlds") && a + 1 < argc) {
       worlds = parse_list(argv[++a]);
@@ -194,16 +246,22 @@ int main(int argc, char** argv) {
       with_validation = true;
     } else if (!std::strcmp(argv[a], "--validate-only")) {
       validate_only = with_validation = true;
+    } else if (!std::strcmp(argv[a], "--hierarchical")) {
+      hierarchical = true;
     } else if (!std::strcmp(argv[a], "--quick")) {
       quick = true;
     } else {
       std::fprintf(stderr,
                    "usage: sim_bench [--worlds 8,64,...] [--sizes 4096,...] [--validate | "
-                   "--validate-only] [--quick]\n");
+                   "--validate-only] [--quick] [--hierarchical]\n");
       return 2;
     }
   }
-  if (!validate_only) print_predictions(worlds, sizes);
+  if (hierarchical) {
+    print_hierarchical(worlds, sizes);
+  } else if (!validate_only) {
+    print_predictions(worlds, sizes);
+  }
   if (with_validation) validate(quick);
   return 0;
 }
