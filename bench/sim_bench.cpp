@@ -11,9 +11,9 @@
 // Tree stages W x size bytes at its root: "-" where that is over 1 GiB.
 //
 // --hierarchical: instead of table 1, flat against hierarchical on the cluster model: the best
-// flat algorithm (Direct, Ring, RecursiveDoubling, HalvingDoubling) against HostHierarchy's
-// all_reduce (simulate_hierarchical: host reduce, the leaders' all_reduce with the best of the same
-// four, host broadcast), each with the algorithm that won.
+// flat algorithm (Direct, Ring, HalvingDoubling; RecursiveDoubling up to 64 KiB) against
+// HostHierarchy's all_reduce (simulate_hierarchical: host reduce, the leaders' all_reduce with the
+// best of the same four, host broadcast), each with the algorithm that won.
 //
 // --validate: how far the model is from this machine. Fits a one-host model (latency, bandwidth,
 // fold cost; the ranks share this machine's cores) to measured all_reduce times of 2 ranks, then
@@ -128,17 +128,27 @@ void print_hierarchical(const std::vector<std::size_t>& worlds,
   std::printf("|---:|---:|---:|---:|---:|\n");
   for (std::size_t w : worlds) {
     const int world = static_cast<int>(w);
-    std::vector<std::vector<double>> by_algorithm;  // [algorithm][size]
-    for (Algorithm a : flat) {
+    // RecursiveDoubling gathers W inputs on every rank: left out above 64 KiB (Auto never picks
+    // it there, and W x size bytes per rank would not fit this machine's memory at 1,024 ranks).
+    auto skipped = [](Algorithm a, std::size_t bytes) {
+      return a == Algorithm::RecursiveDoubling && bytes > (std::size_t{64} << 10);
+    };
+    std::vector<std::vector<double>> by_algorithm(flat.size());  // [algorithm][size]
+    for (std::size_t i = 0; i < flat.size(); ++i) {
       std::vector<SimCall> calls;
-      for (std::size_t bytes : sizes) calls.push_back({a, bytes});
-      by_algorithm.push_back(simulate_all_reduces(world, model, calls));
+      for (std::size_t bytes : sizes) {
+        if (!skipped(flat[i], bytes)) calls.push_back({flat[i], bytes});
+      }
+      if (!calls.empty()) by_algorithm[i] = simulate_all_reduces(world, model, calls);
     }
+    std::vector<std::size_t> next(flat.size(), 0);
     for (std::size_t s = 0; s < sizes.size(); ++s) {
       std::vector<double> flat_times, hier_times;
       for (std::size_t i = 0; i < flat.size(); ++i) {
-        flat_times.push_back(by_algorithm[i][s]);
-        hier_times.push_back(simulate_hierarchical(world, model, sizes[s], flat[i]));
+        const bool skip = skipped(flat[i], sizes[s]);
+        flat_times.push_back(skip ? std::nan("") : by_algorithm[i][next[i]++]);
+        hier_times.push_back(skip ? std::nan("")
+                                  : simulate_hierarchical(world, model, sizes[s], flat[i]));
       }
       const auto [f, fa] = fastest(flat, flat_times);
       const auto [h, ha] = fastest(flat, hier_times);

@@ -87,7 +87,10 @@ Tensor HostHierarchy::broadcast(const Tensor& t, int root) {
   }
   // The leaders' group ranks hosts by their leader's rank: host index h is leaders' rank h.
   if (leaders_) value = leaders_->broadcast(value, root_host, labelled("hierarchical broadcast"));
-  if (my_host != root_host) value = host_.broadcast(value, 0, labelled("hierarchical broadcast"));
+  // Every host from its leader, but root's host when root already broadcast there.
+  if (my_host != root_host || root_local == 0) {
+    value = host_.broadcast(value, 0, labelled("hierarchical broadcast"));
+  }
   return value;
 }
 

@@ -31,8 +31,8 @@ CommunicatorOptions per_algorithm() {
 struct Results {
   std::vector<std::int64_t> int_sum, int_flat;
   std::vector<float> f32_sum, f32_flat;
-  std::vector<double> f64_mean, f64_max, bcast;
-  std::optional<std::vector<double>> reduced;
+  std::vector<double> f64_mean, f64_max, bcast, bcast_from_leader;
+  std::optional<std::vector<double>> reduced, reduced_at_leader;
   int hosts = 0, host_size = 0, host_of_5 = -1;
   bool leader = false;
 };
@@ -59,7 +59,11 @@ Results exercise(Communicator& comm) {
   out.f64_max = h.all_reduce(d, ReduceOperation::Max).to_vector<double>();
   // Root 3 is not its host's leader (rank 1 is).
   out.bcast = h.broadcast(r == 3 ? d : Tensor::zeros({3}, DType::F64), 3).to_vector<double>();
+  // Root 1 leads its host {1, 3, 4}.
+  out.bcast_from_leader =
+      h.broadcast(r == 1 ? d : Tensor::zeros({3}, DType::F64), 1).to_vector<double>();
   if (auto v = h.reduce(d, 4, ReduceOperation::Sum)) out.reduced = v->to_vector<double>();
+  if (auto v = h.reduce(d, 1, ReduceOperation::Max)) out.reduced_at_leader = v->to_vector<double>();
   return out;
 }
 
@@ -90,6 +94,9 @@ TEMPLATE_TEST_CASE(
     CHECK(got.f64_mean[2] == Approx(1.0));
     CHECK(got.f64_max == std::vector<double>{5.5, 0.0, 1.0});
     CHECK(got.bcast == std::vector<double>{3.5, -6.0, 1.0});
+    CHECK(got.bcast_from_leader == std::vector<double>{1.5, -2.0, 1.0});
+    CHECK(got.reduced_at_leader.has_value() == (r == 1));
+    if (got.reduced_at_leader) CHECK(*got.reduced_at_leader == std::vector<double>{5.5, 0.0, 1.0});
     CHECK(got.reduced.has_value() == (r == 4));
     if (got.reduced) CHECK(*got.reduced == std::vector<double>{18.0, -30.0, 6.0});
   }
