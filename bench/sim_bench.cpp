@@ -15,6 +15,10 @@
 // HostHierarchy's all_reduce (simulate_hierarchical: host reduce, the leaders' all_reduce with the
 // best of the same four, host broadcast), each with the algorithm that won.
 //
+// --fit FILE: --validate-only, then writes the three fitted one-host models (in process, shared
+// memory, TCP: alpha, beta, gamma, o) to FILE as JSON. Nothing reads the file yet: Auto still
+// runs on the measured thresholds (algorithms/selection.h).
+//
 // --validate: how far the model is from this machine. Fits a one-host model (latency, bandwidth,
 // fold cost; the ranks share this machine's cores) to measured all_reduce times of 2 ranks, then
 // predicts the other world sizes and compares (predicted, measured, ratio; ratios outside 0.8-1.25
@@ -193,7 +197,30 @@ std::vector<Measured> recorded(LinkKind link, const double (&us)[2][5]) {
   return out;
 }
 
-void validate(bool quick) {
+// Writes the fitted one-host models as JSON: per path, the link's alpha (s), beta (bytes/s), the
+// fold's gamma (s per byte) and the per-message overhead o (s).
+void write_fit(const std::string& path,
+               const std::vector<std::pair<std::string, LinkModel>>& fitted) {
+  FILE* f = std::fopen(path.c_str(), "w");
+  if (f == nullptr) {
+    std::fprintf(stderr, "sim_bench: cannot write %s\n", path.c_str());
+    std::exit(1);
+  }
+  std::fprintf(f, "{\n  \"fitted_at_world\": 2,\n  \"paths\": [\n");
+  for (std::size_t i = 0; i < fitted.size(); ++i) {
+    const LinkModel& m = fitted[i].second;
+    std::fprintf(f,
+                 "    {\"path\": \"%s\", \"alpha_s\": %.6g, \"bytes_per_s\": %.6g, "
+                 "\"fold_s_per_byte\": %.6g, \"message_overhead_s\": %.6g}%s\n",
+                 fitted[i].first.c_str(), m.in_host.alpha_s, m.in_host.bytes_per_s,
+                 m.fold_s_per_byte, m.message_overhead_s, i + 1 < fitted.size() ? "," : "");
+  }
+  std::fprintf(f, "  ]\n}\n");
+  std::fclose(f);
+  std::printf("Wrote the fitted models to %s\n", path.c_str());
+}
+
+void validate(bool quick, const std::string& fit_path) {
   std::printf(
       "## Validation: predicted (simulated, one-host model fitted at world 2) against "
       "measured\n\n");
@@ -224,6 +251,7 @@ void validate(bool quick) {
       "| path | world | size | algorithm | predicted µs | measured µs | predicted / "
       "measured | |\n|---|---:|---:|---|---:|---:|---:|---|\n");
   std::vector<std::string> models;
+  std::vector<std::pair<std::string, LinkModel>> fitted;
   int off = 0, total = 0;
   for (const Path& p : paths) {
     std::vector<Measured> at_2;
@@ -233,12 +261,14 @@ void validate(bool quick) {
     const LinkModel model =
         fit_one_host(at_2, LinkModel::one_host(SimLink{2e-6, 5e9}, 0.2e-9, 1e-6));
     models.push_back(std::string(p.name) + ": " + model.describe());
+    fitted.emplace_back(p.name, model);
     off += print_validation(p.name, model, p.points, true);
     total += static_cast<int>(p.points.size() - at_2.size());
   }
   std::printf("\nFitted models (world 2):\n");
   for (const std::string& m : models) std::printf("- %s\n", m.c_str());
   std::printf("\n%d of %d predictions beyond world 2 are off by more than 20 %%.\n", off, total);
+  if (!fit_path.empty()) write_fit(fit_path, fitted);
 }
 
 }  // namespace
@@ -247,6 +277,7 @@ int main(int argc, char** argv) {
   std::vector<std::size_t> worlds = {8, 64, 256, 1024};
   std::vector<std::size_t> sizes = {4096, 65536, 1u << 20, 16u << 20, 256u << 20, 1u << 30};
   bool validate_only = false, quick = false, with_validation = false, hierarchical = false;
+  std::string fit_path;
   for (int a = 1; a < argc; ++a) {
     if (!std::strcmp(argv[a], "--worlds") && a + 1 < argc) {
       worlds = parse_list(argv[++a]);
@@ -256,6 +287,9 @@ int main(int argc, char** argv) {
       with_validation = true;
     } else if (!std::strcmp(argv[a], "--validate-only")) {
       validate_only = with_validation = true;
+    } else if (!std::strcmp(argv[a], "--fit") && a + 1 < argc) {
+      fit_path = argv[++a];
+      validate_only = with_validation = true;
     } else if (!std::strcmp(argv[a], "--hierarchical")) {
       hierarchical = true;
     } else if (!std::strcmp(argv[a], "--quick")) {
@@ -263,7 +297,7 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: sim_bench [--worlds 8,64,...] [--sizes 4096,...] [--validate | "
-                   "--validate-only] [--quick] [--hierarchical]\n");
+                   "--validate-only] [--quick] [--hierarchical] [--fit FILE]\n");
       return 2;
     }
   }
@@ -272,6 +306,6 @@ int main(int argc, char** argv) {
   } else if (!validate_only) {
     print_predictions(worlds, sizes);
   }
-  if (with_validation) validate(quick);
+  if (with_validation) validate(quick, fit_path);
   return 0;
 }
