@@ -67,8 +67,9 @@ int HostHierarchy::host_of(int world_rank) const {
 
 Tensor HostHierarchy::all_reduce(const Tensor& t, ReduceOperation op) {
   const bool mean = op == ReduceOperation::Mean;
-  // Mean of integers: the host group's all_reduce raises the usual error on every rank.
-  if (mean && !is_floating(t.dtype())) return host_.all_reduce(t, op);
+  // Mean of integers: the flat all_reduce raises its usual error, one group's, on every rank (the
+  // host groups would each raise theirs and fail the family under one another).
+  if (mean && !is_floating(t.dtype())) return world_.all_reduce(t, op);
   const ReduceOperation fold = mean ? ReduceOperation::Sum : op;
   std::optional<Tensor> partial = host_.reduce(t, 0, fold, labelled("hierarchical all_reduce"));
   Tensor result = t;
@@ -96,7 +97,7 @@ Tensor HostHierarchy::broadcast(const Tensor& t, int root) {
 
 std::optional<Tensor> HostHierarchy::reduce(const Tensor& t, int root, ReduceOperation op) {
   const bool mean = op == ReduceOperation::Mean;
-  if (mean && !is_floating(t.dtype())) return host_.reduce(t, 0, op);
+  if (mean && !is_floating(t.dtype())) return world_.reduce(t, root, op);
   const int root_host = host_of(root);
   const int root_local = local_rank_[static_cast<std::size_t>(root)];
   const ReduceOperation fold = mean ? ReduceOperation::Sum : op;

@@ -148,6 +148,9 @@ TEST_CASE("HostHierarchy's errors reach every rank", "[collective]") {
           h.all_reduce(Tensor::ones({2}, DType::I32), ReduceOperation::Mean);
         },
         per_algorithm());
-    for (auto& o : out) CHECK(error_kind(o) == CollectiveErrorKind::InvalidArgument);
+    for (auto& o : out) {
+      REQUIRE(error_kind(o) == CollectiveErrorKind::InvalidArgument);
+      CHECK(contains(o.message(), "Mean"));
+    }
   }
 }
