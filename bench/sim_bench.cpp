@@ -3,12 +3,21 @@
 // not a measurement: the real Communicator and algorithms run over SimTransport in timing mode
 // (sizes only, no payload), one rank at a time on this machine.
 //
-//   sim_bench [--worlds 8,64,256,1024] [--sizes 4096,...] [--validate] [--quick]
+//   sim_bench [--worlds 8,64,256,1024] [--sizes 4096,...] [--validate] [--quick] [--hierarchical]
 //
 // Table 1: for each world size and size per rank, the simulated all_reduce time (µs) of every
 // Algorithm this build has (Auto's column says which one it picks for the cluster model), on the
 // cluster model (LinkModel::cluster(): 8 ranks per host, 100 Gb/s NICs, 16 hosts per switch).
 // Tree stages W x size bytes at its root: "-" where that is over 1 GiB.
+//
+// --hierarchical: instead of table 1, flat against hierarchical on the cluster model: the best
+// flat algorithm (Direct, Ring, HalvingDoubling; RecursiveDoubling up to 64 KiB) against
+// HostHierarchy's all_reduce (simulate_hierarchical: host reduce, the leaders' all_reduce with the
+// best of the same four, host broadcast), each with the algorithm that won.
+//
+// --fit FILE: --validate-only, then writes the three fitted one-host models (in process, shared
+// memory, TCP: alpha, beta, gamma, o) to FILE as JSON. Nothing reads the file yet: Auto still
+// runs on the measured thresholds (algorithms/selection.h).
 //
 // --validate: how far the model is from this machine. Fits a one-host model (latency, bandwidth,
 // fold cost; the ranks share this machine's cores) to measured all_reduce times of 2 ranks, then
@@ -24,6 +33,7 @@
 #include <cstring>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bench/sim/sim_runs.h"
@@ -99,6 +109,62 @@ void print_predictions(const std::vector<std::size_t>& worlds,
   std::printf("\n");
 }
 
+// The fastest of `algorithms`' times (NaN: failed), with its algorithm.
+std::pair<double, Algorithm> fastest(const std::vector<Algorithm>& algorithms,
+                                     const std::vector<double>& times) {
+  std::pair<double, Algorithm> best{std::nan(""), Algorithm::Auto};
+  for (std::size_t i = 0; i < algorithms.size(); ++i) {
+    if (!std::isnan(times[i]) && !(times[i] >= best.first)) best = {times[i], algorithms[i]};
+  }
+  return best;
+}
+
+void print_hierarchical(const std::vector<std::size_t>& worlds,
+                        const std::vector<std::size_t>& sizes) {
+  const LinkModel model = LinkModel::cluster();
+  const std::vector<Algorithm> flat = {Algorithm::Direct, Algorithm::Ring,
+                                       Algorithm::RecursiveDoubling, Algorithm::HalvingDoubling};
+  std::printf(
+      "## Simulated all_reduce (F32), flat against hierarchical, virtual µs: SIMULATED\n\n");
+  std::printf("Link model: %s\n\n", model.describe().c_str());
+  std::printf(
+      "| world | size | best flat | hierarchical (leaders' algorithm) | flat / hierarchical |\n");
+  std::printf("|---:|---:|---:|---:|---:|\n");
+  for (std::size_t w : worlds) {
+    const int world = static_cast<int>(w);
+    // RecursiveDoubling gathers W inputs on every rank: left out above 64 KiB (Auto never picks
+    // it there, and W x size bytes per rank would not fit this machine's memory at 1,024 ranks).
+    auto skipped = [](Algorithm a, std::size_t bytes) {
+      return a == Algorithm::RecursiveDoubling && bytes > (std::size_t{64} << 10);
+    };
+    std::vector<std::vector<double>> by_algorithm(flat.size());  // [algorithm][size]
+    for (std::size_t i = 0; i < flat.size(); ++i) {
+      std::vector<SimCall> calls;
+      for (std::size_t bytes : sizes) {
+        if (!skipped(flat[i], bytes)) calls.push_back({flat[i], bytes});
+      }
+      if (!calls.empty()) by_algorithm[i] = simulate_all_reduces(world, model, calls);
+    }
+    std::vector<std::size_t> next(flat.size(), 0);
+    for (std::size_t s = 0; s < sizes.size(); ++s) {
+      std::vector<double> flat_times, hier_times;
+      for (std::size_t i = 0; i < flat.size(); ++i) {
+        const bool skip = skipped(flat[i], sizes[s]);
+        flat_times.push_back(skip ? std::nan("") : by_algorithm[i][next[i]++]);
+        hier_times.push_back(skip ? std::nan("")
+                                  : simulate_hierarchical(world, model, sizes[s], flat[i]));
+      }
+      const auto [f, fa] = fastest(flat, flat_times);
+      const auto [h, ha] = fastest(flat, hier_times);
+      std::printf("| %d | %s | %.1f (%s) | %.1f (%s) | %.2f |\n", world,
+                  size_text(sizes[s]).c_str(), f * 1e6, algorithm_name(fa), h * 1e6,
+                  algorithm_name(ha), f / h);
+      std::fflush(stdout);
+    }
+  }
+  std::printf("\n");
+}
+
 // Prints predicted vs measured for `points` with `model`; returns how many are off (> 20 %).
 int print_validation(const char* path, const LinkModel& model, const std::vector<Measured>& points,
                      bool fitted_on_2) {
@@ -131,7 +197,30 @@ std::vector<Measured> recorded(LinkKind link, const double (&us)[2][5]) {
   return out;
 }
 
-void validate(bool quick) {
+// Writes the fitted one-host models as JSON: per path, the link's alpha (s), beta (bytes/s), the
+// fold's gamma (s per byte) and the per-message overhead o (s).
+void write_fit(const std::string& path,
+               const std::vector<std::pair<std::string, LinkModel>>& fitted) {
+  FILE* f = std::fopen(path.c_str(), "w");
+  if (f == nullptr) {
+    std::fprintf(stderr, "sim_bench: cannot write %s\n", path.c_str());
+    std::exit(1);
+  }
+  std::fprintf(f, "{\n  \"fitted_at_world\": 2,\n  \"paths\": [\n");
+  for (std::size_t i = 0; i < fitted.size(); ++i) {
+    const LinkModel& m = fitted[i].second;
+    std::fprintf(f,
+                 "    {\"path\": \"%s\", \"alpha_s\": %.6g, \"bytes_per_s\": %.6g, "
+                 "\"fold_s_per_byte\": %.6g, \"message_overhead_s\": %.6g}%s\n",
+                 fitted[i].first.c_str(), m.in_host.alpha_s, m.in_host.bytes_per_s,
+                 m.fold_s_per_byte, m.message_overhead_s, i + 1 < fitted.size() ? "," : "");
+  }
+  std::fprintf(f, "  ]\n}\n");
+  std::fclose(f);
+  std::printf("Wrote the fitted models to %s\n", path.c_str());
+}
+
+void validate(bool quick, const std::string& fit_path) {
   std::printf(
       "## Validation: predicted (simulated, one-host model fitted at world 2) against "
       "measured\n\n");
@@ -162,6 +251,7 @@ void validate(bool quick) {
       "| path | world | size | algorithm | predicted µs | measured µs | predicted / "
       "measured | |\n|---|---:|---:|---|---:|---:|---:|---|\n");
   std::vector<std::string> models;
+  std::vector<std::pair<std::string, LinkModel>> fitted;
   int off = 0, total = 0;
   for (const Path& p : paths) {
     std::vector<Measured> at_2;
@@ -171,12 +261,14 @@ void validate(bool quick) {
     const LinkModel model =
         fit_one_host(at_2, LinkModel::one_host(SimLink{2e-6, 5e9}, 0.2e-9, 1e-6));
     models.push_back(std::string(p.name) + ": " + model.describe());
+    fitted.emplace_back(p.name, model);
     off += print_validation(p.name, model, p.points, true);
     total += static_cast<int>(p.points.size() - at_2.size());
   }
   std::printf("\nFitted models (world 2):\n");
   for (const std::string& m : models) std::printf("- %s\n", m.c_str());
   std::printf("\n%d of %d predictions beyond world 2 are off by more than 20 %%.\n", off, total);
+  if (!fit_path.empty()) write_fit(fit_path, fitted);
 }
 
 }  // namespace
@@ -184,7 +276,8 @@ void validate(bool quick) {
 int main(int argc, char** argv) {
   std::vector<std::size_t> worlds = {8, 64, 256, 1024};
   std::vector<std::size_t> sizes = {4096, 65536, 1u << 20, 16u << 20, 256u << 20, 1u << 30};
-  bool validate_only = false, quick = false, with_validation = false;
+  bool validate_only = false, quick = false, with_validation = false, hierarchical = false;
+  std::string fit_path;
   for (int a = 1; a < argc; ++a) {
     if (!std::strcmp(argv[a], "--worlds") && a + 1 < argc) {
       worlds = parse_list(argv[++a]);
@@ -194,16 +287,25 @@ int main(int argc, char** argv) {
       with_validation = true;
     } else if (!std::strcmp(argv[a], "--validate-only")) {
       validate_only = with_validation = true;
+    } else if (!std::strcmp(argv[a], "--fit") && a + 1 < argc) {
+      fit_path = argv[++a];
+      validate_only = with_validation = true;
+    } else if (!std::strcmp(argv[a], "--hierarchical")) {
+      hierarchical = true;
     } else if (!std::strcmp(argv[a], "--quick")) {
       quick = true;
     } else {
       std::fprintf(stderr,
                    "usage: sim_bench [--worlds 8,64,...] [--sizes 4096,...] [--validate | "
-                   "--validate-only] [--quick]\n");
+                   "--validate-only] [--quick] [--hierarchical] [--fit FILE]\n");
       return 2;
     }
   }
-  if (!validate_only) print_predictions(worlds, sizes);
-  if (with_validation) validate(quick);
+  if (hierarchical) {
+    print_hierarchical(worlds, sizes);
+  } else if (!validate_only) {
+    print_predictions(worlds, sizes);
+  }
+  if (with_validation) validate(quick, fit_path);
   return 0;
 }

@@ -3,6 +3,7 @@
 #include "collective/common/collective_error.h"
 #include "collective/common/reduce_operation.h"
 #include "collective/communicator.h"
+#include "collective/host_hierarchy.h"
 #include "collective/in_process_group.h"
 #include "collective/mesh.h"
 #include "collective/protocol/call_options.h"

@@ -25,7 +25,8 @@ std::vector<double> simulate_all_reduces(int world, const LinkModel& model,
   const Tensor input =
       Tensor::empty({static_cast<std::int64_t>(largest / sizeof(float))}, DType::F32);
   CommunicatorOptions options;
-  options.timeout = std::chrono::hours(1);  // wall-clock: a 1024-rank ring runs for seconds
+  options.timeout = std::chrono::hours(1);          // wall-clock: a 1024-rank ring runs for seconds
+  options.determinism = Determinism::PerAlgorithm;  // HalvingDoubling runs too
   SimGroup group = SimGroup::create(world, model, SimMode::Timing, options);
   const std::size_t n = calls.size();
   std::vector<std::vector<double>> start(static_cast<std::size_t>(world), std::vector<double>(n));
@@ -42,8 +43,15 @@ std::vector<double> simulate_all_reduces(int world, const LinkModel& model,
           const auto count = static_cast<std::int64_t>(calls[k].bytes / sizeof(float));
           comm.barrier();
           start[i][k] = group.clock(r);
-          comm.all_reduce(input.narrow(0, 0, count), ReduceOperation::Sum,
-                          CallOptions{}.with_algorithm(calls[k].algorithm));
+          const Tensor part = input.narrow(0, 0, count);
+          const CallOptions call = CallOptions{}.with_algorithm(calls[k].algorithm);
+          if (calls[k].kind == OpKind::Reduce) {
+            comm.reduce(part, 0, ReduceOperation::Sum, call);
+          } else if (calls[k].kind == OpKind::Broadcast) {
+            comm.broadcast(part, 0, call);
+          } else {
+            comm.all_reduce(part, ReduceOperation::Sum, call);
+          }
           end[i][k] = group.clock(r);
         }
       } catch (const std::exception& e) {  // this call and every later one: NaN
@@ -63,6 +71,25 @@ std::vector<double> simulate_all_reduces(int world, const LinkModel& model,
     out[k] = last - first;
   }
   return out;
+}
+
+double simulate_hierarchical(int world, const LinkModel& model, std::size_t bytes,
+                             Algorithm leaders) {
+  const int per_host = model.ranks_per_host;
+  const int hosts = world / per_host;
+  double host_stages = 0;
+  if (per_host > 1) {
+    const std::vector<double> t = simulate_all_reduces(
+        per_host, model,
+        {{Algorithm::Auto, bytes, OpKind::Reduce}, {Algorithm::Auto, bytes, OpKind::Broadcast}});
+    host_stages = t[0] + t[1];
+  }
+  if (hosts <= 1) return host_stages;
+  LinkModel across = model;
+  across.ranks_per_host = 1;
+  // One leader per host: the host's cores are no longer shared by its ranks during this stage.
+  across.cores_per_host = 0;
+  return host_stages + simulate_all_reduces(hosts, across, {{leaders, bytes}})[0];
 }
 
 double measure_in_process(int world, std::size_t bytes, Algorithm algorithm) {

@@ -6,13 +6,16 @@
 #include <vector>
 
 #include "collective/collective.h"
+#include "collective/protocol/call_record.h"
 
 namespace ruccl::bench {
 
-/// One all_reduce of `bytes` F32 bytes per rank with `algorithm`.
+/// One all_reduce (or `kind`: Reduce to rank 0, Broadcast from rank 0) of `bytes` F32 bytes per
+/// rank with `algorithm`.
 struct SimCall {
   Algorithm algorithm;
   std::size_t bytes;
+  OpKind kind = OpKind::AllReduce;
 };
 
 /// Every Algorithm value this build has, Auto first (algorithm_name() is null past the last), so
@@ -24,6 +27,15 @@ std::vector<Algorithm> all_algorithms();
 /// call that fails (and every later one: the group is finished) is NaN.
 std::vector<double> simulate_all_reduces(int world, const LinkModel& model,
                                          const std::vector<SimCall>& calls);
+
+/// A hierarchical all_reduce (HostHierarchy, collective/host_hierarchy.h) on `model`'s hosts,
+/// composed of three simulated stages, each on its own group: a reduce to the host's first rank
+/// over one host's ranks (Auto), an all_reduce of `bytes` among the hosts' leaders (one rank per
+/// host: its NIC is the leader's alone) with `leaders` (every host reduces at once over its own
+/// links, so the stages only add), then a broadcast over one host (Auto). `world` must be a
+/// multiple of model.ranks_per_host. NaN when a stage fails.
+double simulate_hierarchical(int world, const LinkModel& model, std::size_t bytes,
+                             Algorithm leaders);
 
 /// Measured seconds of an all_reduce of `bytes` over `world` in-process ranks (threads) with
 /// `algorithm` on this machine: barrier, then the call; max over ranks, 20th percentile over

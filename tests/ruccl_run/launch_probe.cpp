@@ -13,13 +13,24 @@
 //   join                 Communicator::from_env(), then an all_reduce of [rank + 1, 0.5]: prints
 //                        "joined sum=A,B" (or "join-error <message>" on stderr, exit 8); the
 //                        communicator stays up for the actions that follow
+//   hier                 like join, with Determinism::PerAlgorithm, then a HostHierarchy by node
+//                        rank and its all_reduce of I64 [rank + 1, 2^40 + rank] and F32
+//                        [sin(rank + k) / 3, k < 5]: prints "hier hosts=H host_size=S leader=L
+//                        ints=A,B f32=X,..." (X: each float's bits in hex); "hier-error <message>"
+//                        on stderr, exit 8
+//   hier-time            after hier: for 4 KiB, 64 KiB, 1 MiB and 16 MiB of F32, the median of
+//                        15 timed calls (after 3 warm-up ones) of the flat all_reduce and the
+//                        hierarchical one: prints "hier-time bytes=N flat_us=F hier_us=H" on rank 0
 //   barrier              a barrier on it: prints "barrier"
 //   sockets              print "sockets N": the sockets this process holds open (/proc/self/fd)
 //   reduce-until-error   all_reduces on it until one fails: prints "lost ms=M kind=K calls=N" on
 //                        stderr (M: how long the failing call waited, K: its error kind) and
 //                        exits 8
 //   leave                ends it (every rank must leave)
+#include <algorithm>
+#include <bit>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -29,12 +40,14 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <sched.h>
 #include <unistd.h>
 
 #include "collective/common/collective_error.h"
 #include "collective/communicator.h"
+#include "collective/host_hierarchy.h"
 #include "collective/launch/launch_env.h"
 
 namespace {
@@ -65,8 +78,25 @@ std::size_t open_sockets() {
 
 volatile sig_atomic_t trap_code = 0;
 char trap_line[64];
-int trapped = 0;                            // the signal `trap` set, or 0
-std::optional<ruccl::Communicator> joined;  // `join`'s, until `leave`
+int trapped = 0;                                // the signal `trap` set, or 0
+std::optional<ruccl::Communicator> joined;      // `join`'s, until `leave`
+std::optional<ruccl::HostHierarchy> hierarchy;  // `hier`'s, until `leave`
+
+// The median of 15 timed calls of f (after 3 warm-up ones, a barrier before each), in µs.
+template <typename F>
+double median_us(F&& f) {
+  std::vector<double> us;
+  for (int i = 0; i < 18; ++i) {
+    joined->barrier();
+    const auto t0 = std::chrono::steady_clock::now();
+    f();
+    const double t =
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+    if (i >= 3) us.push_back(t);
+  }
+  std::sort(us.begin(), us.end());
+  return us[us.size() / 2];
+}
 
 void on_trap(int) {
   (void)!::write(1, trap_line, std::strlen(trap_line));
@@ -150,6 +180,45 @@ int main(int argc, char** argv) {
         put(2, std::string("join-error ") + e.what() + "\n");
         return 8;
       }
+    } else if (action == "hier") {
+      if (!run) continue;
+      try {
+        ruccl::CommunicatorOptions options;
+        options.determinism = ruccl::Determinism::PerAlgorithm;
+        joined.emplace(ruccl::Communicator::from_env(ruccl::Device::cpu(), options));
+        hierarchy.emplace(*joined, ruccl::read_launch_env().node_rank);
+        ruccl::HostHierarchy& h = *hierarchy;
+        const std::int64_t r = joined->rank();
+        const auto ints = h.all_reduce(ruccl::Tensor::from_vector<std::int64_t>(
+                                           {r + 1, (std::int64_t{1} << 40) + r}, ruccl::Shape{2}))
+                              .to_vector<std::int64_t>();
+        std::vector<float> f;
+        for (int k = 0; k < 5; ++k) f.push_back(std::sin(static_cast<float>(r + k)) / 3.0f);
+        const auto sums =
+            h.all_reduce(ruccl::Tensor::from_vector<float>(f, ruccl::Shape{5})).to_vector<float>();
+        std::ostringstream line;
+        line << "hier hosts=" << h.num_hosts() << " host_size=" << h.host().world_size()
+             << " leader=" << h.is_leader() << " ints=" << ints[0] << "," << ints[1] << " f32=";
+        for (std::size_t k = 0; k < sums.size(); ++k) {
+          line << (k ? "," : "") << std::hex << std::bit_cast<std::uint32_t>(sums[k]) << std::dec;
+        }
+        put(1, line.str() + "\n");
+      } catch (const ruccl::Error& e) {
+        put(2, std::string("hier-error ") + e.what() + "\n");
+        return 8;
+      }
+    } else if (action == "hier-time") {
+      if (!run) continue;
+      for (std::int64_t bytes : {4096, 65536, 1 << 20, 16 << 20}) {
+        const ruccl::Tensor t = ruccl::Tensor::ones({bytes / 4});
+        const double flat = median_us([&] { joined->all_reduce(t); });
+        const double hier = median_us([&] { hierarchy->all_reduce(t); });
+        if (rank == 0) {
+          std::ostringstream line;
+          line << "hier-time bytes=" << bytes << " flat_us=" << flat << " hier_us=" << hier << "\n";
+          put(1, line.str());
+        }
+      }
     } else if (action == "barrier") {
       if (!run) continue;
       joined->barrier();
@@ -174,7 +243,10 @@ int main(int argc, char** argv) {
     } else if (action == "sockets") {
       if (run) put(1, "sockets " + std::to_string(open_sockets()) + "\n");
     } else if (action == "leave") {
-      if (run) joined.reset();
+      if (run) {
+        hierarchy.reset();
+        joined.reset();
+      }
     } else if (action == "print" || action == "eprint" || action == "partial") {
       const std::string text = arg();
       if (run) put(action == "eprint" ? 2 : 1, action == "partial" ? text : text + "\n");

@@ -111,6 +111,45 @@ TEST_CASE("Two ruccl-run nodes on one machine number their ranks node by node an
   }
 }
 
+TEST_CASE(
+    "Two ruccl-run nodes of two ranks run HostHierarchy's all_reduce: two hosts, the same "
+    "bits on every rank, exact integer sums",
+    "[launch]") {
+  const std::string id = "0123456789abcdef0123456789abcdee";
+  const SecretFile secret(0600);
+  std::vector<std::unique_ptr<ChildProcess>> nodes;
+  for (int node = 0; node < 2; ++node) {
+    nodes.push_back(std::make_unique<ChildProcess>(
+        ruccl_run({"--nproc-per-node", "2", "--nnodes", "2", "--node-rank", std::to_string(node),
+                   "--master-addr", "127.0.0.1", "--master-port", "29997", "--secret-file",
+                   secret.path()},
+                  {"hier", "leave"}),
+        std::vector<std::string>{"RUCCL_SESSION_ID=" + id}));
+  }
+  std::string f32;  // rank 0's bits
+  for (int node = 0; node < 2; ++node) {
+    ChildProcess& n = *nodes[static_cast<std::size_t>(node)];
+    REQUIRE(n.wait(30s));
+    INFO(n.err());
+    REQUIRE(n.exit_code() == 0);
+    for (int local = 0; local < 2; ++local) {
+      const int rank = node * 2 + local;
+      const std::regex line("\\[" + std::to_string(rank) +
+                            "\\] hier hosts=2 host_size=2 leader=(\\d) ints=10,4398046511110 "
+                            "f32=([0-9a-f,]+)");
+      std::smatch m;
+      const std::vector<std::string> lines =
+          lines_starting(n.out(), "[" + std::to_string(rank) + "] hier ");
+      REQUIRE(lines.size() == 1);
+      INFO(lines[0]);
+      REQUIRE(std::regex_match(lines[0], m, line));
+      CHECK(m[1] == (local == 0 ? "1" : "0"));  // one leader per host: its lowest rank
+      if (f32.empty()) f32 = m[2];
+      CHECK(m[2] == f32);  // bit-identical on every rank of both hosts
+    }
+  }
+}
+
 TEST_CASE("ruccl-run writes whole prefixed lines per stream, never interleaved", "[launch]") {
   constexpr int kRanks = 4, kLines = 300, kLen = 250;
   const Finished run = run_to_end(
