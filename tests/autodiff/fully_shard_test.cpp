@@ -222,3 +222,16 @@ TEST_CASE("fully_shard: a rank holds its shards plus the gathered module in flig
     REQUIRE(m[4] < kBlocks * kShard + 1024);
   }
 }
+
+TEST_CASE("fully_shard: misuse raises ValueError naming the call", "[autodiff][fully_shard]") {
+  auto comms = InProcessGroup::create(1);
+  Generator gen(11);
+  auto shards = nn::ShardedParams::create(comms[0]);
+  auto sharded = nn::fully_shard(std::make_shared<nn::Linear>(2, 2, gen), comms[0], "m", shards);
+  REQUIRE_THROWS_WITH(sharded->clone(), Catch::Contains("fully_shard(m).clone: expected an "
+                                                        "unsharded module"));
+  REQUIRE_THROWS_AS(shards->set_gradient_weight(1.0, 0.0), ValueError);
+  REQUIRE_THROWS_AS(shards->full_shape(nn::Param(Tensor::zeros({2}))), ValueError);
+  REQUIRE_THROWS_AS(nn::fully_shard(nullptr, comms[0], "null"), ValueError);
+  REQUIRE(shards->full_shape(sharded->module()->parameters()[0]) == Shape({2, 2}));
+}
