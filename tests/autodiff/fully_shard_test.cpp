@@ -1,8 +1,9 @@
 // nn::fully_shard (autodiff/nn/fully_shard.h): the shard gradients the transpose of the gather
 // delivers equal the sum of the ranks' unsharded gradients (the objective Σ_r L_r), for a module
 // used twice in one forward, a parameter tied across two sharded modules, frozen parameters and
-// padded shards; ranks that call different modules fail together naming them; the gathered
-// values are freed after forward and after the module's backward (cpu::MemoryCounter).
+// padded shards, modules of mixed dtypes; ranks that call different modules fail together naming
+// them; the gathered values are freed after forward and after the module's backward
+// (cpu::MemoryCounter).
 #include <catch2/catch.hpp>
 
 #include "autodiff/autodiff.h"
@@ -234,4 +235,31 @@ TEST_CASE("fully_shard: misuse raises ValueError naming the call", "[autodiff][f
   REQUIRE_THROWS_AS(shards->full_shape(nn::Param(Tensor::zeros({2}))), ValueError);
   REQUIRE_THROWS_AS(nn::fully_shard(nullptr, comms[0], "null"), ValueError);
   REQUIRE(shards->full_shape(sharded->module()->parameters()[0]) == Shape({2, 2}));
+}
+
+TEST_CASE("fully_shard: modules of different dtypes in one model each shard in their own dtype",
+          "[autodiff][fully_shard]") {
+  // An F32 Linear(3 -> 5) then an F64 Linear(5 -> 2): both gathers, both reductions, per dtype.
+  const auto out = run_group(2, [](Communicator& comm) {
+    Generator gen(12);
+    auto a = std::make_shared<nn::Linear>(3, 5, gen);
+    auto b = std::make_shared<nn::Linear>(5, 2, gen, nn::LinearOptions{.dtype = DType::F64});
+    auto a2 = a->clone_as<nn::Linear>(), b2 = b->clone_as<nn::Linear>();
+    const Var x = rank_x(comm.rank(), 3);
+    sum(b->forward(to(tanh(a->forward(x)), DType::F64))).backward();
+    Grads g;
+    std::vector<nn::Param> plain = a->parameters();
+    for (const nn::Param& p : b->parameters()) plain.push_back(p);
+    g.reference = reference_shards(comm, plain);
+    auto shards = nn::ShardedParams::create(comm);
+    auto sa = nn::fully_shard(a2, comm, "f32", shards),
+         sb = nn::fully_shard(b2, comm, "f64", shards);
+    sum(sb->forward(to(tanh(sa->forward(x)), DType::F64))).backward();
+    for (const nn::Param& p : sa->parameters()) g.sharded.push_back(p.grad());
+    for (const nn::Param& p : sb->parameters()) g.sharded.push_back(p.grad());
+    REQUIRE(g.sharded[0].dtype() == DType::F32);
+    REQUIRE(g.sharded[2].dtype() == DType::F64);
+    return g;
+  });
+  require_same(out);
 }
