@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include "autodiff/autodiff.h"
+#include "autodiff/collective/collective.h"
 #include "autodiff/nn/fully_shard.h"
 #include "autodiff/nn/linear.h"
 #include "autodiff/nn/sequential.h"
@@ -261,4 +262,23 @@ TEST_CASE("fully_shard: modules of different dtypes in one model each shard in t
     return g;
   });
   require_same(out);
+}
+
+TEST_CASE("a replicated value's gradient is W x through all_reduce_sum and 1 x through _mean",
+          "[autodiff][fully_shard]") {
+  // docs/autodiff.md §11: every rank holds the same v and runs backward on sum(op(v)); the
+  // transpose of all_reduce_sum is all_reduce_sum (each rank's 1 summed: W), of all_reduce_mean
+  // all_reduce_sum / W (1). fully_shard never feeds a gathered value through either.
+  for (const int world : {2, 3}) {
+    const auto out = run_group(world, [](Communicator& comm) {
+      const Var a(Tensor::full({3}, 0.5), true), b(Tensor::full({3}, 0.5), true);
+      sum(autodiff::collective::all_reduce_sum(a, comm)).backward();
+      sum(autodiff::collective::all_reduce_mean(b, comm)).backward();
+      return std::make_pair(a.grad().to_vector<float>(), b.grad().to_vector<float>());
+    });
+    for (const auto& r : out) {
+      REQUIRE(r.value().first == std::vector<float>(3, static_cast<float>(world)));
+      REQUIRE(r.value().second == std::vector<float>(3, 1.0f));
+    }
+  }
 }
