@@ -9,7 +9,9 @@
 #include <thread>
 
 #include "autodiff/grad_mode.h"
+#include "autodiff/nn/fully_shard.h"
 #include "autodiff/nn/loss.h"
+#include "autodiff/nn/sequential.h"
 #include "collective/in_process_group.h"
 #include "collective/run_ranks.h"
 #include "collective/trace/call_trace.h"
@@ -63,7 +65,7 @@ class EvalMode {
 
 /// Fraction of `data` classified correctly, each rank evaluating its contiguous shard, the model
 /// in evaluation mode.
-double evaluate(Communicator& comm, nn::Module& model, const LabelledImages& data) {
+double evaluate(Communicator& comm, nn::Module& model, const LabelledImages& data, bool sharded) {
   autodiff::NoGradGuard no_grad;
   const EvalMode eval_mode(model);
   const int r = comm.rank();
@@ -74,12 +76,19 @@ double evaluate(Communicator& comm, nn::Module& model, const LabelledImages& dat
   for (std::int64_t i = 0; i < data.count; ++i) identity[static_cast<std::size_t>(i)] = i;
   std::int64_t correct = 0;
   constexpr std::int64_t kChunk = 1000;
-  for (std::int64_t start = lo; start < hi; start += kChunk) {
-    const auto [hx, hy] = make_batch(data, identity, start, std::min(hi, start + kChunk));
+  // A sharded model's forward is a collective: every rank runs as many as the largest shard needs
+  // (a rank past its own end forwards one sample and ignores it).
+  const std::int64_t most = (data.count + w - 1) / w;
+  const std::int64_t forwards = sharded ? (most + kChunk - 1) / kChunk : 0;
+  for (std::int64_t k = 0, start = lo; start < hi || k < forwards; ++k, start += kChunk) {
+    const bool mine = start < hi;
+    const std::int64_t first = mine ? start : 0;
+    const std::int64_t last = mine ? std::min(hi, start + kChunk) : 1;
+    const auto [hx, hy] = make_batch(data, identity, first, last);
     const Tensor x = hx.to(comm.device());
     const Tensor y = hy.to(comm.device());
     const Tensor predicted = argmax(model.forward(autodiff::Var(x)).value(), 1);
-    correct += sum(eq(predicted, y)).to(Device::cpu()).item<std::int64_t>();
+    if (mine) correct += sum(eq(predicted, y)).to(Device::cpu()).item<std::int64_t>();
   }
   const Tensor totals = comm.all_reduce(
       Tensor::from_vector<std::int64_t>({correct, hi - lo}, comm.device()), ReduceOperation::Sum);
@@ -136,6 +145,26 @@ void check_options(const LabelledImages& train, const ModelFactory& make_model,
   RUCCL_CHECK(train.count > 0, ValueError, "train: the training set is empty");
   RUCCL_CHECK(static_cast<bool>(make_model), ValueError,
               "train: expected a model factory, got an empty one");
+  RUCCL_CHECK(!options.fsdp || (options.zero_stage == 0 && !options.overlap &&
+                                options.accumulate == 1 && options.checkpoint_dir.empty()),
+              ValueError,
+              "train: expected --fsdp without --zero, --overlap, --accumulate and checkpoints, "
+              "got one of them");
+}
+
+/// Shards each layer of a Sequential model (or the whole model) with nn::fully_shard; returns
+/// the model to train.
+std::shared_ptr<nn::Module> shard_model(Communicator& comm, std::shared_ptr<nn::Module> model,
+                                        const std::shared_ptr<nn::ShardedParams>& shards) {
+  auto* seq = dynamic_cast<nn::Sequential*>(model.get());
+  if (seq == nullptr) return nn::fully_shard(model, comm, "model", shards);
+  std::vector<std::shared_ptr<nn::Module>> layers;
+  for (const auto& [name, child] : seq->named_children()) {
+    layers.push_back(child->parameters().empty()
+                         ? child
+                         : std::shared_ptr<nn::Module>(nn::fully_shard(child, comm, name, shards)));
+  }
+  return std::make_shared<nn::Sequential>(layers);
 }
 
 /// CPU seconds of this process (all threads) or of the calling thread.
@@ -212,6 +241,12 @@ TrainResult train_rank(Communicator& comm, const LabelledImages& train, const La
   if (resume_zero)
     load_zero_checkpoint(dp, zero_checkpoint_dir(options.checkpoint_dir, steps), *opt, *model);
 
+  std::shared_ptr<nn::ShardedParams> shards;  // --fsdp: after the broadcast of the start
+  if (options.fsdp) {
+    shards = nn::ShardedParams::create(comm);
+    model = shard_model(comm, model, shards);
+  }
+
   TrainResult result;
   const auto start = Clock::now();
   const std::int64_t report_every =
@@ -260,6 +295,12 @@ TrainResult train_rank(Communicator& comm, const LabelledImages& train, const La
         if (!last) {
           const TraceSpan phase(comm.trace(), "backward");
           dp.no_sync(*model, loss, weight, LossReduction::Sum);
+        } else if (options.fsdp) {
+          // The shards' gradients: Σ_r G_r / Σ w_r, as DataParallel::reduce (Sum losses).
+          shards->set_gradient_weight(1.0, static_cast<double>(size));
+          const TraceSpan phase(comm.trace(), "backward");
+          loss.backward();
+          mean = GradientsParams::from_module(*model);
         } else if (options.zero_stage == 2) {
           shard = dp.backward_shard(*model, loss, weight, LossReduction::Sum);
         } else if (options.overlap || micro > 1) {
@@ -280,7 +321,9 @@ TrainResult train_rank(Communicator& comm, const LabelledImages& train, const La
         const double lr = options.cosine_lr
                               ? CosineAnnealingLr(options.lr, batches * options.epochs).lr_at(steps)
                               : options.lr;
-        if (options.zero_stage == 2) {
+        if (options.fsdp) {
+          opt->step(lr, *model, mean);  // each rank steps its shards
+        } else if (options.zero_stage == 2) {
           dp.step(*opt, lr, *model, shard);
         } else {
           dp.step(*opt, lr, *model, mean);  // ZeRO-1: this rank's shard, then the gather
@@ -358,12 +401,20 @@ TrainResult train_rank(Communicator& comm, const LabelledImages& train, const La
             .item<double>();
     er.train_loss = epoch_loss / static_cast<double>(std::max<std::int64_t>(epoch_samples, 1));
     er.samples_per_second = static_cast<double>(epoch_samples) / er.train_seconds;
-    if (options.evaluate) er.test_accuracy = evaluate(comm, *model, test);
+    if (options.evaluate) er.test_accuracy = evaluate(comm, *model, test, options.fsdp);
     er.elapsed_seconds = seconds_since(start);
     result.epochs.push_back(er);
     if (report != nullptr) report->on_epoch(er);
   }
-  for (const nn::Param& p : model->parameters()) result.parameters.push_back(p.value());
+  for (const nn::Param& p : model->parameters()) {
+    if (!shards) {
+      result.parameters.push_back(p.value());
+      continue;
+    }
+    const Shape full = shards->full_shape(p);  // gather the shards, cut the padding
+    const std::int64_t rows = full.size() == 0 ? 1 : full[0];
+    result.parameters.push_back(comm.all_gather(p.value()).narrow(0, 0, rows).reshape(full));
+  }
   return result;
 }
 

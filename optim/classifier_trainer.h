@@ -58,6 +58,11 @@ struct TrainOptions {
   /// ZeRO stage (DataParallelOptions::zero_stage): 1 shards the optimizer state, 2 the gradients
   /// too; the final parameters are the plain run's, byte for byte. 0: off.
   int zero_stage = 0;
+  /// Fully sharded parameters (nn::fully_shard): each layer of a Sequential model (the whole
+  /// model otherwise) keeps a dim-0 shard of its parameters per rank, gathered in forward and
+  /// re-gathered in backward; bit-identical to the plain run at 2 ranks. Not with zero_stage,
+  /// overlap, accumulate > 1 or checkpoints (ValueError).
+  bool fsdp = false;
   /// Test hook: rank kill_rank SIGKILLs itself right after optimizer step kill_after_step (before
   /// writing that step's checkpoint; when it is a checkpoint step, once rank 0 has written its
   /// file), on the first attempt of the job only (attempt 0). -1: never.

@@ -15,6 +15,10 @@
 
 namespace ruccl::nn {
 
+namespace detail {
+struct ParamVarAccess;  // nn::fully_shard swaps a Param's Var (fully_shard.cpp)
+}  // namespace detail
+
 /// A parameter's stable identity (keys of gradients, optimizer state and checkpoints).
 ///
 /// Where ids come from (docs/training.md, "ParamIds"):
@@ -109,6 +113,7 @@ class Param {
 
  private:
   friend class Module;
+  friend struct detail::ParamVarAccess;
   struct Impl {
     Impl(ParamId id_in, autodiff::Var var_in) : id(id_in), var(std::move(var_in)) {}
     std::atomic<ParamId> id;  // kNoParamId until set or derived; set once by a race's winner

@@ -71,6 +71,8 @@ constexpr const char* kUsage =
     "  --accumulate K       K micro-batches per step (DataParallel::no_sync), default 1\n"
     "  --zero S             ZeRO stage: 1 shards the optimizer state, 2 the gradients too\n"
     "                       (same parameters as without), default 0\n"
+    "  --fsdp               fully sharded parameters (nn::fully_shard per layer; the same\n"
+    "                       parameters as without at 2 ranks)\n"
     "  --test-limit N       evaluate on the first N test images only (short runs)\n"
     "  --save-parameters F  write the final parameters to F (raw F32, visit order)\n"
     "  --kill-after-step K  test hook: rank --kill-rank (default 1) SIGKILLs itself after\n"
@@ -116,6 +118,10 @@ Cli parse(int argc, char** argv) {
     }
     if (flag == "--overlap") {
       cli.options.overlap = true;
+      continue;
+    }
+    if (flag == "--fsdp") {
+      cli.options.fsdp = true;
       continue;
     }
     if (flag == "--cosine-lr") {

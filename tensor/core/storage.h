@@ -29,6 +29,27 @@ class Storage {
   /// What the allocator passed with its deleter (nullptr for the plain ones).
   void* context() const { return context_; }
 
+  /// Frees the bytes now while the Storage (and every Tensor viewing it) stays: data() becomes
+  /// nullptr until adopt() refills it. For values that are dropped and recomputed in place
+  /// (nn::fully_shard frees a gathered parameter after forward and re-gathers it for backward,
+  /// while the tape still holds views of it); reading a released Storage is a bug.
+  void release() {
+    if (deleter_ != nullptr && data_ != nullptr) deleter_(data_, context_);
+    data_ = nullptr;
+  }
+  /// Takes `other`'s bytes (of the same size and device), freeing this Storage's own first;
+  /// `other` is left empty (as after release()). Returns false, changing nothing, when the sizes
+  /// or devices differ.
+  bool adopt(Storage& other) {
+    if (other.nbytes_ != nbytes_ || !(other.device_ == device_)) return false;
+    release();
+    data_ = other.data_;
+    deleter_ = other.deleter_;
+    context_ = other.context_;
+    other.data_ = nullptr;
+    return true;
+  }
+
  private:
   void* data_;
   std::size_t nbytes_;

@@ -16,6 +16,8 @@
 #                too) as 2 threads, and --zero 2 --overlap as 2 processes over shared memory and
 #                over TCP (RUCCL_TCP_SHARED_MEMORY=off), and killed after step 15 and resumed at
 #                step 10: byte-identical to the plain run; refusal of --zero 3
+#   fsdp         --fsdp (nn::fully_shard per layer) as 2 threads and as 2 processes under ruccl-run:
+#                byte-identical to the plain run; refusal of --fsdp with --zero
 #   kill-resume  rank 1 SIGKILLs itself after step 15 (a checkpoint step: rank 0 writes step 15,
 #                rank 1 never does) under ruccl-run --max-restarts 1; the restarted job must
 #                resume at step 10, the newest step BOTH ranks wrote, pass over step 15, and end
@@ -71,6 +73,19 @@ case $case_name in
     if "$train" --zero 3 > "$work/zero3.log" 2>&1; then fail "--zero 3 was accepted"; fi
     grep -q -- "--zero expects 0, 1 or 2" "$work/zero3.log" || fail "no --zero 3 refusal"
     echo "PASS: --zero 1 and --zero 2 (with --overlap) end with the plain run's parameters, byte for byte, on threads, on processes over shared memory and TCP, and killed and resumed"
+    ;;
+  fsdp)
+    "$train" "${short[@]}" --fsdp --ranks 2 --save-parameters "$work/fsdp-threads.bin" \
+      > "$work/fsdp-threads.log"
+    same "$work/threads.bin" "$work/fsdp-threads.bin" "--fsdp on 2 threads"
+    "$ruccl_run" --nproc-per-node 2 "$train" "${short[@]}" --fsdp \
+      --save-parameters "$work/fsdp-processes.bin" > "$work/fsdp-processes.log"
+    grep -q "^\[0\] .*(processes)" "$work/fsdp-processes.log" ||
+      fail "ruccl-run did not run processes"
+    same "$work/threads.bin" "$work/fsdp-processes.bin" "--fsdp on 2 processes"
+    if "$train" --fsdp --zero 1 > "$work/fsdp-zero.log" 2>&1; then fail "--fsdp --zero 1 was accepted"; fi
+    grep -q -- "expected --fsdp without --zero" "$work/fsdp-zero.log" || fail "no --fsdp --zero refusal"
+    echo "PASS: --fsdp ends with the plain run's parameters, byte for byte, on threads and processes"
     ;;
   overlap)
     overlap=(--overlap --bucket-mb 0.5)
