@@ -126,7 +126,9 @@ TEST_CASE("a checkpoint saved on 4 ranks reads back on 2 and on 1, and consolida
 }
 
 TEST_CASE("a checkpoint resharded 4 -> 2 -> 1 and 2 -> 4 keeps every bit", "[optim][checkpoint]") {
-  for (const auto& [from, to] : {std::pair{4, 2}, std::pair{2, 1}, std::pair{2, 4}}) {
+  for (const auto& pair : {std::pair{4, 2}, std::pair{2, 1}, std::pair{2, 4}}) {
+    const int from = pair.first;
+    const int to = pair.second;  // a plain int: clang 14 cannot capture a structured binding
     INFO(from << " -> " << to << " ranks");
     ScratchDir first, second;
     save_on(from, first.path());
