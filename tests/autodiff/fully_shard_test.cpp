@@ -126,8 +126,8 @@ TEST_CASE("fully_shard: a parameter tied across two sharded modules is sharded o
     auto shards = nn::ShardedParams::create(comm);
     auto a = nn::fully_shard(std::make_shared<MatMul>(tied), comm, "a", shards);
     auto b = nn::fully_shard(std::make_shared<MatMul>(tied), comm, "b", shards);
-    REQUIRE(tied.shape() == Shape({3, 5}));  // one shard: [ceil(5 / 2), 5]
-    REQUIRE(shards->full_shape(tied) == Shape({5, 5}));
+    RUCCL_RANK_CHECK(tied.shape() == Shape({3, 5}));  // one shard: [ceil(5 / 2), 5]
+    RUCCL_RANK_CHECK(shards->full_shape(tied) == Shape({5, 5}));
     sum(b->forward(tanh(a->forward(x)))).backward();
     g.sharded.push_back(tied.grad());
     return g;
@@ -150,9 +150,9 @@ TEST_CASE("fully_shard: a frozen parameter is gathered for forward and gets no g
     g.reference = reference_shards(comm, {plain->weight()});
     auto sharded = nn::fully_shard(copy, comm, "frozen");
     const Var y = sharded->forward(x);
-    REQUIRE(tensor_bytes(y.value()) == tensor_bytes(y_plain.value()));
+    RUCCL_RANK_CHECK(tensor_bytes(y.value()) == tensor_bytes(y_plain.value()));
     sum(tanh(y)).backward();
-    REQUIRE_FALSE(copy->bias().grad().defined());
+    RUCCL_RANK_CHECK(!(copy->bias().grad().defined()));
     g.sharded.push_back(copy->weight().grad());
     return g;
   });
@@ -257,8 +257,8 @@ TEST_CASE("fully_shard: modules of different dtypes in one model each shard in t
     sum(sb->forward(to(tanh(sa->forward(x)), DType::F64))).backward();
     for (const nn::Param& p : sa->parameters()) g.sharded.push_back(p.grad());
     for (const nn::Param& p : sb->parameters()) g.sharded.push_back(p.grad());
-    REQUIRE(g.sharded[0].dtype() == DType::F32);
-    REQUIRE(g.sharded[2].dtype() == DType::F64);
+    RUCCL_RANK_CHECK(g.sharded[0].dtype() == DType::F32);
+    RUCCL_RANK_CHECK(g.sharded[2].dtype() == DType::F64);
     return g;
   });
   require_same(out);

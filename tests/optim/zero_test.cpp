@@ -270,7 +270,7 @@ TEST_CASE("ZeRO keeps 1/W of the optimizer state and gathers it to plain's bits"
         for (const auto& [id, slot] : adam.state().slots) {
           o.own_elements += slot.buffers.at(0).to_tensor().numel();
         }
-        REQUIRE_NOTHROW(dp.gather_optimizer_state(adam, *mlp));
+        dp.gather_optimizer_state(adam, *mlp);
         o.gathered = adam.state();
       }
     }

@@ -23,11 +23,23 @@
 #include <variant>
 #include <vector>
 
+#include <stdexcept>
+#include <string>
+
 #include "collective/common/collective_error.h"
 #include "collective/communicator.h"
 #include "collective/in_process_group.h"
 
 namespace ruccl::testing {
+
+/// A check inside a rank's function, where Catch2's assertions must not run (they are not
+/// thread-safe: ThreadSanitizer reports its counters): throws std::logic_error naming `what` when
+/// `ok` is false, and the rank's outcome carries it to the test's thread (value() rethrows it).
+inline void rank_check(bool ok, const char* what) {
+  if (!ok) throw std::logic_error(std::string("rank check failed: ") + what);
+}
+#define RUCCL_RANK_CHECK(...) \
+  ::ruccl::testing::rank_check(static_cast<bool>(__VA_ARGS__), #__VA_ARGS__)
 
 /// What one rank's function produced: a value, or the exception it threw.
 template <typename T>
